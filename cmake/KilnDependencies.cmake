@@ -1,0 +1,19 @@
+# Every dependency comes from a Debian package (see README "Dependencies").
+if(KILN_STATIC_BOOST)
+  set(Boost_USE_STATIC_LIBS ON)
+endif()
+find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(Threads REQUIRED)
+
+# xxHash is used header-only (XXH_INLINE_ALL): no libxxhash.so is needed where kiln runs.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+add_library(kiln_xxhash INTERFACE)
+target_include_directories(kiln_xxhash SYSTEM INTERFACE ${XXHASH_INCLUDE_DIR})
+
+# The CUDA driver API header only: libcuda.so.1 is opened with dlopen at run time, never linked.
+find_path(KILN_CUDA_INCLUDE_DIR cuda.h
+  HINTS $ENV{CUDA_HOME}/include $ENV{CUDA_PATH}/include /usr/local/cuda/include REQUIRED)
+add_library(kiln_cuda_headers INTERFACE)
+target_include_directories(kiln_cuda_headers SYSTEM INTERFACE ${KILN_CUDA_INCLUDE_DIR})
