@@ -1,0 +1,112 @@
+// kiln: a loaded plugin (Module) and its instances (Instance).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kiln/identity.hpp>
+#include <kiln/plugin.h>
+
+namespace kiln {
+
+// Where an artifact was found and what its entry records. Produced by Runtime::resolve
+// without running any of the artifact's code.
+struct Resolution {
+  std::string consumer;
+  std::string name;
+  std::string content_key;
+  std::string input_key;      // empty for published artifacts
+  std::string kind;           // "plugin"
+  std::string store_root;
+  bool store_writable = false;
+  std::string entry_dir;
+  std::string file;           // absolute path of the artifact file
+  std::string digest;         // XXH3-128 recorded at publish
+  std::uint64_t size = 0;
+  std::string updated;        // manifest time stamp
+  ArtifactIdentity identity;  // identity.json
+};
+
+// Milliseconds spent in each step of Runtime::load.
+struct LoadTimings {
+  double resolve_ms = 0;  // stores, manifest, meta.json, identity.json
+  double check_ms = 0;    // compatibility with kiln and the device (device discovery excluded)
+  double verify_ms = 0;   // store safety + digest of the file
+  double dlopen_ms = 0;
+  double bind_ms = 0;     // negotiation, answer and stamp checks
+  double total_ms() const { return resolve_ms + check_ms + verify_ms + dlopen_ms + bind_ms; }
+};
+
+struct LoadReport {
+  Resolution resolution;
+  Compatibility compatibility;
+  std::optional<DeviceIdentity> device;  // the device checked against; empty: none present
+  std::uint32_t abi_version = 0;         // negotiated
+  std::string plugin_id;
+  std::string plugin_version;
+  std::vector<std::string> interfaces;
+  LoadTimings timings;
+};
+
+class Module;
+
+// One plugin instance: create -> activate -> interface calls -> deactivate -> destroy (RAII).
+// Keeps its Module's code mapped while it lives.
+class Instance {
+ public:
+  Instance(Instance &&) noexcept;
+  Instance &operator=(Instance &&) noexcept;
+  ~Instance();  // deactivates and destroys
+
+  // [setup-thread] device_ordinal -1 = host only. Throws kiln::Error with the plugin's message.
+  void activate(int device_ordinal, std::uint32_t max_batch);
+  void deactivate() noexcept;
+  bool active() const noexcept { return active_; }
+
+  // The interface table for id ("kiln.example/1"), or nullptr when not offered. Interface
+  // tables begin with struct_size; a table smaller than T's first-revision size is refused
+  // (AbiError), since reading past it would read foreign memory.
+  template <class T>
+  const T *interface(const char *id, std::size_t min_size = sizeof(T)) const {
+    return static_cast<const T *>(interface_table(id, min_size));
+  }
+  const void *interface_table(const char *id, std::size_t min_size) const;
+
+  kiln_instance *handle() const noexcept { return instance_; }
+
+  struct Library;  // the loaded shared object; defined by kiln's loader, opaque here
+
+ private:
+  friend class Module;
+  Instance(std::shared_ptr<Library> library, kiln_instance *instance);
+  std::shared_ptr<Library> library_;
+  kiln_instance *instance_ = nullptr;
+  bool active_ = false;
+};
+
+// A loaded, negotiated plugin. Unloads (dlclose) when it and all its Instances are gone.
+class Module {
+ public:
+  Module(Module &&) noexcept;
+  Module &operator=(Module &&) noexcept;
+  ~Module();
+
+  const LoadReport &report() const noexcept;
+  const kiln_plugin_entry &entry() const noexcept;
+  std::uint32_t abi_version() const noexcept;
+
+  // [setup-thread] Create an instance. Throws kiln::Error with the plugin's message.
+  Instance create_instance() const;
+
+ private:
+  friend class Runtime;
+  friend class Loader;
+  Module(std::shared_ptr<Instance::Library> library, LoadReport report);
+  std::shared_ptr<Instance::Library> library_;
+  std::unique_ptr<LoadReport> report_;
+};
+
+}  // namespace kiln

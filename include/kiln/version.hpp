@@ -1,0 +1,20 @@
+// kiln: versions that key and gate artifacts.
+#pragma once
+
+#include <kiln/version.h>  // KILN_ABI_VERSION (abi/kiln/version.h)
+
+namespace kiln {
+
+inline constexpr const char *kVersion = "0.1.0";
+
+// Bumped when the input/content key computation changes: every key changes with it.
+inline constexpr int kKeySchema = 1;
+// Bumped when the layout of a store entry (meta.json, identity.json, files) changes.
+inline constexpr int kArtifactSchema = 1;
+// Bumped when manifest.json's format changes.
+inline constexpr int kManifestSchema = 1;
+
+// The plugin ABI this host speaks: majors must match; a plugin's minor may be lower.
+inline constexpr unsigned kAbiVersion = KILN_ABI_VERSION;
+
+}  // namespace kiln

@@ -1,0 +1,116 @@
+#include "store/digest.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <kiln/errors.hpp>
+
+namespace kiln::store {
+namespace {
+
+std::string to_hex(XXH128_hash_t hash) {
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, hash);
+  static const char *digits = "0123456789abcdef";
+  std::string out(32, '0');
+  for (std::size_t i = 0; i < 16; ++i) {
+    out[2 * i] = digits[canonical.digest[i] >> 4];
+    out[2 * i + 1] = digits[canonical.digest[i] & 15];
+  }
+  return out;
+}
+
+[[noreturn]] void throw_io(const char *what, const boost::filesystem::path &path, int error) {
+  throw IoError(std::string(what) + " " + path.string() + ": " + std::strerror(error));
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+struct Hasher::State {
+  XXH3_state_t *xxh = XXH3_createState();
+  ~State() { XXH3_freeState(xxh); }
+};
+
+Hasher::Hasher() : state_(std::make_unique<State>()) {
+  if (state_->xxh == nullptr) throw std::bad_alloc();
+  XXH3_128bits_reset(state_->xxh);
+}
+Hasher::~Hasher() = default;
+Hasher::Hasher(Hasher &&) noexcept = default;
+Hasher &Hasher::operator=(Hasher &&) noexcept = default;
+
+Hasher &Hasher::update(const void *data, std::size_t size) {
+  XXH3_128bits_update(state_->xxh, data, size);
+  return *this;
+}
+
+Hasher &Hasher::add_field(std::string_view name, std::string_view value) {
+  const std::uint64_t name_size = name.size(), value_size = value.size();
+  update(&name_size, sizeof name_size).update(name);
+  return update(&value_size, sizeof value_size).update(value);
+}
+
+Hasher &Hasher::add_file(const boost::filesystem::path &file) {
+  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw_io("cannot open", file, errno);
+  std::vector<char> buffer(1 << 20);
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw_io("cannot read", file, errno);
+    }
+    if (got == 0) break;
+    update(buffer.data(), static_cast<std::size_t>(got));
+  }
+  return *this;
+}
+
+std::string Hasher::hex() const { return to_hex(XXH3_128bits_digest(state_->xxh)); }
+
+std::string digest_hex(const void *data, std::size_t size) { return to_hex(XXH3_128bits(data, size)); }
+
+std::string digest_fd(int fd, const boost::filesystem::path &name_for_errors) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) throw_io("cannot stat", name_for_errors, errno);
+  const auto size = static_cast<std::size_t>(info.st_size);
+  if (size == 0) return digest_hex("", 0);
+  // One mapping, hashed in place: the pages are the ones dlopen maps next, so a warm load
+  // reads the file once.
+  void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (map == MAP_FAILED) throw_io("cannot map", name_for_errors, errno);
+  const std::string hex = digest_hex(map, size);
+  ::munmap(map, size);
+  return hex;
+}
+
+std::string digest_file(const boost::filesystem::path &file) {
+  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw_io("cannot open", file, errno);
+  return digest_fd(fd.get(), file);
+}
+
+}  // namespace kiln::store

@@ -1,0 +1,75 @@
+#include "store/layout.hpp"
+
+#include <cstdlib>
+
+#include <kiln/errors.hpp>
+
+#include "store/files.hpp"
+#include "store/names.hpp"
+
+namespace kiln::store {
+namespace {
+
+const char *env(const char *name) {
+  const char *value = std::getenv(name);
+  return (value != nullptr && *value != '\0') ? value : nullptr;
+}
+
+fs::path absolute_from(const char *variable, const std::string &value) {
+  fs::path path(value);
+  if (!path.is_absolute()) {
+    throw UsageError(std::string(variable) + " entry \"" + value +
+                     "\" is not an absolute path: stores are named by absolute paths (e.g. /opt/robot/kiln)");
+  }
+  return path.lexically_normal();
+}
+
+}  // namespace
+
+fs::path default_cache_dir() {
+  if (const char *dir = env("KILN_CACHE_DIR")) return absolute_from("KILN_CACHE_DIR", dir);
+  if (const char *xdg = env("XDG_CACHE_HOME")) return absolute_from("XDG_CACHE_HOME", xdg) / "kiln";
+  if (const char *home = env("HOME")) return absolute_from("HOME", home) / ".cache" / "kiln";
+  throw UsageError("no writable store: set KILN_CACHE_DIR (or XDG_CACHE_HOME or HOME)");
+}
+
+std::vector<StoreLocation> stores_from_environment() {
+  std::vector<StoreLocation> stores;
+  if (const char *layers = env("KILN_STORE_PATH")) {
+    std::string all(layers);
+    std::size_t start = 0;
+    while (start <= all.size()) {
+      const std::size_t end = std::min(all.find(':', start), all.size());
+      const std::string item = all.substr(start, end - start);
+      if (!item.empty()) stores.push_back({absolute_from("KILN_STORE_PATH", item), false, "KILN_STORE_PATH"});
+      start = end + 1;
+    }
+  }
+  std::string origin = env("KILN_CACHE_DIR") ? "KILN_CACHE_DIR" : env("XDG_CACHE_HOME") ? "XDG_CACHE_HOME" : "HOME";
+  stores.push_back({default_cache_dir(), true, origin});
+  return stores;
+}
+
+ConsumerLayout::ConsumerLayout(fs::path store_root, std::string consumer)
+    : store_root_(std::move(store_root)), consumer_(std::move(consumer)) {
+  validate_name("consumer", consumer_);
+}
+
+fs::path ConsumerLayout::dir() const { return store_root_ / "consumers" / consumer_; }
+fs::path ConsumerLayout::manifest() const { return dir() / "manifest.json"; }
+fs::path ConsumerLayout::manifest_lock() const { return dir() / "manifest.lock"; }
+fs::path ConsumerLayout::entries() const { return dir() / "store"; }
+fs::path ConsumerLayout::entry(const std::string &content_key) const {
+  if (!is_valid_key(content_key)) {
+    throw IntegrityError("content key \"" + content_key.substr(0, 64) + "\" of consumer " + consumer_ +
+                         " is not 32 lower-case hex digits: the manifest " + manifest().string() +
+                         " was altered outside kiln; republish the artifact");
+  }
+  return entries() / content_key;
+}
+fs::path ConsumerLayout::bykey(const std::string &input_key) const { return dir() / "bykey" / input_key; }
+fs::path ConsumerLayout::objects() const { return dir() / "objects"; }
+fs::path ConsumerLayout::locks() const { return dir() / "locks"; }
+fs::path ConsumerLayout::new_staging_dir() const { return entries() / (kStagingPrefix + unique_suffix()); }
+
+}  // namespace kiln::store

@@ -1,0 +1,51 @@
+// Where things live in a store (DESIGN §4) and which stores a process sees.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <boost/filesystem/path.hpp>
+
+namespace kiln::store {
+
+namespace fs = boost::filesystem;
+
+struct StoreLocation {
+  fs::path root;
+  bool writable = false;  // the one writable cache; read-only layers are searched first
+  std::string origin;     // where it came from: "KILN_STORE_PATH", "KILN_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "api"
+};
+
+// Read-only layers from KILN_STORE_PATH (colon-separated, in order), then the writable cache:
+// KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. Relative paths are refused.
+std::vector<StoreLocation> stores_from_environment();
+fs::path default_cache_dir();
+
+// The paths of one consumer inside one store.
+class ConsumerLayout {
+ public:
+  ConsumerLayout(fs::path store_root, std::string consumer);
+
+  const fs::path &store_root() const { return store_root_; }
+  const std::string &consumer() const { return consumer_; }
+  fs::path dir() const;                                 // <store>/consumers/<consumer>
+  fs::path manifest() const;                            // .../manifest.json
+  fs::path manifest_lock() const;                       // .../manifest.lock
+  fs::path entries() const;                             // .../store
+  fs::path entry(const std::string &content_key) const; // .../store/<content_key>
+  fs::path bykey(const std::string &input_key) const;   // .../bykey/<input_key>
+  fs::path objects() const;                             // .../objects
+  fs::path locks() const;                               // .../locks
+  fs::path new_staging_dir() const;                     // .../store/.staging-<pid>-<rand> (not created)
+
+ private:
+  fs::path store_root_;
+  std::string consumer_;
+};
+
+inline constexpr const char *kMetaFile = "meta.json";
+inline constexpr const char *kIdentityFile = "identity.json";
+inline constexpr const char *kBuildLogFile = "build.log";
+inline constexpr const char *kStagingPrefix = ".staging-";
+
+}  // namespace kiln::store

@@ -1,0 +1,21 @@
+// Names of consumers and artifacts: short identifiers, safe as one path component.
+#pragma once
+
+#include <string_view>
+
+namespace kiln::store {
+
+inline constexpr std::size_t kMaxNameLength = 64;
+
+// Throws UsageError naming `what` ("consumer", "artifact name"), the offending text and the rule.
+// Accepted: 1..64 characters of [A-Za-z0-9._-], starting with a letter or digit (so never
+// ".", ".." or a hidden file), no "..", no '/', no NUL, ASCII only.
+void validate_name(std::string_view what, std::string_view name);
+
+// The same rule as a predicate.
+bool is_valid_name(std::string_view name) noexcept;
+
+// A content or input key: exactly 32 lower-case hex digits.
+bool is_valid_key(std::string_view key) noexcept;
+
+}  // namespace kiln::store

@@ -1,0 +1,40 @@
+#include "store/sweep.hpp"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <string>
+
+#include <boost/filesystem/operations.hpp>
+
+namespace kiln::store {
+namespace {
+
+bool process_alive(long pid) {
+  if (pid <= 0) return true;  // unparsable: keep it, it may be someone's
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+int sweep_dead_staging(const ConsumerLayout &layout) {
+  int removed = 0;
+  boost::system::error_code error;
+  const std::string prefix = kStagingPrefix;
+  for (fs::directory_iterator it(layout.entries(), error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    long pid = 0;
+    try {
+      pid = std::stol(name.substr(prefix.size()));
+    } catch (...) {
+      continue;
+    }
+    if (process_alive(pid)) continue;
+    boost::system::error_code ignored;
+    if (fs::remove_all(it->path(), ignored) > 0) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace kiln::store
