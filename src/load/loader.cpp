@@ -1,0 +1,182 @@
+#include "load/loader.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <kiln/errors.hpp>
+#include <kiln/version.hpp>
+
+#include "load/library.hpp"
+#include "store/digest.hpp"
+#include "store/safety.hpp"
+
+namespace kiln {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string version_text(std::uint32_t v) {
+  return std::to_string(KILN_ABI_VERSION_MAJOR_OF(v)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(v));
+}
+
+void host_log(const kiln_host_services *host, std::int32_t level, const char *message) {
+  const auto *library = static_cast<const Instance::Library *>(host->host_data);
+  if (library == nullptr || !library->log || message == nullptr) return;
+  const LogLevel mapped = level <= KILN_LOG_DEBUG     ? LogLevel::debug
+                          : level == KILN_LOG_INFO    ? LogLevel::info
+                          : level == KILN_LOG_WARNING ? LogLevel::warning
+                                                      : LogLevel::error;
+  try {
+    library->log(mapped, "[" + library->file + "] " + message);
+  } catch (...) {
+    // A throwing log callback must not unwind into plugin code.
+  }
+}
+
+const void *host_get_service(const kiln_host_services *, const char *) { return nullptr; }
+
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  ~Descriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Descriptor(const Descriptor &) = delete;
+  Descriptor &operator=(const Descriptor &) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void verify_digest(int fd, const Resolution &resolution) {
+  const std::string actual = store::digest_fd(fd, resolution.file);
+  if (actual != resolution.digest) {
+    throw IntegrityError("artifact " + resolution.consumer + "/" + resolution.name + " file " + resolution.file +
+                         " does not match its recorded digest (recorded " + resolution.digest + ", file " + actual +
+                         "): it is torn or was altered, and was not loaded; republish or rebuild it");
+  }
+}
+
+// Everything the plugin's answer must satisfy before any of its tables is used.
+void check_answer(const Instance::Library &library, const kiln_negotiation_answer &answer,
+                  std::uint32_t abi_min, const Resolution &resolution) {
+  const std::string who = "plugin " + resolution.file;
+  if (answer.abi_version < abi_min || answer.abi_version > kAbiVersion) {
+    throw AbiError(who + " answered ABI " + version_text(answer.abi_version) + ", outside the offered range [" +
+                   version_text(abi_min) + ", " + version_text(kAbiVersion) + "]; it is broken: rebuild it");
+  }
+  const kiln_plugin_entry *entry = answer.entry;
+  if (entry == nullptr) throw AbiError(who + " accepted negotiation but returned no entry table; rebuild it");
+  if (entry->struct_size < sizeof(kiln_plugin_entry)) {
+    throw AbiError(who + " returned a " + std::to_string(entry->struct_size) + "-byte entry table; ABI " +
+                   version_text(answer.abi_version) + " needs " + std::to_string(sizeof(kiln_plugin_entry)) +
+                   "; rebuild it against this kiln's abi/ headers");
+  }
+  if (entry->create == nullptr || entry->activate == nullptr || entry->deactivate == nullptr ||
+      entry->destroy == nullptr || entry->get_interface == nullptr) {
+    throw AbiError(who + " has a NULL lifecycle function in its entry table; rebuild it with KILN_PLUGIN");
+  }
+  const kiln_build_stamp *stamp = entry->stamp;
+  if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0) {
+    throw AbiError(who + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
+  }
+  const std::string stamped(stamp->content_key, strnlen(stamp->content_key, KILN_STAMP_KEY_SIZE));
+  if (stamped != resolution.content_key) {
+    throw IntegrityError(who + " carries build stamp " + stamped + " but its manifest entry " + resolution.consumer +
+                         "/" + resolution.name + " names content key " + resolution.content_key +
+                         ": the file does not belong to this entry; republish or rebuild the artifact");
+  }
+  (void)library;
+}
+
+}  // namespace
+
+Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCallback &log) {
+  const Resolution &resolution = report.resolution;
+  const std::uint32_t abi_min =
+      abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
+
+  auto start = Clock::now();
+  try {
+    store::check_safe_to_execute(resolution.file, resolution.store_root);
+  } catch (const NotFoundError &) {
+    throw IntegrityError("artifact file " + resolution.file + " of " + resolution.consumer + "/" + resolution.name +
+                         " is missing from its store entry: the entry was damaged; republish or rebuild it");
+  }
+  Descriptor fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(errno));
+  }
+  verify_digest(fd.get(), resolution);
+  report.timings.verify_ms = ms_since(start);
+
+  start = Clock::now();
+  auto library = std::make_shared<Instance::Library>();
+  library->file = resolution.file;
+  library->log = log;
+  // Map the verified descriptor itself, so a file swapped in after the digest check is never run.
+  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.get());
+  const bool have_proc = ::access(fd_path.c_str(), R_OK) == 0;
+  library->handle = ::dlopen(have_proc ? fd_path.c_str() : resolution.file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library->handle == nullptr) {
+    const char *error = ::dlerror();
+    throw AbiError("cannot dlopen " + resolution.file + ": " + (error != nullptr ? error : "unknown error") +
+                   " (a missing dependency must be installed on this machine; a file that is not a shared "
+                   "object must be republished)");
+  }
+  report.timings.dlopen_ms = ms_since(start);
+
+  start = Clock::now();
+  ::dlerror();
+  const auto negotiate =
+      reinterpret_cast<kiln_plugin_negotiate_fn>(::dlsym(library->handle, KILN_PLUGIN_NEGOTIATE_SYMBOL));
+  if (negotiate == nullptr) {
+    throw AbiError(resolution.file + " is not a kiln plugin: it exports no " KILN_PLUGIN_NEGOTIATE_SYMBOL
+                   "; build it with the KILN_PLUGIN macro of <kiln/plugin.hpp>");
+  }
+  library->host.struct_size = sizeof(kiln_host_services);
+  library->host.host_data = library.get();
+  library->host.host_name = "kiln";
+  library->host.host_version = kVersion;
+  library->host.log = &host_log;
+  library->host.get_service = &host_get_service;
+
+  kiln_negotiation_request request{};
+  request.struct_size = sizeof request;
+  request.abi_min = abi_min;
+  request.abi_max = kAbiVersion;
+  request.host = &library->host;
+  kiln_negotiation_answer answer{};
+  answer.struct_size = sizeof answer;
+  const kiln_status status = negotiate(&request, &answer);
+  if (status != KILN_OK) {
+    throw AbiError("plugin " + resolution.file + " offers no ABI version in [" + version_text(abi_min) + ", " +
+                   version_text(kAbiVersion) + "] (negotiation status " + std::to_string(status) +
+                   "): rebuild it against this kiln's abi/ headers, or use a kiln that speaks its ABI");
+  }
+  check_answer(*library, answer, abi_min, resolution);
+  library->entry = answer.entry;
+  library->abi_version = answer.abi_version;
+
+  report.abi_version = answer.abi_version;
+  report.plugin_id = library->entry->plugin_id != nullptr ? library->entry->plugin_id : "";
+  report.plugin_version = library->entry->plugin_version != nullptr ? library->entry->plugin_version : "";
+  report.interfaces.clear();
+  if (const char *const *ids = library->entry->interface_ids) {
+    for (; *ids != nullptr; ++ids) report.interfaces.emplace_back(*ids);
+  }
+  report.timings.bind_ms = ms_since(start);
+  return Module(std::move(library), std::move(report));
+}
+
+}  // namespace kiln

@@ -1,0 +1,103 @@
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include <kiln/errors.hpp>
+#include <kiln/module.hpp>
+
+#include "load/library.hpp"
+
+namespace kiln {
+
+Instance::Library::~Library() {
+  if (handle != nullptr) ::dlclose(handle);
+}
+
+// ---- Instance ----
+
+Instance::Instance(std::shared_ptr<Library> library, kiln_instance *instance)
+    : library_(std::move(library)), instance_(instance) {}
+
+Instance::Instance(Instance &&other) noexcept
+    : library_(std::move(other.library_)), instance_(other.instance_), active_(other.active_) {
+  other.instance_ = nullptr;
+  other.active_ = false;
+}
+
+Instance &Instance::operator=(Instance &&other) noexcept {
+  if (this != &other) {
+    if (instance_ != nullptr) library_->entry->destroy(instance_);
+    library_ = std::move(other.library_);
+    instance_ = other.instance_;
+    active_ = other.active_;
+    other.instance_ = nullptr;
+    other.active_ = false;
+  }
+  return *this;
+}
+
+Instance::~Instance() {
+  if (instance_ != nullptr) library_->entry->destroy(instance_);  // destroy deactivates first
+}
+
+void Instance::activate(int device_ordinal, std::uint32_t max_batch) {
+  kiln_activate_params params{};
+  params.struct_size = sizeof params;
+  params.device_ordinal = device_ordinal;
+  params.max_batch = max_batch;
+  char message[1024] = "";
+  const kiln_status status = library_->entry->activate(instance_, &params, message, sizeof message);
+  if (status != KILN_OK) {
+    throw Error(status == KILN_ERR_DEVICE ? ErrorKind::other : ErrorKind::abi,
+                "plugin " + library_->file + " refused activate (device " + std::to_string(device_ordinal) +
+                    ", max batch " + std::to_string(max_batch) + ", status " + std::to_string(status) +
+                    "): " + (message[0] != '\0' ? message : "no message"));
+  }
+  active_ = true;
+}
+
+void Instance::deactivate() noexcept {
+  if (instance_ != nullptr && active_) library_->entry->deactivate(instance_);
+  active_ = false;
+}
+
+const void *Instance::interface_table(const char *id, std::size_t min_size) const {
+  const void *table = library_->entry->get_interface(instance_, id);
+  if (table == nullptr) return nullptr;
+  std::uint32_t size = 0;
+  std::memcpy(&size, table, sizeof size);  // every interface table starts with struct_size
+  if (size < min_size) {
+    throw AbiError("plugin " + library_->file + " answers interface " + id + " with a " + std::to_string(size) +
+                   "-byte table, smaller than its first revision (" + std::to_string(min_size) +
+                   " bytes): the plugin is broken or built against another header; rebuild it");
+  }
+  return table;
+}
+
+// ---- Module ----
+
+Module::Module(std::shared_ptr<Instance::Library> library, LoadReport report)
+    : library_(std::move(library)), report_(std::make_unique<LoadReport>(std::move(report))) {}
+Module::Module(Module &&) noexcept = default;
+Module &Module::operator=(Module &&) noexcept = default;
+Module::~Module() = default;
+
+const LoadReport &Module::report() const noexcept { return *report_; }
+const kiln_plugin_entry &Module::entry() const noexcept { return *library_->entry; }
+std::uint32_t Module::abi_version() const noexcept { return library_->abi_version; }
+
+Instance Module::create_instance() const {
+  kiln_create_params params{};
+  params.struct_size = sizeof params;
+  params.host = &library_->host;
+  kiln_instance *instance = nullptr;
+  char message[1024] = "";
+  const kiln_status status = library_->entry->create(&params, &instance, message, sizeof message);
+  if (status != KILN_OK || instance == nullptr) {
+    throw AbiError("plugin " + library_->file + " failed to create an instance (status " + std::to_string(status) +
+                   "): " + (message[0] != '\0' ? message : "no message"));
+  }
+  return Instance(library_, instance);
+}
+
+}  // namespace kiln

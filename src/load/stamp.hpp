@@ -1,0 +1,28 @@
+// The build stamp inside a plugin file's bytes (abi/kiln/stamp.h), read and written without
+// running any of the plugin's code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kiln::load {
+
+struct FileStamp {
+  std::size_t offset = 0;        // of the kiln_build_stamp record in the file
+  std::uint32_t abi_version = 0;
+  std::string content_key;       // 32 characters as found ("000..." when unstamped)
+  std::string archs;             // __CUDA_ARCH_LIST__ the plugin was compiled with
+};
+
+// Finds the one stamp in `bytes`. Throws AbiError naming `file` when there is none (not a
+// kiln plugin) or more than one (ambiguous: refuse rather than guess).
+FileStamp find_stamp(const std::string &bytes, const std::string &file);
+
+// The bytes with the stamp's key slot set to `key` (32 hex) — "0"*32 gives the form the
+// content key is computed over.
+void write_stamp_key(std::string &bytes, const FileStamp &stamp, const std::string &key);
+
+inline const std::string kUnstampedKey(32, '0');
+
+}  // namespace kiln::load

@@ -1,0 +1,230 @@
+#include <kiln/runtime.hpp>
+
+#include <chrono>
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
+
+#include <kiln/version.hpp>
+
+#include "device/discover.hpp"
+#include "device/identity_json.hpp"
+#include "load/loader.hpp"
+#include "runtime/state.hpp"
+#include "store/entry.hpp"
+#include "store/files.hpp"
+#include "store/manifest.hpp"
+#include "store/names.hpp"
+
+namespace kiln {
+namespace {
+
+namespace fs = boost::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string device_label(const DeviceIdentity &device) {
+  return "device " + std::to_string(device.ordinal) + " (" + device.name + ", " + device.arch_name() +
+         (device.declared ? ", declared" : "") + ")";
+}
+
+std::string searched(const std::vector<StoreInfo> &stores) {
+  std::string text;
+  for (const auto &store : stores) text += (text.empty() ? "" : ", ") + store.root;
+  return text;
+}
+
+}  // namespace
+
+const char *to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::debug: return "debug";
+    case LogLevel::info: return "info";
+    case LogLevel::warning: return "warning";
+    case LogLevel::error: return "error";
+  }
+  return "?";
+}
+
+RuntimeOptions RuntimeOptions::from_environment() {
+  RuntimeOptions options;
+  if (const char *device = std::getenv("KILN_DEVICE"); device != nullptr && *device != '\0') {
+    options.declared_device = device;
+  }
+  return options;  // stores: filled from the environment by Runtime when left empty
+}
+
+Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  if (state_->options.declared_device) parse_declared_device(*state_->options.declared_device);  // fail early
+  if (state_->options.read_only_stores.empty() && state_->options.cache_dir.empty()) {
+    state_->locations = store::stores_from_environment();
+  } else {
+    for (const auto &root : state_->options.read_only_stores) {
+      state_->locations.push_back({fs::path(root).lexically_normal(), false, "options"});
+    }
+    const fs::path cache =
+        state_->options.cache_dir.empty() ? store::default_cache_dir() : fs::path(state_->options.cache_dir);
+    state_->locations.push_back({cache.lexically_normal(), true, state_->options.cache_dir.empty() ? "environment" : "options"});
+  }
+  for (const auto &location : state_->locations) {
+    state_->infos.push_back({location.root.string(), location.writable, location.origin});
+  }
+}
+
+Runtime::~Runtime() = default;
+
+const std::vector<StoreInfo> &Runtime::stores() const { return state_->infos; }
+
+const DeviceReport &Runtime::devices() const {
+  std::call_once(state_->devices_once,
+                 [this] { state_->device_report = device::discover(state_->options.declared_device); });
+  return *state_->device_report;
+}
+
+void Runtime::log(LogLevel level, const std::string &message) const {
+  if (state_->options.log) state_->options.log(level, message);
+}
+
+Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const {
+  store::validate_name("consumer", consumer);
+  store::validate_name("artifact name", name);
+  bool consumer_seen = false;
+  std::vector<std::string> known;
+  for (const auto &location : state_->locations) {
+    const store::ConsumerLayout layout(location.root, consumer);
+    const auto manifest = store::read_manifest(layout.manifest(), consumer);
+    if (!manifest) continue;
+    consumer_seen = true;
+    const auto found = manifest->artifacts.find(name);
+    if (found == manifest->artifacts.end()) {
+      for (const auto &item : manifest->artifacts) known.push_back(item.first);
+      continue;
+    }
+    const store::ManifestRecord &record = found->second;
+    Resolution resolution;
+    resolution.consumer = consumer;
+    resolution.name = name;
+    resolution.content_key = record.content_key;
+    resolution.input_key = record.input_key;
+    resolution.kind = record.kind;
+    resolution.updated = record.updated;
+    resolution.store_root = location.root.string();
+    resolution.store_writable = location.writable;
+    const fs::path entry = layout.entry(record.content_key);
+    resolution.entry_dir = entry.string();
+    const store::EntryMeta meta = store::read_entry_meta(entry);
+    if (meta.content_key != record.content_key) {
+      throw IntegrityError("store entry " + entry.string() + " says content key " + meta.content_key +
+                           " but sits under " + record.content_key + ": the store was altered; republish " +
+                           consumer + "/" + name);
+    }
+    resolution.file = (entry / meta.file).string();
+    resolution.digest = meta.digest;
+    resolution.size = meta.size;
+    const fs::path identity_file = entry / store::kIdentityFile;
+    std::string identity_text;
+    try {
+      identity_text = store::read_file(identity_file);
+    } catch (const NotFoundError &) {
+      throw IntegrityError("store entry " + entry.string() + " has no identity.json; republish or rebuild " +
+                           consumer + "/" + name);
+    }
+    nlohmann::json identity_json;
+    try {
+      identity_json = nlohmann::json::parse(identity_text);
+    } catch (const nlohmann::json::parse_error &error) {
+      throw IntegrityError("identity " + identity_file.string() + " is not valid JSON (" + error.what() +
+                           "); republish or rebuild " + consumer + "/" + name);
+    }
+    resolution.identity = device::artifact_identity_from_json(identity_json, identity_file.string());
+    return resolution;
+  }
+  if (!consumer_seen) {
+    throw NotFoundError("no consumer \"" + consumer + "\" in any store (searched " + searched(state_->infos) +
+                        "): publish or build one of its artifacts first, or add its store to KILN_STORE_PATH");
+  }
+  std::string list;
+  for (const auto &item : known) list += (list.empty() ? "" : ", ") + item;
+  throw NotFoundError("no artifact \"" + name + "\" in consumer \"" + consumer + "\" (it has: " +
+                      (list.empty() ? "nothing" : list) + "; searched " + searched(state_->infos) + ")");
+}
+
+Compatibility Runtime::check(const Resolution &resolution, const DeviceIdentity *device) const {
+  return check_compatibility(resolution.identity, HostRequirements::current(), device);
+}
+
+Module Runtime::load(const std::string &consumer, const std::string &name, const LoadOptions &options) const {
+  LoadReport report;
+  auto start = Clock::now();
+  report.resolution = resolve(consumer, name);
+  report.timings.resolve_ms = ms_since(start);
+  const Resolution &resolution = report.resolution;
+  if (resolution.kind != "plugin") {
+    throw UsageError(consumer + "/" + name + " is a \"" + resolution.kind +
+                     "\" artifact, not a plugin: load it with the device-image loader");
+  }
+
+  const std::vector<DeviceIdentity> effective = devices().effective();  // discovery (once) is not timed
+  start = Clock::now();
+  if (options.device >= 0) {
+    if (static_cast<std::size_t>(options.device) >= effective.size()) {
+      throw NotFoundError("device " + std::to_string(options.device) + " does not exist: " +
+                          std::to_string(effective.size()) + " device(s) present (" + devices().detail + ")");
+    }
+    report.device = effective[static_cast<std::size_t>(options.device)];
+  } else if (!effective.empty()) {
+    report.device = effective.front();
+  }
+  report.compatibility = check(resolution, report.device ? &*report.device : nullptr);
+  if (!report.compatibility.ok) {
+    throw IncompatibleError("artifact " + consumer + "/" + name + " (" + resolution.content_key + ") on " +
+                                (report.device ? device_label(*report.device) : std::string("this host")),
+                            report.compatibility.reasons);
+  }
+  if (!report.device && !resolution.identity.archs.empty()) {
+    log(LogLevel::warning, consumer + "/" + name + ": no CUDA device (" + devices().detail +
+                               "); its device code was not checked and only host-side calls will work");
+  }
+  report.timings.check_ms = ms_since(start);
+  return Loader::open(std::move(report), options.abi_required, state_->options.log);
+}
+
+std::vector<ArtifactSummary> Runtime::list(const std::string &consumer) const {
+  if (!consumer.empty()) store::validate_name("consumer", consumer);
+  std::vector<ArtifactSummary> out;
+  std::set<std::string> seen;  // consumer/name already found in an earlier layer
+  for (const auto &location : state_->locations) {
+    std::vector<std::string> consumers;
+    if (!consumer.empty()) {
+      consumers.push_back(consumer);
+    } else {
+      boost::system::error_code error;
+      for (fs::directory_iterator it(location.root / "consumers", error), end; !error && it != end;
+           it.increment(error)) {
+        const std::string item = it->path().filename().string();
+        if (store::is_valid_name(item)) consumers.push_back(item);
+      }
+      std::sort(consumers.begin(), consumers.end());
+    }
+    for (const auto &each : consumers) {
+      const store::ConsumerLayout layout(location.root, each);
+      const auto manifest = store::read_manifest(layout.manifest(), each);
+      if (!manifest) continue;
+      for (const auto &[name, record] : manifest->artifacts) {
+        const bool shadowed = !seen.insert(each + "/" + name).second;
+        out.push_back({each, name, record.content_key, record.kind, location.root.string(), location.writable,
+                       shadowed, record.updated});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln
