@@ -1,0 +1,235 @@
+// kiln — command line front end of the runtime. Every verb takes --json.
+// Exit codes: 0 ok, 1 other, 2 usage/bad name, 3 not found, 4 incompatible, 5 plugin ABI,
+// 6 integrity/corrupt, 7 build failed (README "Exit codes").
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <kiln/runtime.hpp>
+#include <kiln/version.hpp>
+
+#include "cli/report_json.hpp"
+#include "cli/toolchain.hpp"
+#include "device/identity_json.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+struct Flags {
+  bool json = false;
+  int verbose = 0;
+};
+
+kiln::Runtime make_runtime(const Flags &flags) {
+  kiln::RuntimeOptions options = kiln::RuntimeOptions::from_environment();
+  const int verbose = flags.verbose;
+  options.log = [verbose](kiln::LogLevel level, const std::string &message) {
+    if (level >= kiln::LogLevel::warning || (verbose > 0 && level >= kiln::LogLevel::info) || verbose > 1) {
+      std::fprintf(stderr, "kiln: %s: %s\n", kiln::to_string(level), message.c_str());
+    }
+  };
+  return kiln::Runtime(std::move(options));
+}
+
+void emit(const Flags &flags, const json &value, const std::string &text) {
+  if (flags.json) {
+    std::cout << value.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+}
+
+std::string mib(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+std::string fixed(double value, int digits = 3) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string device_line(const kiln::DeviceIdentity &d) {
+  return "  [" + std::to_string(d.ordinal) + "] " + d.name + "  " + d.arch_name() + (d.integrated ? " (integrated)" : "") +
+         (d.declared ? " (declared)" : "") + (d.uuid.empty() ? "" : "  " + d.uuid) +
+         (d.sm_count > 0 ? "  SMs " + std::to_string(d.sm_count) : "") +
+         (d.total_memory > 0 ? "  " + mib(d.total_memory) : "") + "  driver " + std::to_string(d.driver_version) + "\n";
+}
+
+int doctor(const Flags &flags) {
+  kiln::Runtime runtime = make_runtime(flags);
+  const kiln::DeviceReport &devices = runtime.devices();
+  json stores = json::array();
+  for (const auto &store : runtime.stores()) stores.push_back(kiln::cli::to_json(store));
+  json out = {{"kiln_version", kiln::kVersion},
+              {"abi_version", std::to_string(KILN_ABI_VERSION_MAJOR) + "." + std::to_string(KILN_ABI_VERSION_MINOR)},
+              {"driver", kiln::device::to_json(devices)},
+              {"stores", stores},
+              {"toolchain", kiln::cli::describe_toolchain()}};
+  std::string text = "kiln " + std::string(kiln::kVersion) + " (plugin ABI " + out["abi_version"].get<std::string>() + ")\n";
+  text += "driver: " + std::string(kiln::to_string(devices.state)) + " - " + devices.detail + "\n";
+  for (const auto &device : devices.devices) text += device_line(device);
+  if (devices.declared) text += "declared device (KILN_DEVICE):\n" + device_line(*devices.declared);
+  text += "stores (searched in order):\n";
+  for (const auto &store : runtime.stores()) {
+    text += "  " + store.root + (store.writable ? "  (writable cache" : "  (read-only layer") + ", from " + store.origin + ")\n";
+  }
+  const json &tools = out["toolchain"];
+  text += "toolchain:\n  nvcc: " +
+          (tools["nvcc"]["found"].get<bool>() ? tools["nvcc"]["path"].get<std::string>() + "  " +
+                                                    tools["nvcc"].value("version", "")
+                                              : std::string("not found (prepared artifacts still load)")) +
+          "\n";
+  for (const char *name : {"nvrtc", "nvjitlink", "nvfatbin"}) {
+    text += std::string("  ") + name + ": " + (tools[name]["found"].get<bool>() ? "found" : "not found") + "\n";
+  }
+  emit(flags, out, text);
+  return 0;
+}
+
+int publish(const Flags &flags, const std::string &consumer, const std::string &name, const std::string &file,
+            const std::string &archs, int toolkit) {
+  kiln::Runtime runtime = make_runtime(flags);
+  kiln::PublishRequest request;
+  request.consumer = consumer;
+  request.name = name;
+  request.artifact_file = file;
+  if (archs != "none") request.archs = kiln::Arch::parse_list(archs);
+  request.cuda_toolkit_version = toolkit;
+  const kiln::PublishResult result = runtime.publish(request);
+  const json out = {{"consumer", consumer},         {"name", name},          {"content_key", result.content_key},
+                    {"entry", result.entry_dir},    {"file", result.file},   {"reused", result.reused}};
+  emit(flags, out,
+       "published " + consumer + "/" + name + "\n  content key " + result.content_key + (result.reused ? " (entry existed)" : "") +
+           "\n  " + result.file + "\n");
+  return 0;
+}
+
+int load(const Flags &flags, const std::string &consumer, const std::string &name, int device) {
+  kiln::Runtime runtime = make_runtime(flags);
+  kiln::LoadOptions options;
+  options.device = device;
+  kiln::Module module = runtime.load(consumer, name, options);
+  const kiln::LoadReport &report = module.report();
+  std::string text = "loaded " + consumer + "/" + name + " (" + report.plugin_id + " " + report.plugin_version +
+                     ", ABI " + std::to_string(KILN_ABI_VERSION_MAJOR_OF(report.abi_version)) + "." +
+                     std::to_string(KILN_ABI_VERSION_MINOR_OF(report.abi_version)) + ")\n";
+  text += "  file     " + report.resolution.file + "\n";
+  text += "  device   " + (report.device ? report.device->name + " " + report.device->arch_name() : std::string("none")) +
+          ": " + (report.compatibility.how.empty() ? std::string("-") : report.compatibility.how) + "\n";
+  text += "  interfaces";
+  for (const auto &id : report.interfaces) text += " " + id;
+  text += "\n  timings (ms): resolve " + fixed(report.timings.resolve_ms) + ", check " + fixed(report.timings.check_ms) +
+          ", verify " + fixed(report.timings.verify_ms) + ", dlopen " + fixed(report.timings.dlopen_ms) + ", bind " +
+          fixed(report.timings.bind_ms) + ", total " + fixed(report.timings.total_ms()) + "\n";
+  emit(flags, kiln::cli::to_json(report), text);
+  return 0;
+}
+
+int list(const Flags &flags, const std::string &consumer) {
+  kiln::Runtime runtime = make_runtime(flags);
+  json out = json::array();
+  std::string text;
+  for (const auto &item : runtime.list(consumer)) {
+    out.push_back(kiln::cli::to_json(item));
+    text += item.consumer + "/" + item.name + "  " + item.content_key + "  " + item.kind + "  " + item.store_root +
+            (item.shadowed ? "  (shadowed)" : "") + "\n";
+  }
+  if (out.empty()) text = "no artifacts" + (consumer.empty() ? std::string() : " for consumer " + consumer) + "\n";
+  emit(flags, out, text);
+  return 0;
+}
+
+int show(const Flags &flags, const std::string &consumer, const std::string &name) {
+  kiln::Runtime runtime = make_runtime(flags);
+  const kiln::Resolution resolution = runtime.resolve(consumer, name);
+  json checks = json::array();
+  std::string text = consumer + "/" + name + "\n  content key " + resolution.content_key + "\n  store " +
+                     resolution.store_root + "\n  file " + resolution.file + " (" + std::to_string(resolution.size) +
+                     " bytes, digest " + resolution.digest + ")\n  archs";
+  for (const auto &arch : resolution.identity.archs) text += " " + arch.to_string();
+  if (resolution.identity.archs.empty()) text += " none (host only)";
+  text += "\n";
+  const auto devices = runtime.devices().effective();
+  if (devices.empty()) {
+    const kiln::Compatibility host = runtime.check(resolution, nullptr);
+    checks.push_back({{"device", nullptr}, {"compatibility", kiln::device::to_json(host)}});
+    text += "  no device (" + runtime.devices().detail + ")\n";
+  }
+  for (const auto &device : devices) {
+    const kiln::Compatibility compatibility = runtime.check(resolution, &device);
+    checks.push_back({{"device", kiln::device::to_json(device)}, {"compatibility", kiln::device::to_json(compatibility)}});
+    text += "  device " + std::to_string(device.ordinal) + " " + device.name + " " + device.arch_name() + ": " +
+            (compatibility.ok ? "loads - " + compatibility.how : std::string("refused"));
+    for (const auto &reason : compatibility.reasons) text += "\n    " + reason.to_string();
+    text += "\n";
+  }
+  emit(flags, {{"resolution", kiln::cli::to_json(resolution)}, {"checks", checks}}, text);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"kiln: resolve, check, load and build GPU solver plugins"};
+  app.require_subcommand(1);
+  Flags flags;
+  app.add_flag("--json", flags.json, "machine-readable output on stdout");
+  app.add_flag("-v,--verbose", flags.verbose, "log more (repeat for debug)");
+  app.set_version_flag("--version", std::string("kiln ") + kiln::kVersion);
+
+  auto *doctor_cmd = app.add_subcommand("doctor", "driver, devices, declared device, stores and toolchain");
+
+  std::string consumer, name, file, archs, device_arg;
+  int toolkit = 0, device = -1;
+  auto *publish_cmd = app.add_subcommand("publish", "put a prebuilt plugin into the writable store");
+  publish_cmd->add_option("--consumer", consumer, "consumer namespace, e.g. hjcd-ik")->required();
+  publish_cmd->add_option("--name", name, "artifact name")->required();
+  publish_cmd->add_option("--artifact", file, "plugin shared object")->required()->check(CLI::ExistingFile);
+  publish_cmd->add_option("--arch", archs, "archs its device code targets: sm_90[,sm_87,compute_90] or none")->required();
+  publish_cmd->add_option("--cuda-toolkit", toolkit, "CUDA version that wrote its PTX (e.g. 12060); default: kiln's");
+
+  auto *load_cmd = app.add_subcommand("load", "resolve, check, verify, dlopen and bind; time each step");
+  load_cmd->add_option("consumer", consumer)->required();
+  load_cmd->add_option("name", name)->required();
+  load_cmd->add_option("--device", device, "device index to check against (default: the first)");
+
+  auto *ls_cmd = app.add_subcommand("ls", "list artifacts, in store order");
+  ls_cmd->add_option("consumer", consumer);
+
+  auto *show_cmd = app.add_subcommand("show", "an artifact's entry, identity and fit on each device");
+  show_cmd->add_option("consumer", consumer)->required();
+  show_cmd->add_option("name", name)->required();
+
+  for (auto *sub : {doctor_cmd, publish_cmd, load_cmd, ls_cmd, show_cmd}) {
+    sub->add_flag("--json", flags.json, "machine-readable output on stdout");
+    sub->add_flag("-v,--verbose", flags.verbose, "log more (repeat for debug)");
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    if (*doctor_cmd) return doctor(flags);
+    if (*publish_cmd) return publish(flags, consumer, name, file, archs, toolkit);
+    if (*load_cmd) return load(flags, consumer, name, device);
+    if (*ls_cmd) return list(flags, consumer);
+    if (*show_cmd) return show(flags, consumer, name);
+  } catch (const std::exception &error) {
+    const json details = kiln::cli::error_json(error);
+    if (flags.json) std::cout << json{{"error", details}}.dump(2) << "\n";
+    std::fprintf(stderr, "kiln: error: %s\n", error.what());
+    return details["exit_code"].get<int>();
+  }
+  return 1;
+}

@@ -1,0 +1,17 @@
+// JSON forms of runtime results, shared by the CLI's --json output and its text output.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <kiln/runtime.hpp>
+
+namespace kiln::cli {
+
+nlohmann::json to_json(const Resolution &resolution);
+nlohmann::json to_json(const LoadTimings &timings);
+nlohmann::json to_json(const LoadReport &report);
+nlohmann::json to_json(const ArtifactSummary &summary);
+nlohmann::json to_json(const StoreInfo &store);
+nlohmann::json error_json(const std::exception &error);
+
+}  // namespace kiln::cli
