@@ -7,12 +7,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
 #include "load/library.hpp"
 #include "store/digest.hpp"
+#include "store/file_identity.hpp"
 #include "store/safety.hpp"
 
 namespace kiln {
@@ -58,13 +61,41 @@ class Descriptor {
   int fd_;
 };
 
+// Files whose digest this process already checked, by their identity (device, inode, size,
+// mtime, ctime). A warm re-load of an unchanged file skips re-hashing; any write to it
+// changes ctime and forces a fresh check. Store files are never modified in place.
+class VerifiedFiles {
+ public:
+  bool known(const store::FileIdentity &id, const std::string &digest) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto hit = verified_.find({id.device, id.inode});
+    return hit != verified_.end() && hit->second.first == id && hit->second.second == digest;
+  }
+  void remember(const store::FileIdentity &id, const std::string &digest) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    verified_[{id.device, id.inode}] = {id, digest};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<store::FileIdentity, std::string>> verified_;
+};
+
+VerifiedFiles &verified_files() {
+  static VerifiedFiles files;
+  return files;
+}
+
 void verify_digest(int fd, const Resolution &resolution) {
+  const auto id = store::identify_fd(fd);
+  if (id && verified_files().known(*id, resolution.digest)) return;
   const std::string actual = store::digest_fd(fd, resolution.file);
   if (actual != resolution.digest) {
     throw IntegrityError("artifact " + resolution.consumer + "/" + resolution.name + " file " + resolution.file +
                          " does not match its recorded digest (recorded " + resolution.digest + ", file " + actual +
                          "): it is torn or was altered, and was not loaded; republish or rebuild it");
   }
+  if (id) verified_files().remember(*id, actual);
 }
 
 // Everything the plugin's answer must satisfy before any of its tables is used.
@@ -107,16 +138,21 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
       abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
 
   auto start = Clock::now();
-  try {
-    store::check_safe_to_execute(resolution.file, resolution.store_root);
-  } catch (const NotFoundError &) {
-    throw IntegrityError("artifact file " + resolution.file + " of " + resolution.consumer + "/" + resolution.name +
-                         " is missing from its store entry: the entry was damaged; republish or rebuild it");
-  }
-  Descriptor fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed.
+  Descriptor fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) {
-    throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(errno));
+    const int error = errno;
+    if (error == ENOENT) {
+      throw IntegrityError("artifact file " + resolution.file + " of " + resolution.consumer + "/" + resolution.name +
+                           " is missing from its store entry: the entry was damaged; republish or rebuild it");
+    }
+    if (error == ELOOP) {
+      throw IntegrityError("refusing to load " + resolution.file +
+                           ": it is a symlink (store entries hold regular files only); republish the artifact");
+    }
+    throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(error));
   }
+  store::check_safe_to_execute(fd.get(), resolution.file, resolution.store_root);
   verify_digest(fd.get(), resolution);
   report.timings.verify_ms = ms_since(start);
 
@@ -126,7 +162,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
   library->log = log;
   // Map the verified descriptor itself, so a file swapped in after the digest check is never run.
   const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.get());
-  const bool have_proc = ::access(fd_path.c_str(), R_OK) == 0;
+  static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;
   library->handle = ::dlopen(have_proc ? fd_path.c_str() : resolution.file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library->handle == nullptr) {
     const char *error = ::dlerror();

@@ -92,6 +92,59 @@ void Runtime::log(LogLevel level, const std::string &message) const {
   if (state_->options.log) state_->options.log(level, message);
 }
 
+std::shared_ptr<const store::Manifest> Runtime::State::manifest(const store::ConsumerLayout &layout) const {
+  const fs::path file = layout.manifest();
+  const auto id = store::identify(file);
+  if (!id) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    const auto hit = manifests.find(file.string());
+    if (hit != manifests.end() && hit->second.id == *id) return hit->second.manifest;
+  }
+  auto parsed = store::read_manifest(file, layout.consumer());
+  if (!parsed) return nullptr;
+  auto shared = std::make_shared<const store::Manifest>(std::move(*parsed));
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  manifests[file.string()] = {*id, shared};
+  return shared;
+}
+
+Runtime::State::CachedEntry Runtime::State::entry(const fs::path &entry_dir, const std::string &what) const {
+  const fs::path identity_file = entry_dir / store::kIdentityFile;
+  // meta.json stands for the whole entry: entries are written once, under their key, and a
+  // replaced entry has a new meta.json inode.
+  const auto meta_id = store::identify(entry_dir / store::kMetaFile);
+  if (meta_id) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    const auto hit = entries.find(entry_dir.string());
+    if (hit != entries.end() && hit->second.meta_id == *meta_id) {
+      return hit->second;
+    }
+  }
+  CachedEntry fresh;
+  fresh.meta = store::read_entry_meta(entry_dir);
+  std::string identity_text;
+  try {
+    identity_text = store::read_file(identity_file);
+  } catch (const NotFoundError &) {
+    throw IntegrityError("store entry " + entry_dir.string() + " has no identity.json; republish or rebuild " + what);
+  }
+  nlohmann::json identity_json;
+  try {
+    identity_json = nlohmann::json::parse(identity_text);
+  } catch (const nlohmann::json::parse_error &error) {
+    throw IntegrityError("identity " + identity_file.string() + " is not valid JSON (" + error.what() +
+                         "); republish or rebuild " + what);
+  }
+  fresh.identity = device::artifact_identity_from_json(identity_json, identity_file.string());
+  if (meta_id) {
+    fresh.meta_id = *meta_id;
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    entries[entry_dir.string()] = fresh;
+  }
+  return fresh;
+}
+
 Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const {
   store::validate_name("consumer", consumer);
   store::validate_name("artifact name", name);
@@ -99,7 +152,7 @@ Resolution Runtime::resolve(const std::string &consumer, const std::string &name
   std::vector<std::string> known;
   for (const auto &location : state_->locations) {
     const store::ConsumerLayout layout(location.root, consumer);
-    const auto manifest = store::read_manifest(layout.manifest(), consumer);
+    const auto manifest = state_->manifest(layout);
     if (!manifest) continue;
     consumer_seen = true;
     const auto found = manifest->artifacts.find(name);
@@ -117,33 +170,18 @@ Resolution Runtime::resolve(const std::string &consumer, const std::string &name
     resolution.updated = record.updated;
     resolution.store_root = location.root.string();
     resolution.store_writable = location.writable;
-    const fs::path entry = layout.entry(record.content_key);
-    resolution.entry_dir = entry.string();
-    const store::EntryMeta meta = store::read_entry_meta(entry);
-    if (meta.content_key != record.content_key) {
-      throw IntegrityError("store entry " + entry.string() + " says content key " + meta.content_key +
+    const fs::path entry_dir = layout.entry(record.content_key);
+    resolution.entry_dir = entry_dir.string();
+    const State::CachedEntry entry = state_->entry(entry_dir, consumer + "/" + name);
+    if (entry.meta.content_key != record.content_key) {
+      throw IntegrityError("store entry " + entry_dir.string() + " says content key " + entry.meta.content_key +
                            " but sits under " + record.content_key + ": the store was altered; republish " +
                            consumer + "/" + name);
     }
-    resolution.file = (entry / meta.file).string();
-    resolution.digest = meta.digest;
-    resolution.size = meta.size;
-    const fs::path identity_file = entry / store::kIdentityFile;
-    std::string identity_text;
-    try {
-      identity_text = store::read_file(identity_file);
-    } catch (const NotFoundError &) {
-      throw IntegrityError("store entry " + entry.string() + " has no identity.json; republish or rebuild " +
-                           consumer + "/" + name);
-    }
-    nlohmann::json identity_json;
-    try {
-      identity_json = nlohmann::json::parse(identity_text);
-    } catch (const nlohmann::json::parse_error &error) {
-      throw IntegrityError("identity " + identity_file.string() + " is not valid JSON (" + error.what() +
-                           "); republish or rebuild " + consumer + "/" + name);
-    }
-    resolution.identity = device::artifact_identity_from_json(identity_json, identity_file.string());
+    resolution.file = (entry_dir / entry.meta.file).string();
+    resolution.digest = entry.meta.digest;
+    resolution.size = entry.meta.size;
+    resolution.identity = entry.identity;
     return resolution;
   }
   if (!consumer_seen) {

@@ -100,7 +100,8 @@ std::string digest_fd(int fd, const boost::filesystem::path &name_for_errors) {
   if (size == 0) return digest_hex("", 0);
   // One mapping, hashed in place: the pages are the ones dlopen maps next, so a warm load
   // reads the file once.
-  void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  // MAP_POPULATE: fault the pages in one call rather than one fault per page.
+  void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (map == MAP_FAILED) throw_io("cannot map", name_for_errors, errno);
   const std::string hex = digest_hex(map, size);
   ::munmap(map, size);

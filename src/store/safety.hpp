@@ -11,4 +11,8 @@ namespace kiln::store {
 // owner/mode and the fix (chmod go-w / chown). Called before any code from the store is loaded.
 void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root);
 
+// The same for a file already opened with O_NOFOLLOW as `fd` (the descriptor that will be
+// loaded): its fstat replaces the file's lstat.
+void check_safe_to_execute(int fd, const boost::filesystem::path &file, const boost::filesystem::path &store_root);
+
 }  // namespace kiln::store

@@ -265,3 +265,15 @@ TEST_CASE("publish: a crash mid-publish leaves only a staging directory, swept b
   CHECK_FALSE(fs::exists(entries / ".staging-999999999-0-0"));
   CHECK_NOTHROW(runtime.load("tests", "example"));
 }
+
+TEST_CASE("integrity: a file changed after a successful load is checked again, not trusted from memory") {
+  TempDir dir;
+  Runtime runtime(options_for(dir));
+  const PublishResult published = publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  { Module first = runtime.load("tests", "example"); }
+  ::chmod(published.file.c_str(), 0644);
+  std::string bytes = kiln::test::read_text(published.file);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);  // same size, one bit
+  kiln::test::write_text(published.file, bytes);
+  CHECK_THROWS_AS(runtime.load("tests", "example"), IntegrityError);
+}
