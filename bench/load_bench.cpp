@@ -1,0 +1,156 @@
+// Warm load: kiln's full load path (resolve, check, verify digest, dlopen, negotiate, bind,
+// unload) against a bare dlopen + dlsym + dlclose of the same stored file, interleaved in one
+// process, median of many. Then the peak memory (VmHWM) a loading process adds over a process
+// that only does the bare dlopen: the same binary re-executed in each mode, so the program's
+// own size cancels out. With a GPU the driver is initialised first in both modes (the plugin
+// would initialise it anyway); without one a declared sm_90 device stands in.
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/plugin.h>
+#include <kiln/runtime.hpp>
+
+#include "device/discover.hpp"
+
+namespace {
+
+namespace fs = boost::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+long vm_hwm_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+kiln::RuntimeOptions options_for(const std::string &cache, bool have_gpu) {
+  kiln::RuntimeOptions options;
+  options.cache_dir = cache;
+  if (!have_gpu) options.declared_device = "sm_90";
+  return options;
+}
+
+void bare_load(const std::string &file) {
+  void *handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr || ::dlsym(handle, KILN_PLUGIN_NEGOTIATE_SYMBOL) == nullptr) {
+    std::fprintf(stderr, "bare dlopen failed: %s\n", ::dlerror());
+    std::exit(1);
+  }
+  ::dlclose(handle);
+}
+
+// Child mode: one load of one kind, then report VmHWM.
+int memory_child(const std::string &mode, const std::string &cache, const std::string &file, bool have_gpu) {
+  if (have_gpu) kiln::device::discover(std::nullopt);  // driver initialised in both modes
+  if (mode == "bare") {
+    void *handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr || ::dlsym(handle, KILN_PLUGIN_NEGOTIATE_SYMBOL) == nullptr) return 1;
+  } else {
+    kiln::Runtime runtime(options_for(cache, have_gpu));
+    kiln::Module module = runtime.load("bench", "example");
+    std::printf("%ld\n", vm_hwm_kib());
+    return 0;
+  }
+  std::printf("%ld\n", vm_hwm_kib());
+  return 0;
+}
+
+long run_child(const char *self, const std::string &mode, const std::string &cache, const std::string &file,
+               bool have_gpu) {
+  const std::string command = std::string("'") + self + "' --memory-child " + mode + " '" + cache + "' '" + file +
+                              "' " + (have_gpu ? "1" : "0");
+  FILE *pipe = ::popen(command.c_str(), "r");
+  long kib = -1;
+  if (pipe != nullptr) {
+    if (std::fscanf(pipe, "%ld", &kib) != 1) kib = -1;
+    ::pclose(pipe);
+  }
+  return kib;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc == 6 && std::strcmp(argv[1], "--memory-child") == 0) {
+    return memory_child(argv[2], argv[3], argv[4], std::strcmp(argv[5], "1") == 0);
+  }
+  const int iterations = argc > 1 ? std::atoi(argv[1]) : 300;
+
+  char pattern[] = "/tmp/kiln-bench-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) return 1;
+  const std::string cache = std::string(pattern) + "/cache";
+
+  const kiln::DeviceReport report = kiln::device::discover(std::nullopt);
+  const bool have_gpu = report.state == kiln::DriverState::ok;
+  kiln::Runtime runtime(options_for(cache, have_gpu));
+  kiln::PublishRequest request;
+  request.consumer = "bench";
+  request.name = "example";
+  request.artifact_file = KILN_BENCH_PLUGIN;
+  request.archs = {kiln::Arch::parse(have_gpu ? report.devices.front().arch_name() : "sm_90")};
+  const kiln::PublishResult published = runtime.publish(request);
+  const std::string file = published.file;
+
+  // Warm up both paths (page cache, driver, first-time symbol resolution).
+  for (int i = 0; i < 20; ++i) {
+    bare_load(file);
+    kiln::Module warm = runtime.load("bench", "example");
+  }
+  std::vector<double> bare, kiln_load;
+  kiln::LoadTimings sum;
+  for (int i = 0; i < iterations; ++i) {
+    auto start = Clock::now();
+    bare_load(file);
+    bare.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    start = Clock::now();
+    {
+      kiln::Module module = runtime.load("bench", "example");
+      const auto &t = module.report().timings;
+      sum.resolve_ms += t.resolve_ms, sum.check_ms += t.check_ms, sum.verify_ms += t.verify_ms;
+      sum.dlopen_ms += t.dlopen_ms, sum.bind_ms += t.bind_ms;
+    }
+    kiln_load.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  const double bare_us = median(bare), kiln_us = median(kiln_load);
+  const long bare_kib = run_child(argv[0], "bare", cache, file, have_gpu);
+  const long kiln_kib = run_child(argv[0], "kiln", cache, file, have_gpu);
+
+  std::printf("kiln load bench: %s, plugin %s (%ju bytes), %d iterations\n",
+              have_gpu ? (report.devices.front().name + " " + report.devices.front().arch_name()).c_str()
+                       : "no GPU (declared sm_90)",
+              fs::path(file).filename().c_str(), static_cast<std::uintmax_t>(fs::file_size(file)), iterations);
+  std::printf("  bare dlopen+dlsym+dlclose   median %8.1f us\n", bare_us);
+  std::printf("  kiln load (+unload)         median %8.1f us   ratio %.2fx (goal <= 1.20x)\n", kiln_us,
+              kiln_us / bare_us);
+  const double n = iterations;
+  std::printf("    mean steps (us): resolve %.1f  check %.1f  verify %.1f  dlopen %.1f  bind %.1f\n",
+              1000 * sum.resolve_ms / n, 1000 * sum.check_ms / n, 1000 * sum.verify_ms / n,
+              1000 * sum.dlopen_ms / n, 1000 * sum.bind_ms / n);
+  std::printf("  peak RSS: bare %ld KiB, kiln %ld KiB, added %ld KiB (goal <= 2048 KiB)\n", bare_kib, kiln_kib,
+              kiln_kib - bare_kib);
+  std::printf("{\"bench\":\"load\",\"bare_us\":%.2f,\"kiln_us\":%.2f,\"ratio\":%.3f,\"added_peak_kib\":%ld}\n",
+              bare_us, kiln_us, kiln_us / bare_us, kiln_kib - bare_kib);
+  boost::system::error_code ignored;
+  fs::remove_all(pattern, ignored);
+  return 0;
+}
