@@ -11,6 +11,7 @@
 #include <kiln/identity.hpp>
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
+#include <kiln/recipe.hpp>
 
 namespace kiln {
 
@@ -86,13 +87,26 @@ class Runtime {
   // Put a prebuilt plugin file into the writable cache under consumer/name.
   PublishResult publish(const PublishRequest &request);
 
+  // Build on miss (recipe.hpp). plan has no side effect; build builds at most once across
+  // processes (per input key) and publishes into the writable cache; ensure = build, then
+  // load what was built. Where no toolchain exists, ensure loads the prepared artifact of
+  // the recipe's consumer/name (a robot without nvcc) and says so in the log.
+  BuildPlan plan(const Recipe &recipe, const BuildOptions &options = {}) const;
+  BuildResult build(const Recipe &recipe, const BuildOptions &options = {});
+  Module ensure(const Recipe &recipe, const BuildOptions &build_options = {}, const LoadOptions &load_options = {});
+
   // Every artifact of consumer (all consumers when empty), in store order.
   std::vector<ArtifactSummary> list(const std::string &consumer = "") const;
 
   void log(LogLevel level, const std::string &message) const;
 
+  struct State;  // implementation detail (src/runtime/state.hpp)
+
  private:
-  struct State;
+  Resolution resolve_in(std::size_t store_index, const std::string &consumer, const std::string &name,
+                        bool *consumer_seen, std::vector<std::string> *known) const;
+  Module load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const;
+
   std::unique_ptr<State> state_;
 };
 

@@ -1,6 +1,8 @@
 // kiln — command line front end of the runtime. Every verb takes --json.
 // Exit codes: 0 ok, 1 other, 2 usage/bad name, 3 not found, 4 incompatible, 5 plugin ABI,
 // 6 integrity/corrupt, 7 build failed (README "Exit codes").
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -11,6 +13,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
+#include "build/process.hpp"
 #include "cli/report_json.hpp"
 #include "cli/toolchain.hpp"
 #include "device/identity_json.hpp"
@@ -156,7 +159,7 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
   for (const auto &arch : resolution.identity.archs) text += " " + arch.to_string();
   if (resolution.identity.archs.empty()) text += " none (host only)";
   text += "\n";
-  const auto devices = runtime.devices().effective();
+  const auto devices = runtime.devices().effective();  // show: report live and declared alike
   if (devices.empty()) {
     const kiln::Compatibility host = runtime.check(resolution, nullptr);
     checks.push_back({{"device", nullptr}, {"compatibility", kiln::device::to_json(host)}});
@@ -171,6 +174,113 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
     text += "\n";
   }
   emit(flags, {{"resolution", kiln::cli::to_json(resolution)}, {"checks", checks}}, text);
+  return 0;
+}
+
+struct BuildArgs {
+  std::string recipe;
+  bool plan = false;
+  bool force = false;
+  unsigned jobs = 0;
+  std::string archs;
+};
+
+std::string arch_text(const std::vector<kiln::Arch> &archs) {
+  std::string text;
+  for (const auto &arch : archs) text += (text.empty() ? "" : ",") + arch.to_string();
+  return text;
+}
+
+json plan_json(const kiln::BuildPlan &plan) {
+  json reasons = json::array();
+  for (const auto &reason : plan.stale_reasons) {
+    reasons.push_back({{"field", reason.field}, {"recorded", reason.recorded}, {"current", reason.current}});
+  }
+  return {{"consumer", plan.consumer}, {"name", plan.name}, {"input_key", plan.input_key},
+          {"content_key", plan.content_key ? json(*plan.content_key) : json(nullptr)},
+          {"state", plan.state}, {"stale_reasons", reasons}, {"archs", arch_text(plan.archs)},
+          {"nvcc", plan.nvcc}, {"nvcc_version", plan.nvcc_version}, {"host_compiler", plan.host_compiler},
+          {"steps", plan.steps}};
+}
+
+json build_json(const kiln::BuildResult &result) {
+  json units = json::array();
+  for (const auto &unit : result.units) {
+    units.push_back({{"name", unit.name}, {"cached", unit.cached}, {"seconds", unit.seconds}});
+  }
+  return {{"consumer", result.consumer}, {"name", result.name}, {"outcome", kiln::to_string(result.outcome)},
+          {"input_key", result.input_key}, {"content_key", result.content_key}, {"entry", result.entry_dir},
+          {"archs", arch_text(result.archs)}, {"units", units}, {"seconds", result.seconds}};
+}
+
+// Options shared by build and ensure: progress on a terminal, Ctrl-C kills nvcc children.
+struct BuildSession {
+  kiln::build::CancelToken token;
+  kiln::build::CancelOnSignals signals{token};
+  kiln::BuildOptions options;
+
+  BuildSession(const Flags &flags, const BuildArgs &args) {
+    options.force = args.force;
+    options.jobs = args.jobs;
+    if (!args.archs.empty()) options.archs = kiln::Arch::parse_list(args.archs);
+    options.cancel = &token;
+    if (!flags.json && ::isatty(STDERR_FILENO)) {
+      options.progress = [](const kiln::BuildEvent &event) {
+        using Kind = kiln::BuildEvent::Kind;
+        switch (event.kind) {
+          case Kind::generator_started: std::fprintf(stderr, "  generate %s ...\n", event.name.c_str()); break;
+          case Kind::unit_started: break;
+          case Kind::link_started: std::fprintf(stderr, "  link     %s ...\n", event.name.c_str()); break;
+          case Kind::generator_finished:
+          case Kind::link_finished:
+            std::fprintf(stderr, "  done     %s (%.2f s)\n", event.name.c_str(), event.seconds);
+            break;
+          case Kind::unit_finished:
+            std::fprintf(stderr, "  compile  %s %s (%.2f s)\n", event.name.c_str(), event.cached ? "cached" : "done",
+                         event.seconds);
+            break;
+        }
+      };
+    }
+  }
+};
+
+int build(const Flags &flags, const BuildArgs &args) {
+  kiln::Runtime runtime = make_runtime(flags);
+  const kiln::Recipe recipe = kiln::Recipe::load(args.recipe);
+  BuildSession session(flags, args);
+  if (args.plan) {
+    const kiln::BuildPlan plan = runtime.plan(recipe, session.options);
+    std::string text = recipe.consumer + "/" + recipe.name + ": " + plan.state + "\n  input key   " + plan.input_key +
+                       "\n  content key " + (plan.content_key ? *plan.content_key : std::string("(unknown until built)")) +
+                       "\n  archs       " + arch_text(plan.archs) + "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n";
+    for (const auto &reason : plan.stale_reasons) text += "  stale: " + reason.to_string() + "\n";
+    for (const auto &step : plan.steps) text += "  would " + step + "\n";
+    emit(flags, plan_json(plan), text);
+    return 0;
+  }
+  const kiln::BuildResult result = runtime.build(recipe, session.options);
+  std::string text = std::string(kiln::to_string(result.outcome)) + " " + recipe.consumer + "/" + recipe.name +
+                     " in " + fixed(result.seconds, 2) + " s\n  content key " + result.content_key + "\n  input key   " +
+                     result.input_key + "\n  " + result.entry_dir + "\n";
+  emit(flags, build_json(result), text);
+  return 0;
+}
+
+int ensure(const Flags &flags, const BuildArgs &args, int device) {
+  kiln::Runtime runtime = make_runtime(flags);
+  const kiln::Recipe recipe = kiln::Recipe::load(args.recipe);
+  BuildSession session(flags, args);
+  kiln::LoadOptions load_options;
+  load_options.device = device;
+  kiln::Module module = runtime.ensure(recipe, session.options, load_options);
+  const kiln::LoadReport &report = module.report();
+  std::string text = "ensured " + recipe.consumer + "/" + recipe.name + " (" + report.resolution.content_key + ")\n  device   " +
+                     (report.device ? report.device->name + " " + report.device->arch_name() : std::string("none")) + ": " +
+                     (report.compatibility.how.empty() ? std::string("-") : report.compatibility.how) + "\n  interfaces";
+  for (const auto &id : report.interfaces) text += " " + id;
+  text += "\n";
+  emit(flags, kiln::cli::to_json(report), text);
   return 0;
 }
 
@@ -207,7 +317,19 @@ int main(int argc, char **argv) {
   show_cmd->add_option("consumer", consumer)->required();
   show_cmd->add_option("name", name)->required();
 
-  for (auto *sub : {doctor_cmd, publish_cmd, load_cmd, ls_cmd, show_cmd}) {
+  BuildArgs build_args;
+  auto *build_cmd = app.add_subcommand("build", "build a recipe on miss (exactly once across processes)");
+  auto *ensure_cmd = app.add_subcommand("ensure", "build a recipe if needed, then load what was built");
+  for (auto *sub : {build_cmd, ensure_cmd}) {
+    sub->add_option("recipe", build_args.recipe, "recipe JSON file")->required()->check(CLI::ExistingFile);
+    sub->add_flag("--force", build_args.force, "recompile every unit");
+    sub->add_option("--jobs", build_args.jobs, "parallel compiles (default KILN_JOBS or cores, bounded by memory)");
+    sub->add_option("--arch", build_args.archs, "override the recipe's archs: sm_90[,sm_87,compute_90]");
+  }
+  build_cmd->add_flag("--plan", build_args.plan, "report what a build would do, without side effects");
+  ensure_cmd->add_option("--device", device, "device index to check against (default: the first)");
+
+  for (auto *sub : {doctor_cmd, publish_cmd, load_cmd, ls_cmd, show_cmd, build_cmd, ensure_cmd}) {
     sub->add_flag("--json", flags.json, "machine-readable output on stdout");
     sub->add_flag("-v,--verbose", flags.verbose, "log more (repeat for debug)");
   }
@@ -225,6 +347,8 @@ int main(int argc, char **argv) {
     if (*load_cmd) return load(flags, consumer, name, device);
     if (*ls_cmd) return list(flags, consumer);
     if (*show_cmd) return show(flags, consumer, name);
+    if (*build_cmd) return build(flags, build_args);
+    if (*ensure_cmd) return ensure(flags, build_args, device);
   } catch (const std::exception &error) {
     const json details = kiln::cli::error_json(error);
     if (flags.json) std::cout << json{{"error", details}}.dump(2) << "\n";

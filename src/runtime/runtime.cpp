@@ -62,7 +62,7 @@ RuntimeOptions RuntimeOptions::from_environment() {
 
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
-  if (state_->options.declared_device) parse_declared_device(*state_->options.declared_device);  // fail early
+  if (state_->options.declared_device) state_->declared = parse_declared_device(*state_->options.declared_device);
   if (state_->options.read_only_stores.empty() && state_->options.cache_dir.empty()) {
     state_->locations = store::stores_from_environment();
   } else {
@@ -145,44 +145,53 @@ Runtime::State::CachedEntry Runtime::State::entry(const fs::path &entry_dir, con
   return fresh;
 }
 
+Resolution Runtime::resolve_in(std::size_t store_index, const std::string &consumer, const std::string &name,
+                               bool *consumer_seen, std::vector<std::string> *known) const {
+  const store::StoreLocation &location = state_->locations.at(store_index);
+  const store::ConsumerLayout layout(location.root, consumer);
+  const auto manifest = state_->manifest(layout);
+  if (!manifest) return {};
+  if (consumer_seen != nullptr) *consumer_seen = true;
+  const auto found = manifest->artifacts.find(name);
+  if (found == manifest->artifacts.end()) {
+    if (known != nullptr) {
+      for (const auto &item : manifest->artifacts) known->push_back(item.first);
+    }
+    return {};
+  }
+  const store::ManifestRecord &record = found->second;
+  Resolution resolution;
+  resolution.consumer = consumer;
+  resolution.name = name;
+  resolution.content_key = record.content_key;
+  resolution.input_key = record.input_key;
+  resolution.kind = record.kind;
+  resolution.updated = record.updated;
+  resolution.store_root = location.root.string();
+  resolution.store_writable = location.writable;
+  const fs::path entry_dir = layout.entry(record.content_key);
+  resolution.entry_dir = entry_dir.string();
+  const State::CachedEntry entry = state_->entry(entry_dir, consumer + "/" + name);
+  if (entry.meta.content_key != record.content_key) {
+    throw IntegrityError("store entry " + entry_dir.string() + " says content key " + entry.meta.content_key +
+                         " but sits under " + record.content_key + ": the store was altered; republish " + consumer +
+                         "/" + name);
+  }
+  resolution.file = (entry_dir / entry.meta.file).string();
+  resolution.digest = entry.meta.digest;
+  resolution.size = entry.meta.size;
+  resolution.identity = entry.identity;
+  return resolution;
+}
+
 Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const {
   store::validate_name("consumer", consumer);
   store::validate_name("artifact name", name);
   bool consumer_seen = false;
   std::vector<std::string> known;
-  for (const auto &location : state_->locations) {
-    const store::ConsumerLayout layout(location.root, consumer);
-    const auto manifest = state_->manifest(layout);
-    if (!manifest) continue;
-    consumer_seen = true;
-    const auto found = manifest->artifacts.find(name);
-    if (found == manifest->artifacts.end()) {
-      for (const auto &item : manifest->artifacts) known.push_back(item.first);
-      continue;
-    }
-    const store::ManifestRecord &record = found->second;
-    Resolution resolution;
-    resolution.consumer = consumer;
-    resolution.name = name;
-    resolution.content_key = record.content_key;
-    resolution.input_key = record.input_key;
-    resolution.kind = record.kind;
-    resolution.updated = record.updated;
-    resolution.store_root = location.root.string();
-    resolution.store_writable = location.writable;
-    const fs::path entry_dir = layout.entry(record.content_key);
-    resolution.entry_dir = entry_dir.string();
-    const State::CachedEntry entry = state_->entry(entry_dir, consumer + "/" + name);
-    if (entry.meta.content_key != record.content_key) {
-      throw IntegrityError("store entry " + entry_dir.string() + " says content key " + entry.meta.content_key +
-                           " but sits under " + record.content_key + ": the store was altered; republish " +
-                           consumer + "/" + name);
-    }
-    resolution.file = (entry_dir / entry.meta.file).string();
-    resolution.digest = entry.meta.digest;
-    resolution.size = entry.meta.size;
-    resolution.identity = entry.identity;
-    return resolution;
+  for (std::size_t index = 0; index < state_->locations.size(); ++index) {
+    Resolution resolution = resolve_in(index, consumer, name, &consumer_seen, &known);
+    if (!resolution.content_key.empty()) return resolution;
   }
   if (!consumer_seen) {
     throw NotFoundError("no consumer \"" + consumer + "\" in any store (searched " + searched(state_->infos) +
@@ -199,18 +208,22 @@ Compatibility Runtime::check(const Resolution &resolution, const DeviceIdentity 
 }
 
 Module Runtime::load(const std::string &consumer, const std::string &name, const LoadOptions &options) const {
-  LoadReport report;
-  auto start = Clock::now();
-  report.resolution = resolve(consumer, name);
-  report.timings.resolve_ms = ms_since(start);
-  const Resolution &resolution = report.resolution;
-  if (resolution.kind != "plugin") {
-    throw UsageError(consumer + "/" + name + " is a \"" + resolution.kind +
-                     "\" artifact, not a plugin: load it with the device-image loader");
-  }
+  const auto start = Clock::now();
+  Resolution resolution = resolve(consumer, name);
+  return load_resolved(std::move(resolution), options, ms_since(start));
+}
 
-  const std::vector<DeviceIdentity> effective = devices().effective();  // discovery (once) is not timed
-  start = Clock::now();
+Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const {
+  LoadReport report;
+  report.timings.resolve_ms = resolve_ms;
+  report.resolution = std::move(resolution);
+  const Resolution &r = report.resolution;
+  const std::string what = r.consumer + "/" + r.name;
+  if (r.kind != "plugin") {
+    throw UsageError(what + " is a \"" + r.kind + "\" artifact, not a plugin: load it with the device-image loader");
+  }
+  const std::vector<DeviceIdentity> effective = state_->check_devices(*this);  // discovery (once) is not timed
+  const auto start = Clock::now();
   if (options.device >= 0) {
     if (static_cast<std::size_t>(options.device) >= effective.size()) {
       throw NotFoundError("device " + std::to_string(options.device) + " does not exist: " +
@@ -220,14 +233,14 @@ Module Runtime::load(const std::string &consumer, const std::string &name, const
   } else if (!effective.empty()) {
     report.device = effective.front();
   }
-  report.compatibility = check(resolution, report.device ? &*report.device : nullptr);
+  report.compatibility = check(r, report.device ? &*report.device : nullptr);
   if (!report.compatibility.ok) {
-    throw IncompatibleError("artifact " + consumer + "/" + name + " (" + resolution.content_key + ") on " +
+    throw IncompatibleError("artifact " + what + " (" + r.content_key + ") on " +
                                 (report.device ? device_label(*report.device) : std::string("this host")),
                             report.compatibility.reasons);
   }
-  if (!report.device && !resolution.identity.archs.empty()) {
-    log(LogLevel::warning, consumer + "/" + name + ": no CUDA device (" + devices().detail +
+  if (!report.device && !r.identity.archs.empty()) {
+    log(LogLevel::warning, what + ": no CUDA device (" + devices().detail +
                                "); its device code was not checked and only host-side calls will work");
   }
   report.timings.check_ms = ms_since(start);

@@ -21,10 +21,18 @@ struct Runtime::State {
   RuntimeOptions options;
   std::vector<store::StoreLocation> locations;  // read-only layers first, the writable cache last
   std::vector<StoreInfo> infos;
+  std::optional<DeviceIdentity> declared;  // parsed KILN_DEVICE / options.declared_device
   mutable std::once_flag devices_once;
   mutable std::optional<DeviceReport> device_report;
 
   const store::StoreLocation &writable() const { return locations.back(); }
+
+  // The devices checks run against. A declared device stands in without touching the driver,
+  // so a declared load or build never pays cuInit (100-235 ms); only doctor probes both.
+  std::vector<DeviceIdentity> check_devices(const Runtime &runtime) const {
+    if (declared) return {*declared};
+    return runtime.devices().effective();
+  }
 
   // Parsed manifests and entries, reused while the files' identities (inode, size, times)
   // are unchanged: a warm load then costs a few stat calls instead of three JSON parses.

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <fstream>
 #include <string>
 
 #include <boost/filesystem/operations.hpp>
@@ -12,7 +13,14 @@ namespace {
 
 bool process_alive(long pid) {
   if (pid <= 0) return true;  // unparsable: keep it, it may be someone's
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  // A killed builder whose parent has not reaped it yet is a zombie: it holds no lock and
+  // will write nothing more, so its staging directory is dead too.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const std::size_t close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
 }
 
 }  // namespace

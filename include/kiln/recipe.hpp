@@ -1,0 +1,107 @@
+// kiln: recipes — everything that shapes an artifact — and what building one reports.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kiln/cancel.hpp>
+#include <kiln/identity.hpp>
+
+namespace kiln {
+
+inline constexpr int kRecipeSchema = 1;
+
+// A declared pre-build step (e.g. URDF -> forward-kinematics header). It runs in the recipe's
+// directory; "{gen}" in its command is the directory its outputs go to, "{tool}" the tool.
+struct GeneratorStep {
+  std::string name;
+  std::vector<std::string> command;
+  std::vector<std::string> inputs;   // files, relative to the recipe (absolute after load)
+  std::vector<std::string> outputs;  // file names inside {gen}
+  std::string tool;                  // executable, hashed by content (absolute after load); or
+  std::string tool_identity;         // a version string standing for the tool
+};
+
+struct Recipe {
+  int schema = kRecipeSchema;
+  std::string consumer;
+  std::string name;
+  std::string backend = "nvcc";          // "nvcc" (shared-object plugin); "nvrtc" (device images)
+  std::vector<std::string> sources;      // .cu/.cpp/.cc; one object each (absolute after load)
+  std::vector<std::string> headers;      // files or directories, hashed by content as one set
+  std::vector<std::string> include_dirs; // searched by the compiler (absolute after load)
+  std::vector<std::string> defines;      // NAME or NAME=VALUE
+  std::vector<std::string> flags;        // extra compile flags
+  std::vector<std::string> link_flags;
+  std::vector<std::string> archs;        // sm_90, sm_87, compute_90, sm_90a, ... or "native"
+  std::string artifact;                  // output file name, e.g. libik.so
+  std::vector<GeneratorStep> generators;
+  std::uint64_t unit_memory_mb = 4096;   // memory one compile may take; bounds parallel jobs
+  std::string base_dir;                  // the recipe file's directory
+  std::string file;                      // the recipe file, for messages
+
+  // Parse and validate a recipe file; relative paths are taken from its directory. Throws
+  // UsageError naming the file, the field and the fix; NotFoundError for missing inputs.
+  static Recipe load(const std::string &path);
+  static Recipe parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors);
+  // The recipe as JSON with paths relative to base_dir (the form that keys the input key).
+  std::string canonical_json() const;
+};
+
+// One step of a build, reported as it happens (from the building thread(s)).
+struct BuildEvent {
+  enum class Kind { generator_started, generator_finished, unit_started, unit_finished, link_started, link_finished };
+  Kind kind;
+  std::string name;     // generator name, unit (source file name) or artifact
+  double seconds = 0;   // for *_finished
+  bool cached = false;  // unit served from the object cache
+};
+using BuildProgress = std::function<void(const BuildEvent &)>;
+
+struct BuildOptions {
+  bool force = false;               // recompile every unit (ignore bykey and the object cache)
+  unsigned jobs = 0;                // 0: KILN_JOBS, else the number of cores; bounded by memory
+  std::vector<Arch> archs;          // overrides the recipe's archs when not empty
+  BuildProgress progress;
+  const CancelToken *cancel = nullptr;  // polled; once cancelled the build stops and kills nvcc
+};
+
+struct UnitReport {
+  std::string name;
+  bool cached = false;
+  double seconds = 0;
+};
+
+struct BuildResult {
+  enum class Outcome { hit, reused, built };  // hit: bykey; reused: same content key existed
+  Outcome outcome = Outcome::built;
+  std::string consumer;
+  std::string name;
+  std::string input_key;
+  std::string content_key;
+  std::string entry_dir;
+  std::vector<Arch> archs;
+  std::vector<UnitReport> units;
+  double seconds = 0;
+};
+const char *to_string(BuildResult::Outcome outcome);
+
+// What a build would do, computed without side effects.
+struct BuildPlan {
+  std::string consumer;
+  std::string name;
+  std::string input_key;
+  std::optional<std::string> content_key;  // known when a bykey pointer exists
+  std::string state;                       // "cached", "stale", "missing"
+  std::vector<Reason> stale_reasons;
+  std::vector<Arch> archs;
+  std::string nvcc;                        // toolchain used
+  std::string nvcc_version;
+  std::string host_compiler;
+  std::vector<std::string> steps;          // human-readable: generators, units, link
+};
+
+}  // namespace kiln

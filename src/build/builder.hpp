@@ -1,0 +1,40 @@
+// Build on miss (DESIGN §3): input key -> bykey hit, else under the input key's build lock:
+// staging -> generators -> content key -> reuse or compile units (object cache, parallel,
+// memory-bounded) -> link -> stamp -> meta/identity/build.log -> rename into the store ->
+// bykey pointer -> manifest.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <kiln/identity.hpp>
+#include <kiln/log.hpp>
+#include <kiln/recipe.hpp>
+
+#include "store/layout.hpp"
+
+namespace kiln::build {
+
+struct BuilderContext {
+  boost::filesystem::path store_root;     // the writable store
+  boost::filesystem::path toolchain_cache;  // remembered toolchain identity (JSON)
+  std::string abi_dir;                    // kiln's abi/ include directory
+  std::vector<DeviceIdentity> devices;    // for "native"
+  LogCallback log;
+};
+
+// The archs a build targets: options.archs when given, else the recipe's with "native"
+// replaced by the devices' archs. Throws UsageError when "native" has no device.
+std::vector<Arch> resolve_archs(const Recipe &recipe, const BuildOptions &options,
+                                const std::vector<DeviceIdentity> &devices);
+
+BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const BuilderContext &context);
+BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const BuilderContext &context);
+
+// kiln's ABI headers directory: KILN_ABI_DIR, else the one this kiln was built from.
+std::string default_abi_dir();
+
+// 13000 from "Build cuda_13.0.r13.0/compiler..." (0 when it cannot tell).
+int toolkit_version_from(const std::string &nvcc_version);
+
+}  // namespace kiln::build

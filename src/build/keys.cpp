@@ -1,0 +1,134 @@
+#include "build/keys.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/version.hpp>
+
+#include "store/digest.hpp"
+
+namespace kiln::build {
+namespace {
+
+namespace fs = boost::filesystem;
+
+std::vector<std::string> files_under(const fs::path &dir) {
+  std::vector<std::string> files;
+  for (fs::recursive_directory_iterator it(dir), end; it != end; ++it) {
+    if (fs::is_regular_file(it->status())) files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string relative(const std::string &path, const std::string &base) {
+  const fs::path rel = fs::path(path).lexically_relative(base);
+  return rel.empty() ? path : rel.string();
+}
+
+std::string arch_list(const std::vector<Arch> &archs) {
+  std::string text;
+  for (const auto &arch : archs) text += (text.empty() ? "" : ",") + arch.to_string();
+  return text;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> BuildIdentity::fields() const {
+  std::map<std::string, std::string> out = {
+      {"key_schema", std::to_string(kKeySchema)},
+      {"artifact_schema", std::to_string(kArtifactSchema)},
+      {"abi_version", std::to_string(kAbiVersion)},
+      {"kiln_version", kVersion},
+      {"archs", arch_list(archs)},
+      {"nvcc_version", toolchain.nvcc_version},
+      {"host_compiler", toolchain.host_cxx_version},
+      {"abi_headers", abi_headers},
+  };
+  for (const auto &[name, digest] : generators) out["generator." + name] = digest;
+  return out;
+}
+
+std::vector<std::string> expand_headers(const Recipe &recipe) {
+  std::vector<std::string> out;
+  for (const auto &header : recipe.headers) {
+    if (fs::is_directory(header)) {
+      const auto files = files_under(header);
+      out.insert(out.end(), files.begin(), files.end());
+    } else {
+      out.push_back(header);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string abi_headers_digest(const std::string &abi_dir) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> memo;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &slot = memo[abi_dir];
+  if (slot.empty()) {
+    store::Hasher hasher;
+    for (const auto &file : files_under(fs::path(abi_dir) / "kiln")) {
+      hasher.add_field("file", relative(file, abi_dir));
+      store::Hasher content;
+      content.add_file(file);
+      hasher.add_field("bytes", content.hex());
+    }
+    slot = hasher.hex();
+  }
+  return slot;
+}
+
+BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
+                             const std::string &abi_dir) {
+  BuildIdentity identity;
+  identity.archs = archs;
+  identity.toolchain = toolchain;
+  identity.abi_headers = abi_headers_digest(abi_dir);
+  for (const auto &generator : recipe.generators) {
+    if (!generator.tool.empty()) {
+      store::Hasher tool;
+      tool.add_file(generator.tool);
+      identity.generators[generator.name] = tool.hex() + (generator.tool_identity.empty() ? "" : " " + generator.tool_identity);
+    } else {
+      identity.generators[generator.name] = generator.tool_identity;
+    }
+  }
+  return identity;
+}
+
+std::string input_key(const Recipe &recipe, const BuildIdentity &identity) {
+  store::Hasher hasher;
+  hasher.add_field("key", "input").add_field("recipe", recipe.canonical_json());
+  const auto add_files = [&](const char *role, const std::vector<std::string> &files) {
+    for (const auto &file : files) {
+      hasher.add_field(role, relative(file, recipe.base_dir));
+      store::Hasher content;
+      content.add_file(file);
+      hasher.add_field("bytes", content.hex());
+    }
+  };
+  add_files("source", recipe.sources);
+  add_files("header", expand_headers(recipe));
+  for (const auto &generator : recipe.generators) add_files("generator_input", generator.inputs);
+  for (const auto &[field, value] : identity.fields()) hasher.add_field(field, value);
+  return hasher.hex();
+}
+
+std::vector<Reason> identity_differences(const std::map<std::string, std::string> &recorded,
+                                         const std::map<std::string, std::string> &current) {
+  std::vector<Reason> reasons;
+  for (const auto &[field, value] : current) {
+    const auto it = recorded.find(field);
+    const std::string was = it == recorded.end() ? "(none)" : it->second;
+    if (was != value) reasons.push_back({field, was, value, ""});
+  }
+  return reasons;
+}
+
+}  // namespace kiln::build

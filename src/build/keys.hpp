@@ -1,0 +1,44 @@
+// The two-stage keys of build on miss (DESIGN §3) and the build identity they stand for.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <kiln/identity.hpp>
+#include <kiln/recipe.hpp>
+
+#include "build/toolchain.hpp"
+
+namespace kiln::build {
+
+// Everything besides the recipe that shapes the binary. Recorded beside the artifact
+// (identity.json provenance) and compared field by field before a bykey hit is honoured.
+struct BuildIdentity {
+  std::vector<Arch> archs;
+  ToolchainIdentity toolchain;
+  std::string abi_headers;                        // digest of kiln's abi/ headers compiled in
+  std::map<std::string, std::string> generators;  // name -> tool digest or identity string
+
+  std::map<std::string, std::string> fields() const;  // flat, for provenance and comparison
+};
+
+// The declared headers as a sorted list of files (directories expanded recursively).
+std::vector<std::string> expand_headers(const Recipe &recipe);
+
+// Digest of every file under the ABI include directory (kiln/*.h, *.hpp): plugins compile
+// against them, so they key both stages. Memoised per directory for the process.
+std::string abi_headers_digest(const std::string &abi_dir);
+
+BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
+                             const std::string &abi_dir);
+
+// Canonical recipe + bytes of every input file (sources, headers, generator inputs and tools)
+// + the build identity. Cheap: hashing only, no process.
+std::string input_key(const Recipe &recipe, const BuildIdentity &identity);
+
+// Reasons a recorded build identity differs from the current one (empty when equal).
+std::vector<Reason> identity_differences(const std::map<std::string, std::string> &recorded,
+                                         const std::map<std::string, std::string> &current);
+
+}  // namespace kiln::build

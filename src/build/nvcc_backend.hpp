@@ -1,0 +1,32 @@
+// nvcc command lines for the shared-object (plugin) backend. Lines are built with
+// placeholders for the paths that vary between builds ($GEN: generated outputs, $RECIPE: the
+// recipe's directory, $ABI: kiln's ABI headers, $OUT: the object or artifact), so the same
+// list keys the content and object caches and, once substituted, runs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <kiln/identity.hpp>
+#include <kiln/recipe.hpp>
+
+namespace kiln::build {
+
+using Placeholders = std::map<std::string, std::string>;  // "$GEN" -> path, ...
+
+// -gencode for each arch: sm_XY -> arch=compute_XY,code=sm_XY; compute_XY -> code=compute_XY.
+std::vector<std::string> gencode_flags(const std::vector<Arch> &archs);
+
+// nvcc -c <unit> -o $OUT with kiln's plugin flags, include dirs, defines, archs, recipe flags.
+std::vector<std::string> compile_command(const Recipe &recipe, const std::vector<Arch> &archs,
+                                         const std::string &unit);
+// nvcc --shared -o $OUT <objects> with static cudart, hidden exports and the recipe's link flags.
+std::vector<std::string> link_command(const Recipe &recipe, const std::vector<Arch> &archs,
+                                      const std::vector<std::string> &objects);
+
+// Replace placeholders (and the recipe directory by $RECIPE in the reverse direction).
+std::vector<std::string> substitute(std::vector<std::string> command, const Placeholders &values);
+std::string abstract_path(const std::string &path, const std::string &recipe_dir);
+
+}  // namespace kiln::build

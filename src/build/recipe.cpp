@@ -1,0 +1,278 @@
+#include <kiln/recipe.hpp>
+
+#include <cctype>
+#include <set>
+
+#include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
+
+#include <kiln/errors.hpp>
+
+#include "store/files.hpp"
+#include "store/names.hpp"
+
+namespace kiln {
+namespace {
+
+namespace fs = boost::filesystem;
+using nlohmann::json;
+
+class Reader {
+ public:
+  Reader(const json &root, std::string file, fs::path base) : root_(root), file_(std::move(file)), base_(std::move(base)) {}
+
+  [[noreturn]] void fail(const std::string &field, const std::string &why) const {
+    throw UsageError("recipe " + file_ + ": \"" + field + "\" " + why);
+  }
+
+  const json *find(const json &object, const std::string &key) const {
+    const auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+  }
+
+  std::string string(const json &object, const std::string &key, const std::string &where, bool required,
+                     const std::string &fallback = "") const {
+    const json *value = find(object, key);
+    if (value == nullptr) {
+      if (required) fail(where + key, "is missing");
+      return fallback;
+    }
+    if (!value->is_string()) fail(where + key, "must be a string, not " + value->dump());
+    return value->get<std::string>();
+  }
+
+  std::vector<std::string> strings(const json &object, const std::string &key, const std::string &where) const {
+    const json *value = find(object, key);
+    if (value == nullptr) return {};
+    if (!value->is_array()) fail(where + key, "must be a list of strings");
+    std::vector<std::string> out;
+    for (const auto &item : *value) {
+      if (!item.is_string()) fail(where + key, "must be a list of strings; found " + item.dump());
+      const std::string text = item.get<std::string>();
+      if (text.find('\0') != std::string::npos || text.find('\n') != std::string::npos) {
+        fail(where + key, "holds a string with a NUL or newline");
+      }
+      out.push_back(text);
+    }
+    return out;
+  }
+
+  // A path relative to the recipe's directory, made absolute; must exist (as a file or dir).
+  std::string path(const std::string &field, const std::string &text, bool want_dir, bool may_be_dir) const {
+    if (text.empty()) fail(field, "holds an empty path");
+    fs::path p(text);
+    if (!p.is_absolute()) p = base_ / p;
+    p = p.lexically_normal();
+    boost::system::error_code error;
+    const fs::file_status status = fs::status(p, error);
+    if (!fs::exists(status)) {
+      throw NotFoundError("recipe " + file_ + ": \"" + field + "\" names " + p.string() +
+                          ", which does not exist (paths are relative to the recipe's directory " + base_.string() +
+                          ")");
+    }
+    const bool is_dir = fs::is_directory(status);
+    if (want_dir && !is_dir) fail(field, "names " + p.string() + ", which is not a directory");
+    if (!want_dir && !may_be_dir && !fs::is_regular_file(status)) fail(field, "names " + p.string() + ", which is not a file");
+    return p.string();
+  }
+
+  const json &root() const { return root_; }
+  const std::string &file() const { return file_; }
+
+ private:
+  const json &root_;
+  std::string file_;
+  fs::path base_;
+};
+
+bool valid_define(const std::string &define) {
+  const std::size_t equals = define.find('=');
+  const std::string name = define.substr(0, equals);
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+const std::set<std::string> kFields = {"schema", "consumer", "name", "backend", "sources", "headers", "include_dirs",
+                                       "defines", "flags", "link_flags", "archs", "artifact", "generators",
+                                       "unit_memory_mb"};
+const std::set<std::string> kGeneratorFields = {"name", "command", "inputs", "outputs", "tool", "tool_identity"};
+// Flags kiln sets itself: a recipe that sets them would break the object/link layout.
+const std::set<std::string> kReservedFlags = {"-o", "-c", "--shared", "-shared", "--output-file", "-dc", "-rdc=true",
+                                              "--compile", "-lib", "--lib"};
+
+std::string relative_to(const std::string &path, const std::string &base) {
+  const fs::path relative = fs::path(path).lexically_relative(base);
+  return relative.empty() ? path : relative.string();
+}
+
+}  // namespace
+
+Recipe Recipe::load(const std::string &path) {
+  const fs::path file = fs::absolute(path).lexically_normal();
+  std::string text;
+  try {
+    text = store::read_file(file);
+  } catch (const NotFoundError &) {
+    throw NotFoundError("recipe " + file.string() + " does not exist");
+  }
+  return parse(text, file.parent_path().string(), file.string());
+}
+
+Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error &error) {
+    throw UsageError("recipe " + file_for_errors + " is not valid JSON: " + error.what());
+  }
+  if (!root.is_object()) throw UsageError("recipe " + file_for_errors + " must be a JSON object");
+  const Reader read(root, file_for_errors, fs::path(base_dir));
+  for (const auto &item : root.items()) {
+    if (kFields.count(item.key()) == 0) {
+      read.fail(item.key(), "is not a recipe field (known: schema, consumer, name, backend, sources, headers, "
+                            "include_dirs, defines, flags, link_flags, archs, artifact, generators, unit_memory_mb)");
+    }
+  }
+  Recipe recipe;
+  recipe.file = file_for_errors;
+  recipe.base_dir = base_dir;
+  const json *schema = read.find(root, "schema");
+  if (schema == nullptr || !schema->is_number_integer()) read.fail("schema", "must be the integer 1");
+  if (schema->get<int>() != kRecipeSchema) {
+    read.fail("schema", "is " + schema->dump() + "; this kiln reads recipe schema " + std::to_string(kRecipeSchema));
+  }
+  recipe.consumer = read.string(root, "consumer", "", true);
+  recipe.name = read.string(root, "name", "", true);
+  store::validate_name("recipe " + file_for_errors + ": consumer", recipe.consumer);
+  store::validate_name("recipe " + file_for_errors + ": name", recipe.name);
+  recipe.backend = read.string(root, "backend", "", false, "nvcc");
+  if (recipe.backend != "nvcc" && recipe.backend != "nvrtc") {
+    read.fail("backend", "is \"" + recipe.backend + "\"; use \"nvcc\" (shared-object plugin) or \"nvrtc\" (device images)");
+  }
+
+  std::set<std::string> stems;
+  for (const auto &source : read.strings(root, "sources", "")) {
+    const std::string resolved = read.path("sources", source, false, false);
+    const fs::path p(resolved);
+    const std::string ext = p.extension().string();
+    if (ext != ".cu" && ext != ".cpp" && ext != ".cc" && ext != ".cxx") {
+      read.fail("sources", "holds " + source + "; sources end in .cu, .cpp, .cc or .cxx (headers go in \"headers\")");
+    }
+    if (!stems.insert(p.stem().string()).second) {
+      read.fail("sources", "holds two sources named " + p.stem().string() +
+                               ".*; each source becomes one object file, so rename one of them");
+    }
+    recipe.sources.push_back(resolved);
+  }
+  if (recipe.sources.empty()) read.fail("sources", "is empty or missing; list the .cu/.cpp files to compile");
+  for (const auto &header : read.strings(root, "headers", "")) recipe.headers.push_back(read.path("headers", header, false, true));
+  for (const auto &dir : read.strings(root, "include_dirs", "")) recipe.include_dirs.push_back(read.path("include_dirs", dir, true, true));
+  recipe.defines = read.strings(root, "defines", "");
+  for (const auto &define : recipe.defines) {
+    if (!valid_define(define)) read.fail("defines", "holds \"" + define + "\"; write NAME or NAME=VALUE (NAME a C identifier)");
+  }
+  recipe.flags = read.strings(root, "flags", "");
+  recipe.link_flags = read.strings(root, "link_flags", "");
+  for (const auto &flag : recipe.flags) {
+    if (kReservedFlags.count(flag) != 0) read.fail("flags", "holds " + flag + ", which kiln sets itself; remove it");
+  }
+  recipe.archs = read.strings(root, "archs", "");
+  if (recipe.archs.empty()) read.fail("archs", "is empty or missing; list targets such as [\"sm_90\", \"sm_87\"] or [\"native\"]");
+  for (const auto &arch : recipe.archs) {
+    if (arch == "native") continue;
+    try {
+      Arch::parse(arch);
+    } catch (const UsageError &error) {
+      read.fail("archs", std::string("holds an unknown arch: ") + error.what());
+    }
+  }
+  recipe.artifact = read.string(root, "artifact", "", recipe.backend == "nvcc", "");
+  if (recipe.backend == "nvcc") {
+    if (!store::is_valid_name(recipe.artifact) || fs::path(recipe.artifact).extension() != ".so") {
+      read.fail("artifact", "is \"" + recipe.artifact + "\"; name the shared object, e.g. \"libsolver.so\"");
+    }
+  } else if (recipe.artifact.empty()) {
+    recipe.artifact = recipe.name + ".images";
+  }
+  if (const json *memory = read.find(root, "unit_memory_mb")) {
+    if (!memory->is_number_unsigned() || memory->get<std::uint64_t>() == 0) {
+      read.fail("unit_memory_mb", "must be a positive integer (MiB one compile may use)");
+    }
+    recipe.unit_memory_mb = memory->get<std::uint64_t>();
+  }
+
+  if (const json *generators = read.find(root, "generators")) {
+    if (!generators->is_array()) read.fail("generators", "must be a list of generator steps");
+    std::set<std::string> outputs;
+    for (std::size_t i = 0; i < generators->size(); ++i) {
+      const json &step = (*generators)[i];
+      const std::string where = "generators[" + std::to_string(i) + "].";
+      if (!step.is_object()) read.fail(where, "must be an object");
+      for (const auto &item : step.items()) {
+        if (kGeneratorFields.count(item.key()) == 0) {
+          read.fail(where + item.key(), "is not a generator field (known: name, command, inputs, outputs, tool, tool_identity)");
+        }
+      }
+      GeneratorStep generator;
+      generator.name = read.string(step, "name", where, true);
+      store::validate_name("recipe " + file_for_errors + ": " + where + "name", generator.name);
+      generator.command = read.strings(step, "command", where);
+      if (generator.command.empty()) read.fail(where + "command", "is empty; give the program and its arguments as a list");
+      for (const auto &input : read.strings(step, "inputs", where)) {
+        generator.inputs.push_back(read.path(where + "inputs", input, false, false));
+      }
+      generator.outputs = read.strings(step, "outputs", where);
+      if (generator.outputs.empty()) read.fail(where + "outputs", "is empty; declare the files the step writes into {gen}");
+      for (const auto &output : generator.outputs) {
+        if (!store::is_valid_name(output)) read.fail(where + "outputs", "holds \"" + output + "\"; outputs are plain file names inside {gen}");
+        if (!outputs.insert(output).second) read.fail(where + "outputs", "holds \"" + output + "\", which another step also writes");
+      }
+      const std::string tool = read.string(step, "tool", where, false);
+      if (!tool.empty()) generator.tool = read.path(where + "tool", tool, false, false);
+      generator.tool_identity = read.string(step, "tool_identity", where, false);
+      if (generator.tool.empty() && generator.tool_identity.empty()) {
+        read.fail(where + "tool", "is missing: give the tool's path (hashed by content) or a tool_identity string, so "
+                                  "that a changed generator rebuilds the artifact");
+      }
+      recipe.generators.push_back(std::move(generator));
+    }
+  }
+  return recipe;
+}
+
+std::string Recipe::canonical_json() const {
+  const auto relative = [this](const std::vector<std::string> &paths) {
+    std::vector<std::string> out;
+    for (const auto &p : paths) out.push_back(relative_to(p, base_dir));
+    return out;
+  };
+  json generators_json = json::array();
+  for (const auto &g : generators) {
+    generators_json.push_back({{"name", g.name},
+                               {"command", g.command},
+                               {"inputs", relative(g.inputs)},
+                               {"outputs", g.outputs},
+                               {"tool", g.tool.empty() ? "" : relative_to(g.tool, base_dir)},
+                               {"tool_identity", g.tool_identity}});
+  }
+  const json root = {{"schema", schema},         {"consumer", consumer},         {"name", name},
+                     {"backend", backend},       {"sources", relative(sources)}, {"headers", relative(headers)},
+                     {"include_dirs", relative(include_dirs)}, {"defines", defines},
+                     {"flags", flags},           {"link_flags", link_flags},     {"archs", archs},
+                     {"artifact", artifact},     {"generators", generators_json}};  // unit_memory_mb only schedules: it does not key
+  return root.dump();
+}
+
+const char *to_string(BuildResult::Outcome outcome) {
+  switch (outcome) {
+    case BuildResult::Outcome::hit: return "hit";
+    case BuildResult::Outcome::reused: return "reused";
+    case BuildResult::Outcome::built: return "built";
+  }
+  return "?";
+}
+
+}  // namespace kiln

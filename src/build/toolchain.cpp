@@ -1,0 +1,267 @@
+#include "build/toolchain.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
+
+#include <kiln/errors.hpp>
+
+#include "build/process.hpp"
+#include "store/digest.hpp"
+#include "store/file_identity.hpp"
+#include "store/files.hpp"
+
+namespace kiln::build {
+namespace {
+
+namespace fs = boost::filesystem;
+using nlohmann::json;
+
+constexpr int cache_format = 1;
+const char *const default_cuda_dir = "/usr/local/cuda";
+
+std::optional<std::string> env(const char *name) {
+  const char *value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::string path_env() { return env("PATH").value_or(""); }
+
+// An executable's real path and file identity: what its `--version` output is remembered by.
+struct Key {
+  std::string real_path;
+  store::FileIdentity identity;
+  friend bool operator==(const Key &a, const Key &b) {
+    return a.real_path == b.real_path && a.identity == b.identity;
+  }
+};
+
+Key key_of(const std::string &executable) {
+  boost::system::error_code error;
+  const fs::path real = fs::canonical(executable, error);
+  if (error) throw IoError("cannot resolve " + executable + ": " + error.message());
+  const auto identity = store::identify(real);
+  if (!identity) throw IoError("cannot stat " + real.string() + " (it vanished while being identified: retry)");
+  return {real.string(), *identity};
+}
+
+json identity_json(const store::FileIdentity &id) {
+  return {{"device", id.device}, {"inode", id.inode}, {"size", id.size}, {"mtime_ns", id.mtime_ns},
+          {"ctime_ns", id.ctime_ns}};
+}
+
+std::optional<store::FileIdentity> identity_from_json(const json &entry) {
+  try {
+    store::FileIdentity id;
+    id.device = entry.at("device").get<std::uint64_t>();
+    id.inode = entry.at("inode").get<std::uint64_t>();
+    id.size = entry.at("size").get<std::uint64_t>();
+    id.mtime_ns = entry.at("mtime_ns").get<std::int64_t>();
+    id.ctime_ns = entry.at("ctime_ns").get<std::int64_t>();
+    return id;
+  } catch (const json::exception &) {
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+    start = end + 1;
+  }
+  return lines;
+}
+
+// The cache file's entries: real path → {identity fields, "version_output"}. A missing or
+// unreadable or corrupt file reads as empty.
+json read_cache(const fs::path &cache_file) {
+  try {
+    json cache = json::parse(store::read_file(cache_file));
+    if (cache.is_object() && cache.value("format", 0) == cache_format && cache.contains("executables") &&
+        cache["executables"].is_object()) {
+      return cache["executables"];
+    }
+  } catch (const Error &) {
+  } catch (const json::exception &) {
+  }
+  return json::object();
+}
+
+std::optional<std::string> cached_output(const json &entries, const Key &key) {
+  const auto found = entries.find(key.real_path);
+  if (found == entries.end() || !found->is_object()) return std::nullopt;
+  const auto recorded = identity_from_json(*found);
+  if (!recorded || *recorded != key.identity) return std::nullopt;
+  const auto output = found->find("version_output");
+  if (output == found->end() || !output->is_string()) return std::nullopt;
+  std::string text = output->get<std::string>();
+  if (lines_of(text).empty()) return std::nullopt;
+  return text;
+}
+
+void write_cache(const fs::path &cache_file, json entries, const std::vector<std::pair<Key, std::string>> &fresh) {
+  for (const auto &[key, output] : fresh) {
+    json entry = identity_json(key.identity);
+    entry["version_output"] = output;
+    entries[key.real_path] = std::move(entry);
+  }
+  // Drop what no longer describes a file there (toolchains upgraded or removed).
+  for (auto it = entries.begin(); it != entries.end();) {
+    const auto recorded = it->is_object() ? identity_from_json(*it) : std::nullopt;
+    const auto now = store::identify(it.key());
+    if (!recorded || !now || *recorded != *now) {
+      it = entries.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const json cache = {{"format", cache_format}, {"executables", std::move(entries)}};
+  try {
+    store::create_directories(cache_file.parent_path());
+    store::write_file_atomic(cache_file, cache.dump(2) + "\n");
+  } catch (const Error &) {
+    // Only a cache: a read-only store still builds, it just asks the toolchain again next time.
+  }
+}
+
+std::string version_output(const std::string &executable, const std::string &what_for) {
+  ProcessSpec spec;
+  spec.argv = {executable, "--version"};
+  const ProcessResult result = run_process(spec);
+  if (!result.ok() || lines_of(result.output).empty()) {
+    const std::string how = result.signal != 0 ? "was killed by signal " + std::to_string(result.signal)
+                                               : "exited with status " + std::to_string(result.exit_code);
+    throw BuildError("`" + executable + " --version` " + how + (result.ok() ? " but printed nothing" : "") +
+                         ": the " + what_for + " does not run; repair its installation or point " +
+                         (what_for == "CUDA compiler" ? "KILN_NVCC" : "KILN_HOST_CXX") + " at a working one",
+                     result.output);
+  }
+  return result.output;
+}
+
+struct Memo {
+  Key nvcc;
+  Key host_cxx;
+  ToolchainIdentity identity;
+};
+
+std::mutex memo_guard;
+std::map<std::string, Memo> memos;  // by cache file
+
+}  // namespace
+
+std::string find_nvcc() {
+  if (const auto explicit_nvcc = env("KILN_NVCC")) {
+    const std::string found = find_executable(*explicit_nvcc, path_env());
+    if (!found.empty()) return found;
+    throw NotFoundError("KILN_NVCC=" + *explicit_nvcc +
+                        " is not an executable file: point it at nvcc (e.g. /usr/local/cuda/bin/nvcc), or unset "
+                        "it to search CUDA_HOME, CUDA_PATH, PATH and /usr/local/cuda");
+  }
+  std::vector<std::string> looked = {"KILN_NVCC (unset)"};
+  for (const char *home : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const auto dir = env(home)) {
+      const std::string candidate = *dir + "/bin/nvcc";
+      if (!find_executable(candidate, "").empty()) return candidate;
+      looked.push_back("$" + std::string(home) + "/bin/nvcc = " + candidate + " (missing)");
+    } else {
+      looked.push_back(std::string(home) + " (unset)");
+    }
+  }
+  const std::string search_path = path_env();
+  const std::string on_path = find_executable("nvcc", search_path);
+  if (!on_path.empty()) return on_path;
+  looked.push_back("nvcc in PATH (" + (search_path.empty() ? std::string("PATH empty") : search_path) + ")");
+  const std::string fallback = env("KILN_CUDA_FALLBACK_DIR").value_or(default_cuda_dir) + "/bin/nvcc";
+  if (!find_executable(fallback, "").empty()) return fallback;
+  looked.push_back(fallback + " (missing)");
+
+  std::string message = "nvcc not found; looked at:";
+  for (const auto &place : looked) message += "\n  " + place;
+  message +=
+      "\nInstall the CUDA toolkit, or set KILN_NVCC to nvcc's path (or CUDA_HOME to the toolkit's directory). "
+      "Only building needs nvcc: a prepared artifact (already in the store, or published with `kiln publish`) "
+      "still loads on a machine without a toolchain.";
+  throw NotFoundError(message);
+}
+
+std::string find_host_compiler() {
+  const std::string search_path = path_env();
+  for (const char *variable : {"KILN_HOST_CXX", "CXX"}) {
+    if (const auto value = env(variable)) {
+      const std::string found = find_executable(*value, search_path);
+      if (!found.empty()) return found;
+      throw NotFoundError(std::string(variable) + "=" + *value +
+                          " is not an executable file (nor a program in PATH): point it at the host C++ compiler "
+                          "for nvcc (e.g. /usr/bin/g++), or unset it");
+    }
+  }
+  const std::string found = find_executable("g++", search_path);
+  if (!found.empty()) return found;
+  throw NotFoundError("no host C++ compiler: g++ is not in PATH (" + search_path +
+                      ") and neither KILN_HOST_CXX nor CXX is set; install g++ (nvcc needs a host compiler) or "
+                      "set KILN_HOST_CXX to one");
+}
+
+std::string ToolchainIdentity::digest() const {
+  store::Hasher hasher;
+  hasher.add_field("nvcc_path", nvcc_path)
+      .add_field("nvcc_version", nvcc_version)
+      .add_field("host_cxx_path", host_cxx_path)
+      .add_field("host_cxx_version", host_cxx_version);
+  return hasher.hex();
+}
+
+ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
+  const std::string nvcc = find_nvcc();
+  const std::string host_cxx = find_host_compiler();
+  const Key nvcc_key = key_of(nvcc);
+  const Key host_key = key_of(host_cxx);
+
+  // One lock for everything: concurrent first calls in a process run `--version` once.
+  std::lock_guard<std::mutex> lock(memo_guard);
+  const auto memo = memos.find(cache_file.string());
+  if (memo != memos.end() && memo->second.nvcc == nvcc_key && memo->second.host_cxx == host_key) {
+    return memo->second.identity;
+  }
+
+  const json entries = cache_file.empty() ? json::object() : read_cache(cache_file);
+  std::vector<std::pair<Key, std::string>> fresh;
+  auto output_of = [&](const std::string &executable, const Key &key, const std::string &what_for) {
+    if (auto cached = cached_output(entries, key)) return *cached;
+    std::string output = version_output(executable, what_for);
+    fresh.emplace_back(key, output);
+    return output;
+  };
+  const std::string nvcc_output = output_of(nvcc, nvcc_key, "CUDA compiler");
+  const std::string host_output = output_of(host_cxx, host_key, "host C++ compiler");
+  if (!fresh.empty() && !cache_file.empty()) write_cache(cache_file, entries, fresh);
+
+  ToolchainIdentity identity;
+  identity.nvcc_path = nvcc_key.real_path;
+  identity.nvcc_version = lines_of(nvcc_output).back();
+  identity.host_cxx_path = host_key.real_path;
+  identity.host_cxx_version = lines_of(host_output).front();
+  memos[cache_file.string()] = Memo{nvcc_key, host_key, identity};
+  return identity;
+}
+
+void reset_toolchain_memo_for_tests() {
+  std::lock_guard<std::mutex> lock(memo_guard);
+  memos.clear();
+}
+
+}  // namespace kiln::build

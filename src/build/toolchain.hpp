@@ -1,0 +1,54 @@
+// Finding and identifying the build toolchain (nvcc and the host C++ compiler).
+//
+// Identifying runs `nvcc --version` and `<cxx> --version` once per toolchain: the result is
+// remembered on disk keyed by each executable's real path and file identity (store::identify),
+// and in memory per process, so an unchanged toolchain spawns no process on later calls.
+#pragma once
+
+#include <string>
+
+#include <boost/filesystem/path.hpp>
+
+namespace kiln::build {
+
+// The nvcc to use, searched in order: $KILN_NVCC (when set it must be an executable: else
+// NotFoundError naming it), $CUDA_HOME/bin/nvcc, $CUDA_PATH/bin/nvcc, nvcc in PATH, and last
+// $KILN_CUDA_FALLBACK_DIR/bin/nvcc, that directory being /usr/local/cuda unless the variable
+// is set (tests set it to simulate a machine without CUDA). Throws NotFoundError listing every
+// place looked at, and saying that prepared artifacts still load without a toolchain.
+std::string find_nvcc();
+
+// The host C++ compiler nvcc will use: $KILN_HOST_CXX, else $CXX, else g++ in PATH (nvcc's
+// own default). A value without '/' is looked up in PATH. Throws NotFoundError naming the
+// variable (or PATH) that led nowhere.
+std::string find_host_compiler();
+
+struct ToolchainIdentity {
+  std::string nvcc_path;         // real path (symlinks resolved) of the nvcc found
+  std::string nvcc_version;      // last line of `nvcc --version`, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
+  std::string host_cxx_path;     // real path of the host compiler found
+  std::string host_cxx_version;  // first line of `<cxx> --version`
+
+  // XXH3-128 (32 hex digits) over the four fields, each length-prefixed.
+  std::string digest() const;
+  friend bool operator==(const ToolchainIdentity &a, const ToolchainIdentity &b) {
+    return a.nvcc_path == b.nvcc_path && a.nvcc_version == b.nvcc_version && a.host_cxx_path == b.host_cxx_path &&
+           a.host_cxx_version == b.host_cxx_version;
+  }
+  friend bool operator!=(const ToolchainIdentity &a, const ToolchainIdentity &b) { return !(a == b); }
+};
+
+// Finds nvcc and the host compiler and identifies them. Remembered in `cache_file` (JSON,
+// written atomically; its directory is created) and in a per-process memo; both are keyed by
+// the executables' real paths and file identities, so replacing or touching either executable
+// (or pointing KILN_NVCC elsewhere) re-runs `--version`. A missing, stale or corrupt cache is
+// recomputed and rewritten; failing to write it is not an error. When KILN_NVCC names a
+// wrapper script, the wrapper's file identity is the key. Throws NotFoundError (no toolchain)
+// or BuildError (a `--version` run failed; carries its output). Thread-safe. An empty
+// cache_file touches no file: only the per-process memo remembers (for side-effect-free plans).
+ToolchainIdentity identify_toolchain(const boost::filesystem::path &cache_file);
+
+// Forgets the per-process memo, so that the next identify_toolchain reads its cache file.
+void reset_toolchain_memo_for_tests();
+
+}  // namespace kiln::build

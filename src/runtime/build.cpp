@@ -1,0 +1,71 @@
+// Runtime's build-on-miss verbs: plan, build, ensure.
+#include <kiln/runtime.hpp>
+
+#include <chrono>
+
+#include "build/builder.hpp"
+#include "runtime/state.hpp"
+
+namespace kiln {
+namespace {
+
+build::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log) {
+  build::BuilderContext context;
+  context.store_root = state.writable().root;
+  context.toolchain_cache = state.writable().root / "toolchain.json";
+  context.abi_dir = build::default_abi_dir();
+  context.log = log;
+  (void)runtime;
+  return context;
+}
+
+}  // namespace
+
+BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const {
+  build::BuilderContext context = context_for(*state_, *this, state_->options.log);
+  if (options.archs.empty()) context.devices = state_->check_devices(*this);
+  return build::plan_build(recipe, options, context);
+}
+
+BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) {
+  build::BuilderContext context = context_for(*state_, *this, state_->options.log);
+  bool native = options.archs.empty();
+  if (native) {
+    native = false;
+    for (const auto &arch : recipe.archs) native = native || arch == "native";
+  }
+  if (native) context.devices = state_->check_devices(*this);  // cuInit only when "native" needs it
+  return build::run_build(recipe, options, context);
+}
+
+Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) {
+  const auto start = std::chrono::steady_clock::now();
+  BuildResult built;
+  try {
+    built = build(recipe, build_options);
+  } catch (const NotFoundError &missing_toolchain) {
+    // A robot without a toolchain still loads what was prepared for it.
+    Resolution prepared;
+    try {
+      prepared = resolve(recipe.consumer, recipe.name);
+    } catch (const NotFoundError &) {
+      throw NotFoundError(std::string(missing_toolchain.what()) + "; and no prepared artifact " + recipe.consumer + "/" +
+                          recipe.name + " exists in the stores to load instead");
+    }
+    log(LogLevel::warning, std::string("no toolchain (") + missing_toolchain.what() + "): loading the prepared " +
+                               recipe.consumer + "/" + recipe.name + " (" + prepared.content_key +
+                               ") without checking it against the recipe");
+    return load_resolved(std::move(prepared), load_options, 0);
+  }
+  // Load exactly what was built: the writable store's entry, even where a read-only layer
+  // holds an artifact of the same name.
+  Resolution resolution = resolve_in(state_->locations.size() - 1, recipe.consumer, recipe.name, nullptr, nullptr);
+  if (resolution.content_key != built.content_key) {
+    throw IntegrityError("after building " + recipe.consumer + "/" + recipe.name + " as " + built.content_key +
+                         " the manifest names " + resolution.content_key + ": another writer replaced it meanwhile; retry");
+  }
+  const double resolve_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return load_resolved(std::move(resolution), load_options, resolve_ms);
+}
+
+}  // namespace kiln

@@ -1,0 +1,3 @@
+#include "common.h"
+
+double helper_value() { return COMMON_BASE * SCALE; }
