@@ -364,3 +364,39 @@ TEST_CASE("build: no toolchain is a clear error; ensure then loads a prepared ar
   Module module = runtime.ensure(fx.recipe());
   CHECK(module.report().resolution.name == "two-units");
 }
+
+TEST_SUITE("gpu") {
+  TEST_CASE("gpu: ensure builds a recipe with a kernel for the live device, runs it; a new process hits") {
+    TempDir dir;
+    const std::string recipe_text = std::string(R"({"schema": 1, "consumer": "gpu-tests", "name": "saxpy",
+      "sources": [")") + KILN_TEST_SOURCE_DIR + R"(/tests/plugins/example.cu"], "archs": ["native"],
+      "artifact": "libsaxpy.so", "flags": ["-O3"]})";
+    write_text(dir / "recipe.json", recipe_text);
+    RuntimeOptions options;
+    options.cache_dir = (dir / "cache").string();
+    Runtime runtime(options);
+    Module module = runtime.ensure(Recipe::load((dir / "recipe.json").string()));
+    REQUIRE(module.report().device);
+    CHECK(module.report().compatibility.image->to_string() == module.report().device->arch_name());
+    Instance instance = module.create_instance();
+    const std::uint32_t n = 4096;
+    instance.activate(0, n);
+    const auto *example = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
+    REQUIRE(example != nullptr);
+    std::vector<float> x(n), y(n, 1.0f);
+    for (std::uint32_t i = 0; i < n; ++i) x[i] = static_cast<float>(i);
+    char message[512] = "";
+    REQUIRE_MESSAGE(example->saxpy(instance.handle(), 2.0f, x.data(), y.data(), n, message, sizeof message) == KILN_OK,
+                    std::string(message));
+    int wrong = 0;
+    for (std::uint32_t i = 0; i < n; ++i) wrong += y[i] != 2.0f * static_cast<float>(i) + 1.0f;
+    CHECK(wrong == 0);
+    CHECK(example->last_device_arch(instance.handle()) == module.report().device->cc_major * 10 +
+                                                           module.report().device->cc_minor);
+
+    const auto again = kiln::test::run_kiln({"build", "--json", (dir / "recipe.json").string()},
+                                            {{"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_DEVICE", ""}});
+    REQUIRE_MESSAGE(again.exit_code == 0, again.err);
+    CHECK(nlohmann::json::parse(again.out)["outcome"] == "hit");
+  }
+}
