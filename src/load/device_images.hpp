@@ -1,0 +1,40 @@
+// kiln internal: loading device images (include/kiln/kernels.hpp) against a given driver.
+//
+// The public load_kernels / load_for_devices use device::Driver::instance(); tests and the
+// runtime may pass their own driver. Every driver call goes through Driver::proc.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <kiln/kernels.hpp>
+
+namespace kiln {
+namespace device {
+class Driver;
+}
+
+struct KernelLibraryAccess {
+  static KernelLibrary make(std::unique_ptr<KernelLibrary::State> state);
+};
+
+namespace load {
+
+// Checks, without any driver, that an image's bytes are what its kind says, so the driver is
+// never handed something it would read past (cuLibraryLoadData takes no size: it trusts the
+// ELF / fatbin headers and reads PTX up to a NUL):
+//   cubin:  an ELF64 little-endian object for EM_CUDA whose header, program headers and every
+//           section lie inside the bytes; arch must be sm_XY[a|f];
+//   ptx:    text without NUL bytes that has .version and .target directives; arch compute_XY;
+//   fatbin: NVIDIA fat binary magic 0xBA55ED50 with its declared size inside the bytes, and a
+//           non-empty `contains`.
+// Throws IntegrityError naming the image and what is wrong with its bytes, UsageError for an
+// unknown kind or an arch that contradicts the kind.
+void validate_image(const DeviceImage &image);
+
+KernelLibrary load_kernels(device::Driver &driver, const KernelImages &images, int device_ordinal);
+DeviceKernels load_for_devices(device::Driver &driver, const KernelImages &images,
+                               const DeviceLoadOptions &options);
+
+}  // namespace load
+}  // namespace kiln
