@@ -1,4 +1,5 @@
 #include "build/process.hpp"
+#include "store/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -42,26 +43,7 @@ extern "C" void kiln_cancel_on_signal(int) {
 
 // ---- small helpers ---------------------------------------------------------------------
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
+using Fd = store::UniqueFd;
 
 // Moves a CLOEXEC descriptor above 2 so that the child's dup2 onto 0/1/2 never clobbers it
 // (possible when this process was started with a standard stream closed).

@@ -1,4 +1,5 @@
 #include "store/files.hpp"
+#include "store/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,25 +27,6 @@ namespace {
   throw IoError(what + " " + path.string() + ": " + std::strerror(error) + fix);
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int get() const { return fd_; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
 void write_all(int fd, const char *data, std::size_t size, const fs::path &path) {
   while (size > 0) {
     const ssize_t put = ::write(fd, data, size);
@@ -57,7 +39,7 @@ void write_all(int fd, const char *data, std::size_t size, const fs::path &path)
   }
 }
 
-void close_checked(Fd &fd, const fs::path &path) {
+void close_checked(UniqueFd &fd, const fs::path &path) {
   // close can report a deferred write error (NFS, quota): it must not be ignored.
   if (::close(fd.release()) != 0) throw_io("cannot close", path, errno);
 }
@@ -73,7 +55,7 @@ std::string unique_suffix() {
 }
 
 std::string read_file(const fs::path &file) {
-  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + file.string());
     throw_io("cannot open", file, errno);
@@ -93,14 +75,14 @@ std::string read_file(const fs::path &file) {
 }
 
 void fsync_path(const fs::path &path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) throw_io("cannot open", path, errno);
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw_io("cannot fsync", path, errno);
 }
 
 void write_file_atomic(const fs::path &file, std::string_view content, unsigned mode) {
   const fs::path temp = file.parent_path() / ("." + file.filename().string() + ".tmp-" + unique_suffix());
-  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (fd.get() < 0) throw_io("cannot create", temp, errno);
   try {
     write_all(fd.get(), content.data(), content.size(), temp);
@@ -116,12 +98,12 @@ void write_file_atomic(const fs::path &file, std::string_view content, unsigned 
 }
 
 void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
-  Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.get() < 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + from.string());
     throw_io("cannot open", from, errno);
   }
-  Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (out.get() < 0) throw_io("cannot create", to, errno);
   std::vector<char> buffer(1 << 20);
   for (;;) {
