@@ -1,0 +1,31 @@
+// kiln IK tests: the layout of kiln.ik/1 (abi/kiln/ext/ik.h) on x86-64 / aarch64 LP64, the same
+// from C and C++. A change here breaks every plugin and host built before it: append only.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <kiln/ext/ik.h>
+
+extern "C" size_t kiln_ik_test_c_layout(size_t *out, size_t capacity);
+
+TEST_CASE("kiln.ik/1: struct layouts are fixed and the same from C and C++") {
+  const std::vector<size_t> cxx = {
+      sizeof(kiln_ik_options),    offsetof(kiln_ik_options, random_seed),
+      sizeof(kiln_ik_problem),    offsetof(kiln_ik_problem, targets),
+      offsetof(kiln_ik_problem, stream),
+      sizeof(kiln_ik_result),     offsetof(kiln_ik_result, q),
+      offsetof(kiln_ik_result, iterations),
+      sizeof(kiln_ik_info),       offsetof(kiln_ik_info, device_bytes),
+      offsetof(kiln_ik_info, source),
+      sizeof(kiln_ik_joint_info), offsetof(kiln_ik_joint_info, lower),
+      offsetof(kiln_ik_joint_info, name),
+      sizeof(kiln_ik_v1),         offsetof(kiln_ik_v1, solve)};
+  const std::vector<size_t> expected = {32, 24, 48, 16, 40, 48, 8, 40, 296, 24, 232, 120, 8, 52, 72, 64};
+  std::vector<size_t> c(cxx.size());
+  REQUIRE(kiln_ik_test_c_layout(c.data(), c.size()) == cxx.size());
+  CHECK(c == cxx);
+  CHECK(cxx == expected);
+  CHECK(std::string(KILN_IK_INTERFACE_ID) == "kiln.ik/1");
+}
