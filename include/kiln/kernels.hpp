@@ -52,6 +52,9 @@ struct KernelImages {
   // build::JitResult::kernels). Empty: every kernel the chosen image holds is resolved and
   // listed (needs a driver with cuLibraryEnumerateKernels, CUDA 12.4+).
   std::vector<std::string> kernels;
+  // Optional, parallel to `kernels`: the name expressions they were compiled from ("scale<float>"
+  // for "_Z5scaleIfEvPT_S0_i"); KernelLibrary::kernel() and function() accept those too.
+  std::vector<std::string> name_expressions;
   // CUDA version of the toolkit that wrote the PTX images (e.g. 13000; NVRTC's version for
   // JIT builds). A driver older than this refuses the PTX (222), so such PTX is not chosen.
   // 0: unknown, not checked.
@@ -103,8 +106,9 @@ class KernelLibrary {
   double load_ms() const noexcept;
   double resolve_ms() const noexcept;
 
-  // The context-independent kernel handle. Throws NotFoundError naming the kernel and the
-  // listed ones. [any-thread] No allocation, no driver call.
+  // The context-independent kernel handle, by the name the driver knows (kernel_names()) or the
+  // name expression it was built from (KernelImages::name_expressions). Throws NotFoundError
+  // naming the kernel and the listed ones. [any-thread] No allocation, no driver call.
   CUkernel kernel(std::string_view name) const;
   // The kernel as a function of this device's primary context (cuKernelGetFunction at load,
   // loaded eagerly with cuFuncLoad where the driver has it). Same errors. [any-thread]

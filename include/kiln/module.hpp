@@ -12,6 +12,23 @@
 
 namespace kiln {
 
+// One image file of a device-image artifact (its entry's meta.json "images").
+struct ArtifactImage {
+  std::string file;            // name inside the entry directory: "sm_90.cubin", "compute_90.ptx", "images.fatbin"
+  std::string kind;            // "cubin", "ptx" or "fatbin"
+  Arch arch;                   // sm_XY for a cubin, compute_XY for PTX; a fatbin: its first arch
+  std::vector<Arch> contains;  // fatbin only: every arch inside it
+  std::string digest;          // XXH3-128 of the file, checked before the driver sees its bytes
+  std::uint64_t size = 0;
+};
+
+// A kernel a device-image artifact provides: the name expression it was built from and the
+// name the driver knows it by (NVRTC's lowered name; equal for extern "C" kernels).
+struct ArtifactKernel {
+  std::string name;
+  std::string lowered_name;
+};
+
 // Where an artifact was found and what its entry records. Produced by Runtime::resolve
 // without running any of the artifact's code.
 struct Resolution {
@@ -19,15 +36,17 @@ struct Resolution {
   std::string name;
   std::string content_key;
   std::string input_key;      // empty for published artifacts
-  std::string kind;           // "plugin"
+  std::string kind;           // "plugin" or "images" (device images: load with Runtime::load_kernels)
   std::string store_root;
   bool store_writable = false;
   std::string entry_dir;
-  std::string file;           // absolute path of the artifact file
+  std::string file;           // absolute path of the artifact file (images: the image index)
   std::string digest;         // XXH3-128 recorded at publish
   std::uint64_t size = 0;
   std::string updated;        // manifest time stamp
   ArtifactIdentity identity;  // identity.json
+  std::vector<ArtifactImage> images;    // kind "images": every image file of the entry
+  std::vector<ArtifactKernel> kernels;  // kind "images": every kernel a load resolves
 };
 
 // Milliseconds spent in each step of Runtime::load.

@@ -25,6 +25,13 @@ struct GeneratorStep {
   std::string tool_identity;         // a version string standing for the tool
 };
 
+// A kernel a device-image (nvrtc) recipe must provide: a name expression ("saxpy",
+// "scale<float>", "ns::step<3>") and, when the recipe has several sources, the one defining it.
+struct RecipeKernel {
+  std::string name;
+  std::string source;  // absolute after load; empty: the recipe's only source
+};
+
 struct Recipe {
   int schema = kRecipeSchema;
   std::string consumer;
@@ -37,7 +44,10 @@ struct Recipe {
   std::vector<std::string> flags;        // extra compile flags
   std::vector<std::string> link_flags;
   std::vector<std::string> archs;        // sm_90, sm_87, compute_90, sm_90a, ... or "native"
-  std::string artifact;                  // output file name, e.g. libik.so
+  std::string artifact;                  // output file name, e.g. libik.so; nvrtc: the image index
+                                         // ("<name>.images" by default)
+  std::vector<RecipeKernel> kernels;     // nvrtc only (required there): kernels to record and resolve
+  bool lto = false;                      // nvrtc only: compile to LTO-IR and link with nvJitLink -lto
   std::vector<GeneratorStep> generators;
   std::uint64_t unit_memory_mb = 4096;   // memory one compile may take; bounds parallel jobs
   std::string base_dir;                  // the recipe file's directory
@@ -98,9 +108,11 @@ struct BuildPlan {
   std::string state;                       // "cached", "stale", "missing"
   std::vector<Reason> stale_reasons;
   std::vector<Arch> archs;
-  std::string nvcc;                        // toolchain used
+  std::string backend;                     // "nvcc" or "nvrtc"
+  std::string nvcc;                        // toolchain used (nvcc backend)
   std::string nvcc_version;
   std::string host_compiler;
+  std::string jit_toolchain;               // nvrtc backend: "nvrtc=13.0;nvjitlink=13.0;nvfatbin=none"
   std::vector<std::string> steps;          // human-readable: generators, units, link
 };
 

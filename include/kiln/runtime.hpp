@@ -9,6 +9,7 @@
 
 #include <kiln/errors.hpp>
 #include <kiln/identity.hpp>
+#include <kiln/kernels.hpp>
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 #include <kiln/recipe.hpp>
@@ -66,6 +67,32 @@ struct ArtifactSummary {
   std::string updated;
 };
 
+// Milliseconds spent in each step of Runtime::load_kernels / load_kernels_all (summed over
+// devices where a step runs per device).
+struct KernelLoadTimings {
+  double resolve_ms = 0;  // stores, manifest, meta.json, identity.json
+  double check_ms = 0;    // schemas, and which image each device runs (device discovery excluded)
+  double verify_ms = 0;   // store safety; reading, digesting and validating each chosen image
+                          // (a warm load of an unchanged file: one lstat, the bytes verified before)
+  double load_ms = 0;     // cuLibraryLoadData
+  double kernels_ms = 0;  // resolving every listed kernel (cuLibraryGetKernel, cuKernelGetFunction, cuFuncLoad)
+  double total_ms() const { return resolve_ms + check_ms + verify_ms + load_ms + kernels_ms; }
+};
+
+// One device a device-image artifact was loaded on: the image it runs, and why.
+struct ImageLoad {
+  DeviceIdentity device;  // the live device loaded
+  ArtifactImage image;    // the image file chosen
+  ImageChoice choice;     // how: "exact SASS sm_90", "PTX compute_80, JIT-compiled by the driver ..."
+};
+
+struct KernelLoadReport {
+  Resolution resolution;               // with its images and kernels
+  std::vector<ImageLoad> loads;        // per device loaded, in ordinal order
+  std::vector<SkippedDevice> skipped;  // DeviceLoadOptions::skip_unusable only
+  KernelLoadTimings timings;
+};
+
 class Runtime {
  public:
   explicit Runtime(RuntimeOptions options = RuntimeOptions::from_environment());
@@ -82,7 +109,36 @@ class Runtime {
   // Compatibility of a resolved artifact with this kiln and a device (nullptr: none).
   Compatibility check(const Resolution &resolution, const DeviceIdentity *device) const;
   // resolve -> check -> verify digest -> dlopen -> negotiate and bind. Typed errors on refusal.
+  // The plugin may ask the host for device kernels ("kiln.host.kernels/1",
+  // abi/kiln/ext/host_kernels.h): they are loaded through this Runtime's stores, cached per
+  // (consumer, name, device) and kept loaded until the Module and its last Instance are gone
+  // (even when the Runtime is destroyed first).
   Module load(const std::string &consumer, const std::string &name, const LoadOptions &options = {}) const;
+
+  // Device-image artifacts (kind "images": cubins per arch, PTX, a fatbin -- what an "nvrtc"
+  // recipe builds): resolve -> check (schemas; the image the device runs, DESIGN §5, and why) ->
+  // verify (store safety; the chosen image file read once, its recorded digest and its structure
+  // checked on exactly the bytes then handed to the driver; a later load of the same unchanged
+  // file -- same inode, size, mtime, ctime -- reuses those verified bytes) -> cuLibraryLoadData ->
+  // resolve EVERY listed kernel, so a wrong-arch or damaged image is refused here, never at a launch.
+  // KernelLibrary::kernel()/function() take the lowered name or the recipe's name expression.
+  // `device`: a device ordinal, -1 for device 0. A declared device (KILN_DEVICE) stands in for
+  // the check as for plugins; the driver then loads on the live device of that ordinal (and
+  // refuses a mismatch at kernel lookup). Typed errors as load(): UsageError (a plugin
+  // artifact), NotFoundError, IncompatibleError (reasons per field), IntegrityError (digest,
+  // damaged image, store safety), Error (no driver or device; the driver's words).
+  // report (optional) receives the resolution, the choice per device and the timings.
+  KernelLibrary load_kernels(const std::string &consumer, const std::string &name, int device = -1,
+                             KernelLoadReport *report = nullptr) const;
+  // The same on every device (options.device_ordinal: one), each with its own image choice;
+  // options.skip_unusable: devices that cannot load it are listed in report->skipped and
+  // DeviceKernels::skipped instead of throwing (unless none can).
+  DeviceKernels load_kernels_all(const std::string &consumer, const std::string &name,
+                                 const DeviceLoadOptions &options = {}, KernelLoadReport *report = nullptr) const;
+  // build(recipe) on miss (an "nvrtc" recipe), then load_kernels of exactly what was built;
+  // where NVRTC is absent, the prepared artifact of the recipe's consumer/name (logged).
+  KernelLibrary ensure_kernels(const Recipe &recipe, const BuildOptions &build_options = {}, int device = -1,
+                               KernelLoadReport *report = nullptr);
 
   // Put a prebuilt plugin file into the writable cache under consumer/name.
   PublishResult publish(const PublishRequest &request);
@@ -94,6 +150,7 @@ class Runtime {
   BuildPlan plan(const Recipe &recipe, const BuildOptions &options = {}) const;
   BuildResult build(const Recipe &recipe, const BuildOptions &options = {});
   Module ensure(const Recipe &recipe, const BuildOptions &build_options = {}, const LoadOptions &load_options = {});
+  // (For "nvrtc" recipes use ensure_kernels.)
 
   // Every artifact of consumer (all consumers when empty), in store order.
   std::vector<ArtifactSummary> list(const std::string &consumer = "") const;
@@ -103,11 +160,10 @@ class Runtime {
   struct State;  // implementation detail (src/runtime/state.hpp)
 
  private:
-  Resolution resolve_in(std::size_t store_index, const std::string &consumer, const std::string &name,
-                        bool *consumer_seen, std::vector<std::string> *known) const;
   Module load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const;
 
-  std::unique_ptr<State> state_;
+  // Shared: a loaded plugin's kernel service keeps using it after the Runtime is gone.
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace kiln

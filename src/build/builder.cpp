@@ -1,13 +1,10 @@
+// Build on miss (DESIGN §3): one flow for every backend (src/build/backend.hpp).
 #include "build/builder.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <regex>
 
 #include <boost/filesystem/operations.hpp>
@@ -16,12 +13,11 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
-#include "build/jobs.hpp"
+#include "build/backend.hpp"
 #include "build/keys.hpp"
 #include "build/nvcc_backend.hpp"
 #include "build/process.hpp"
 #include "device/identity_json.hpp"
-#include "load/stamp.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
 #include "store/files.hpp"
@@ -50,17 +46,6 @@ std::string join(const std::vector<std::string> &words) {
   return text;
 }
 
-void append(const fs::path &file, const std::string &text) {
-  std::ofstream out(file.string(), std::ios::app);
-  out << text;
-}
-
-std::string file_digest(const std::string &file) {
-  store::Hasher hasher;
-  hasher.add_file(file);
-  return hasher.hex();
-}
-
 // Removes a staging directory unless released: a failed or cancelled build leaves nothing.
 class StagingGuard {
  public:
@@ -79,6 +64,11 @@ class StagingGuard {
   fs::path dir_;
 };
 
+std::unique_ptr<Backend> make_backend(const Recipe &recipe, const BuilderContext &context) {
+  if (recipe.backend == "nvcc") return make_nvcc_backend(context);
+  if (recipe.backend == "nvrtc") return make_jit_backend(context);
+  throw UsageError("recipe " + recipe.file + ": unknown backend \"" + recipe.backend + "\" (use nvcc or nvrtc)");
+}
 
 struct Hit {
   std::string content_key;
@@ -107,7 +97,7 @@ Hit lookup(const store::ConsumerLayout &layout, const std::string &input_key, co
     const ArtifactIdentity recorded = device::artifact_identity_from_json(recorded_json, (entry / store::kIdentityFile).string());
     std::map<std::string, std::string> fields(recorded.provenance.begin(), recorded.provenance.end());
     hit.stale = identity_differences(fields, identity.fields());
-    if (!fs::exists(entry / meta.file)) hit.stale.push_back({"artifact_file", meta.file, "(missing)", "entry damaged"});
+    if (!store::entry_files_present(entry, meta)) hit.stale.push_back({"artifact_file", meta.file, "(missing)", "entry damaged"});
   } catch (const std::exception &error) {
     hit.stale.push_back({"entry", key, "(unreadable)", error.what()});
   }
@@ -121,16 +111,17 @@ Hit lookup(const store::ConsumerLayout &layout, const std::string &input_key, co
 
 void point_manifest(const store::ConsumerLayout &layout, const Recipe &recipe, const std::string &content_key,
                     const std::string &input_key) {
+  const std::string kind = recipe.backend == "nvcc" ? "plugin" : "images";
   const auto manifest = store::read_manifest(layout.manifest(), layout.consumer());
   if (manifest) {
     const auto it = manifest->artifacts.find(recipe.name);
-    if (it != manifest->artifacts.end() && it->second.content_key == content_key && it->second.input_key == input_key) {
+    if (it != manifest->artifacts.end() && it->second.content_key == content_key && it->second.input_key == input_key &&
+        it->second.kind == kind) {
       return;  // already current: the hit path writes nothing
     }
   }
   store::update_manifest(layout, [&](store::Manifest &m) {
-    m.artifacts[recipe.name] = {content_key, input_key, recipe.backend == "nvcc" ? "plugin" : "images",
-                                store::utc_now_iso8601()};
+    m.artifacts[recipe.name] = {content_key, input_key, kind, store::utc_now_iso8601()};
   });
 }
 
@@ -141,32 +132,24 @@ void write_bykey(const store::ConsumerLayout &layout, const std::string &input_k
 
 bool entry_intact(const fs::path &entry) {
   try {
-    const store::EntryMeta meta = store::read_entry_meta(entry);
-    return store::digest_file(entry / meta.file) == meta.digest;
+    return store::entry_files_intact(entry, store::read_entry_meta(entry));
   } catch (const Error &) {
     return false;
   }
 }
 
-[[noreturn]] void fail_step(const std::string &what, const ProcessResult &result, const fs::path &log_file) {
+[[noreturn]] void fail_step(const std::string &what, const ProcessResult &result) {
   std::string why = result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
                                        : "exit code " + std::to_string(result.exit_code);
-  throw BuildError(what + " failed (" + why + "); nothing was published. Its output:\n" + result.output +
-                       (log_file.empty() ? "" : "\n(full log: " + log_file.string() + ")"),
-                   result.output);
+  throw BuildError(what + " failed (" + why + "); nothing was published. Its output:\n" + result.output, result.output);
 }
 
-struct Unit {
-  std::string source;
-  std::string stem;
-  std::vector<std::string> command;  // abstract
-  std::string key;
-  fs::path cached_object;
-  fs::path object;                   // what the link uses
-  UnitReport report;
-};
-
 }  // namespace
+
+void append_log(const fs::path &file, const std::string &text) {
+  std::ofstream out(file.string(), std::ios::app);
+  out << text;
+}
 
 std::string default_abi_dir() {
   if (const char *dir = std::getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
@@ -207,51 +190,40 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   BuildPlan plan;
   plan.consumer = recipe.consumer;
   plan.name = recipe.name;
+  plan.backend = recipe.backend;
   plan.archs = resolve_archs(recipe, options, context.devices);
-  const ToolchainIdentity toolchain = identify_toolchain(fs::path());  // empty path: remember nothing
-  plan.nvcc = toolchain.nvcc_path;
-  plan.nvcc_version = toolchain.nvcc_version;
-  plan.host_compiler = toolchain.host_cxx_version;
-  const BuildIdentity identity = build_identity(recipe, plan.archs, toolchain, context.abi_dir);
+  const auto backend = make_backend(recipe, context);
+  const BuildIdentity identity = backend->identity(recipe, plan.archs, /*remember=*/false);
   plan.input_key = input_key(recipe, identity);
   const store::ConsumerLayout layout(context.store_root, recipe.consumer);
   const Hit hit = lookup(layout, plan.input_key, identity, LogCallback());
+  backend->plan(recipe, options, plan);  // toolchain fields
   if (hit.found && !options.force) {
     plan.state = "cached";
     plan.content_key = hit.content_key;
-    plan.steps.push_back("load " + layout.entry(hit.content_key).string());
+    plan.steps = {"load " + layout.entry(hit.content_key).string()};
     return plan;
   }
   plan.state = hit.content_key.empty() ? "missing" : (hit.found ? "cached" : "stale");
   if (!hit.content_key.empty()) plan.content_key = hit.content_key;
   plan.stale_reasons = hit.stale;
-  for (const auto &generator : recipe.generators) plan.steps.push_back("generate " + generator.name + ": " + join(generator.command));
-  for (const auto &source : recipe.sources) {
-    plan.steps.push_back("compile " + fs::path(source).filename().string() +
-                         (options.force ? " (forced)" : recipe.generators.empty() ? "" : " (object cache checked after generators run)"));
-  }
-  plan.steps.push_back("link " + recipe.artifact + " for " + [&] {
-    std::string text;
-    for (const auto &arch : plan.archs) text += (text.empty() ? "" : ",") + arch.to_string();
-    return text;
-  }());
-  plan.steps.push_back("publish " + recipe.consumer + "/" + recipe.name + " into " + context.store_root.string());
+  std::vector<std::string> steps;
+  for (const auto &generator : recipe.generators) steps.push_back("generate " + generator.name + ": " + join(generator.command));
+  steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
+  steps.push_back("publish " + recipe.consumer + "/" + recipe.name + " into " + context.store_root.string());
+  plan.steps = std::move(steps);
   return plan;
 }
 
 BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const BuilderContext &context) {
-  if (recipe.backend != "nvcc") {
-    throw UsageError("recipe " + recipe.file + ": backend \"" + recipe.backend + "\" builds device images; use the "
-                     "device-image path (Runtime::build handles it) - internal routing error");
-  }
   const auto start = Clock::now();
   const LogCallback &log = context.log;
   BuildResult result;
   result.consumer = recipe.consumer;
   result.name = recipe.name;
   result.archs = resolve_archs(recipe, options, context.devices);
-  const ToolchainIdentity toolchain = identify_toolchain(context.toolchain_cache);
-  const BuildIdentity identity = build_identity(recipe, result.archs, toolchain, context.abi_dir);
+  const auto backend = make_backend(recipe, context);
+  const BuildIdentity identity = backend->identity(recipe, result.archs, /*remember=*/true);
   result.input_key = input_key(recipe, identity);
   const store::ConsumerLayout layout(context.store_root, recipe.consumer);
 
@@ -280,14 +252,13 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   const int swept = store::sweep_dead_staging(layout);
   if (swept > 0 && log) log(LogLevel::info, "removed " + std::to_string(swept) + " staging director(ies) of dead builds");
   const fs::path staging = layout.new_staging_dir();
-  const fs::path gen = staging / "gen", objects = staging / "obj", build_log = staging / store::kBuildLogFile;
+  const fs::path gen = staging / "gen", build_log = staging / store::kBuildLogFile;
   StagingGuard guard(staging);
   store::create_directories(gen);
-  store::create_directories(objects);
-  CancelToken cancel(options.cancel);  // cancelled by the caller, or by the first failing unit
-  append(build_log, "kiln " + std::string(kVersion) + " build of " + recipe.consumer + "/" + recipe.name + " from " +
-                        recipe.file + "\ninput key " + result.input_key + "\nnvcc " + toolchain.nvcc_path + " (" +
-                        toolchain.nvcc_version + ")\nhost compiler " + toolchain.host_cxx_version + "\n");
+  CancelToken cancel(options.cancel);  // cancelled by the caller, or by the first failing step
+  append_log(build_log, "kiln " + std::string(kVersion) + " build of " + recipe.consumer + "/" + recipe.name + " from " +
+                            recipe.file + " (backend " + recipe.backend + ")\ninput key " + result.input_key + "\n" +
+                            backend->toolchain_text());
   const auto check_cancel = [&] {
     if (cancel.cancelled()) throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled; nothing was published");
   };
@@ -301,10 +272,10 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
     spec.cwd = recipe.base_dir;
     spec.log_file = build_log.string();
     spec.cancel = &cancel;
-    append(build_log, "\n$ (generator " + generator.name + ") " + join(spec.argv) + "\n");
+    append_log(build_log, "\n$ (generator " + generator.name + ") " + join(spec.argv) + "\n");
     const ProcessResult run = run_process(spec);
     if (run.cancelled) check_cancel();
-    if (!run.ok()) fail_step("generator " + generator.name, run, fs::path());
+    if (!run.ok()) fail_step("generator " + generator.name, run);
     for (const auto &output : generator.outputs) {
       if (!fs::is_regular_file(gen / output)) {
         throw BuildError("generator " + generator.name + " did not write its declared output " + output +
@@ -321,45 +292,10 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
     for (const auto &output : generator.outputs) generated.push_back((gen / output).string());
   }
   std::sort(generated.begin(), generated.end());
-  const std::vector<std::string> headers = expand_headers(recipe);
-  store::Hasher seen;  // every header-like input, as one set: an edit rebuilds every unit
-  for (const auto &file : generated) seen.add_field("generated/" + fs::path(file).filename().string(), file_digest(file));
-  for (const auto &file : headers) seen.add_field(abstract_path(file, recipe.base_dir), file_digest(file));
-  seen.add_field("abi", identity.abi_headers);
-  const std::string headers_digest = seen.hex();
-
-  std::vector<Unit> units;
-  for (const auto &source : recipe.sources) {
-    Unit unit;
-    unit.source = source;
-    unit.stem = fs::path(source).stem().string();
-    unit.command = compile_command(recipe, result.archs, source);
-    store::Hasher key;
-    key.add_field("key", "unit")
-        .add_field("toolchain", toolchain.digest())
-        .add_field("headers", headers_digest)
-        .add_field("source", abstract_path(source, recipe.base_dir))
-        .add_field("bytes", file_digest(source))
-        .add_field("command", join(unit.command));
-    unit.key = key.hex();
-    unit.cached_object = layout.objects() / (unit.stem + "-" + unit.key + ".o");
-    unit.report.name = fs::path(source).filename().string();
-    units.push_back(std::move(unit));
-  }
-  std::vector<std::string> abstract_objects;
-  for (const auto &unit : units) abstract_objects.push_back("$OBJ/" + unit.stem + "-" + unit.key + ".o");
-  const std::vector<std::string> link = link_command(recipe, result.archs, abstract_objects);
-  store::Hasher content;
-  content.add_field("key", "content")
-      .add_field("key_schema", std::to_string(kKeySchema))
-      .add_field("toolchain", toolchain.digest())
-      .add_field("headers", headers_digest)
-      .add_field("artifact", recipe.artifact)
-      .add_field("link", join(link));
-  for (const auto &unit : units) content.add_field("unit", unit.key);
-  result.content_key = content.hex();
+  const StagedBuild staged{recipe, options, context, result.archs, identity, layout, staging, gen, build_log, generated, cancel};
+  result.content_key = backend->content_key(staged);
   const fs::path entry = layout.entry(result.content_key);
-  append(build_log, "content key " + result.content_key + "\n");
+  append_log(build_log, "content key " + result.content_key + "\n");
 
   if (!options.force && fs::exists(entry) && entry_intact(entry)) {
     write_bykey(layout, result.input_key, result.content_key);
@@ -367,102 +303,50 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
     return finish_hit(result.content_key, BuildResult::Outcome::reused);
   }
 
-  // Units, in parallel, bounded by cores and by memory; each from the object cache when seen.
-  store::create_directories(layout.objects());
-  const fs::path abi_dir = context.abi_dir;
-  const Placeholders paths = {{"$GEN", gen.string()}, {"$RECIPE", recipe.base_dir}, {"$ABI", abi_dir.string()}};
-  const unsigned requested = options.jobs != 0 ? options.jobs : default_jobs();
-  const unsigned jobs = bounded_jobs(requested, recipe.unit_memory_mb * 1024 * 1024, available_memory_bytes());
-  append(build_log, std::to_string(units.size()) + " unit(s), " + std::to_string(jobs) + " job(s) at once\n");
-  std::mutex log_mutex;
-  run_parallel(units.size(), jobs, [&](std::size_t index) {
-    Unit &unit = units[index];
-    if (options.progress) options.progress({BuildEvent::Kind::unit_started, unit.report.name, 0, false});
-    const auto unit_start = Clock::now();
-    if (!options.force && fs::is_regular_file(unit.cached_object)) {
-      unit.object = unit.cached_object;
-      unit.report.cached = true;
-    } else {
-      unit.object = objects / (unit.stem + ".o");
-      const fs::path unit_log = staging / (unit.stem + ".log");
-      ProcessSpec spec;
-      spec.argv = substitute(unit.command, paths);
-      spec.argv = substitute(spec.argv, {{"$OUT", unit.object.string()}});
-      spec.argv.insert(spec.argv.begin(), toolchain.nvcc_path);
-      spec.log_file = unit_log.string();
-      spec.cancel = &cancel;
-      const ProcessResult run = run_process(spec);
-      {
-        std::lock_guard<std::mutex> guard_log(log_mutex);
-        append(build_log, "\n$ " + join(spec.argv) + "\n" + run.output);
-      }
-      if (run.cancelled) return;
-      if (!run.ok()) fail_step("compiling " + unit.report.name, run, fs::path());
-      // Into the object cache atomically and durably: a torn object must never be linked.
-      const fs::path temp = layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
-      store::copy_file_synced(unit.object, temp);
-      fs::rename(temp, unit.cached_object);
-    }
-    unit.report.seconds = seconds_since(unit_start);
-    {
-      std::lock_guard<std::mutex> guard_log(log_mutex);
-      append(build_log, "unit " + unit.report.name + ": " + (unit.report.cached ? "cached" : "compiled") + " in " +
-                            std::to_string(unit.report.seconds) + " s\n");
-    }
-    if (options.progress) {
-      options.progress({BuildEvent::Kind::unit_finished, unit.report.name, unit.report.seconds, unit.report.cached});
-    }
-  }, cancel);
   check_cancel();
-  for (const auto &unit : units) result.units.push_back(unit.report);
+  Produced produced = backend->compile(staged, result.content_key);
+  check_cancel();
+  result.units = produced.units;
 
-  // Link.
-  if (options.progress) options.progress({BuildEvent::Kind::link_started, recipe.artifact, 0, false});
-  const fs::path artifact = staging / recipe.artifact;
-  std::vector<std::string> link_objects;
-  for (const auto &unit : units) link_objects.push_back(unit.object.string());
-  ProcessSpec spec;
-  spec.argv = link_command(recipe, result.archs, link_objects);
-  spec.argv = substitute(spec.argv, paths);
-  spec.argv = substitute(spec.argv, {{"$OUT", artifact.string()}});
-  spec.argv.insert(spec.argv.begin(), toolchain.nvcc_path);
-  spec.cancel = &cancel;
-  append(build_log, "\n$ " + join(spec.argv) + "\n");
-  const ProcessResult linked = run_process(spec);
-  append(build_log, linked.output);
-  if (linked.cancelled) check_cancel();
-  if (!linked.ok()) fail_step("linking " + recipe.artifact, linked, fs::path());
-  if (options.progress) options.progress({BuildEvent::Kind::link_finished, recipe.artifact, linked.seconds, false});
-
-  // Stamp the content key into the plugin, then record and publish.
-  std::string bytes = store::read_file(artifact);
-  const load::FileStamp stamp = load::find_stamp(bytes, artifact.string());
-  load::write_stamp_key(bytes, stamp, result.content_key);
-  fs::remove(artifact);
-  store::write_file_atomic(artifact, bytes, 0755);
+  // Record and publish.
   ArtifactIdentity artifact_identity;
   artifact_identity.key_schema = kKeySchema;
   artifact_identity.artifact_schema = kArtifactSchema;
-  artifact_identity.abi_version = stamp.abi_version;
+  artifact_identity.abi_version = produced.abi_version;
   artifact_identity.archs = result.archs;
-  artifact_identity.cuda_toolkit_version = toolkit_version_from(toolchain.nvcc_version);
+  if (produced.kind == "images") {  // the archs the images offer (a fatbin repeats them)
+    artifact_identity.archs.clear();
+    for (const auto &image : produced.images) {
+      for (const auto &arch : image.kind == "fatbin" ? image.contains : std::vector<Arch>{image.arch}) {
+        if (std::find(artifact_identity.archs.begin(), artifact_identity.archs.end(), arch) == artifact_identity.archs.end()) {
+          artifact_identity.archs.push_back(arch);
+        }
+      }
+    }
+    std::sort(artifact_identity.archs.begin(), artifact_identity.archs.end(),
+              [](const Arch &a, const Arch &b) { return a.to_string() < b.to_string(); });
+  }
+  artifact_identity.cuda_toolkit_version = produced.cuda_toolkit_version;
   for (const auto &[field, value] : identity.fields()) artifact_identity.provenance[field] = value;
+  for (const auto &[field, value] : produced.provenance) artifact_identity.provenance[field] = value;
   artifact_identity.provenance["input_key"] = result.input_key;
   artifact_identity.provenance["recipe"] = recipe.file;
-  store::EntryMeta meta{result.content_key, "plugin", recipe.artifact, store::digest_hex(bytes), bytes.size(),
-                        store::utc_now_iso8601()};
+  store::EntryMeta meta{result.content_key, produced.kind, produced.file, produced.bytes_digest, produced.size,
+                        store::utc_now_iso8601(), produced.images, produced.kernels};
   store::write_file_atomic(staging / store::kMetaFile, store::serialize_entry_meta(meta));
   store::write_file_atomic(staging / store::kIdentityFile, device::to_json(artifact_identity).dump(2) + "\n");
-  append(build_log, "built in " + std::to_string(seconds_since(start)) + " s\n");
-  // Only the entry's files travel: scratch objects and logs stay out of the immutable entry.
-  boost::system::error_code ignored;
-  fs::remove_all(objects, ignored);
-  for (const auto &unit : units) fs::remove(staging / (unit.stem + ".log"), ignored);
+  append_log(build_log, "built in " + std::to_string(seconds_since(start)) + " s\n");
+  if (fs::exists(entry) && !entry_intact(entry)) {
+    // A damaged entry under our key (a torn or altered file; --force got us here) is moved
+    // aside, never modified in place and never trusted, so that the fresh build takes its name.
+    const fs::path aside = layout.entries() / (std::string(store::kStagingPrefix) + store::unique_suffix() + "-damaged");
+    fs::rename(entry, aside);
+    if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
+  }
   const bool fresh = store::commit_staging(staging, entry);
   guard.release();
   write_bykey(layout, result.input_key, result.content_key);
   finish_hit(result.content_key, fresh ? BuildResult::Outcome::built : BuildResult::Outcome::reused);
-  result.outcome = fresh ? BuildResult::Outcome::built : BuildResult::Outcome::reused;
   if (log) {
     log(LogLevel::info, "built " + recipe.consumer + "/" + recipe.name + " as " + result.content_key + " in " +
                             std::to_string(result.seconds) + " s");

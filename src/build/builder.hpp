@@ -1,9 +1,12 @@
 // Build on miss (DESIGN §3): input key -> bykey hit, else under the input key's build lock:
-// staging -> generators -> content key -> reuse or compile units (object cache, parallel,
-// memory-bounded) -> link -> stamp -> meta/identity/build.log -> rename into the store ->
-// bykey pointer -> manifest.
+// staging -> generators -> content key -> reuse, or compile into staging (nvcc: units from the
+// object cache or nvcc -c in parallel, link, stamp; nvrtc: NVRTC/nvJitLink in process, one image
+// per arch, a fatbin where nvFatbin exists) -> meta/identity/build.log -> rename into the store
+// -> bykey pointer -> manifest. One flow; the backends (build/backend.hpp) differ only in the
+// toolchain identity, the content key and the compile step.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,10 @@ std::vector<Arch> resolve_archs(const Recipe &recipe, const BuildOptions &option
 
 BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const BuilderContext &context);
 BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const BuilderContext &context);
+
+// How many NVRTC compiles (one per nvrtc-backend build that was not a hit or a reuse) this
+// process ran: a hit must not add one. For tests and benchmarks.
+std::uint64_t jit_compile_count() noexcept;
 
 // kiln's ABI headers directory: KILN_ABI_DIR, else the one this kiln was built from.
 std::string default_abi_dir();

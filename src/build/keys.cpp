@@ -40,13 +40,18 @@ std::map<std::string, std::string> BuildIdentity::fields() const {
   std::map<std::string, std::string> out = {
       {"key_schema", std::to_string(kKeySchema)},
       {"artifact_schema", std::to_string(kArtifactSchema)},
-      {"abi_version", std::to_string(kAbiVersion)},
       {"kiln_version", kVersion},
       {"archs", arch_list(archs)},
-      {"nvcc_version", toolchain.nvcc_version},
-      {"host_compiler", toolchain.host_cxx_version},
-      {"abi_headers", abi_headers},
   };
+  if (backend == "nvcc") {  // exactly the fields nvcc builds always had: their keys stay put
+    out["abi_version"] = std::to_string(kAbiVersion);
+    out["nvcc_version"] = toolchain.nvcc_version;
+    out["host_compiler"] = toolchain.host_cxx_version;
+    out["abi_headers"] = abi_headers;
+  } else {
+    out["backend"] = backend;
+    out["jit_toolchain"] = jit_toolchain;
+  }
   for (const auto &[name, digest] : generators) out["generator." + name] = digest;
   return out;
 }
@@ -84,12 +89,9 @@ std::string abi_headers_digest(const std::string &abi_dir) {
   return slot;
 }
 
-BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
-                             const std::string &abi_dir) {
-  BuildIdentity identity;
-  identity.archs = archs;
-  identity.toolchain = toolchain;
-  identity.abi_headers = abi_headers_digest(abi_dir);
+namespace {
+
+void add_generators(const Recipe &recipe, BuildIdentity &identity) {
   for (const auto &generator : recipe.generators) {
     if (!generator.tool.empty()) {
       store::Hasher tool;
@@ -99,6 +101,26 @@ BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &arch
       identity.generators[generator.name] = generator.tool_identity;
     }
   }
+}
+
+}  // namespace
+
+BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
+                             const std::string &abi_dir) {
+  BuildIdentity identity;
+  identity.archs = archs;
+  identity.toolchain = toolchain;
+  identity.abi_headers = abi_headers_digest(abi_dir);
+  add_generators(recipe, identity);
+  return identity;
+}
+
+BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain) {
+  BuildIdentity identity;
+  identity.backend = recipe.backend;
+  identity.archs = archs;
+  identity.jit_toolchain = jit_toolchain;
+  add_generators(recipe, identity);
   return identity;
 }
 

@@ -15,9 +15,11 @@ namespace kiln::build {
 // Everything besides the recipe that shapes the binary. Recorded beside the artifact
 // (identity.json provenance) and compared field by field before a bykey hit is honoured.
 struct BuildIdentity {
+  std::string backend = "nvcc";                   // the recipe's backend
   std::vector<Arch> archs;
-  ToolchainIdentity toolchain;
-  std::string abi_headers;                        // digest of kiln's abi/ headers compiled in
+  ToolchainIdentity toolchain;                    // nvcc backend: nvcc and the host compiler
+  std::string abi_headers;                        // nvcc backend: digest of kiln's abi/ headers compiled in
+  std::string jit_toolchain;                      // nvrtc backend: "nvrtc=13.0;nvjitlink=13.0;nvfatbin=none"
   std::map<std::string, std::string> generators;  // name -> tool digest or identity string
 
   std::map<std::string, std::string> fields() const;  // flat, for provenance and comparison
@@ -32,6 +34,9 @@ std::string abi_headers_digest(const std::string &abi_dir);
 
 BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
                              const std::string &abi_dir);
+// The nvrtc backend's: no nvcc, no host compiler, no ABI headers (device images do not
+// compile against them); the JIT libraries' versions instead.
+BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain);
 
 // Canonical recipe + bytes of every input file (sources, headers, generator inputs and tools)
 // + the build identity. Cheap: hashing only, no process.

@@ -1,5 +1,20 @@
 #include "build/nvcc_backend.hpp"
 
+#include <chrono>
+#include <mutex>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/errors.hpp>
+#include <kiln/version.hpp>
+
+#include "build/backend.hpp"
+#include "build/jobs.hpp"
+#include "build/toolchain.hpp"
+#include "load/stamp.hpp"
+#include "store/digest.hpp"
+#include "store/files.hpp"
+
 namespace kiln::build {
 namespace {
 
@@ -58,6 +73,229 @@ std::vector<std::string> substitute(std::vector<std::string> command, const Plac
     }
   }
   return command;
+}
+
+}  // namespace kiln::build
+
+// ---------------------------------------------------------------------------------------------
+// The nvcc backend of the build flow (backend.hpp): one `nvcc -c` per unit, in parallel and
+// served from objects/ when seen before, then `nvcc --shared`, then the build stamp.
+namespace kiln::build {
+namespace {
+
+namespace fs = boost::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string join_words(const std::vector<std::string> &words) {
+  std::string text;
+  for (const auto &word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+std::string file_digest(const std::string &file) {
+  store::Hasher hasher;
+  hasher.add_file(file);
+  return hasher.hex();
+}
+
+[[noreturn]] void fail_process(const std::string &what, const ProcessResult &result) {
+  std::string why = result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
+                                       : "exit code " + std::to_string(result.exit_code);
+  throw BuildError(what + " failed (" + why + "); nothing was published. Its output:\n" + result.output, result.output);
+}
+
+struct Unit {
+  std::string source;
+  std::string stem;
+  std::vector<std::string> command;  // abstract
+  std::string key;
+  fs::path cached_object;
+  fs::path object;                   // what the link uses
+  UnitReport report;
+};
+
+class NvccBackend final : public Backend {
+ public:
+  explicit NvccBackend(const BuilderContext &context) : context_(context) {}
+
+  BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool remember) override {
+    toolchain_ = identify_toolchain(remember ? context_.toolchain_cache : fs::path());  // empty: remember nothing
+    return build_identity(recipe, archs, toolchain_, context_.abi_dir);
+  }
+
+  std::string toolchain_text() const override {
+    return "nvcc " + toolchain_.nvcc_path + " (" + toolchain_.nvcc_version + ")\nhost compiler " +
+           toolchain_.host_cxx_version + "\n";
+  }
+
+  void plan(const Recipe &recipe, const BuildOptions &options, BuildPlan &plan) const override {
+    plan.nvcc = toolchain_.nvcc_path;
+    plan.nvcc_version = toolchain_.nvcc_version;
+    plan.host_compiler = toolchain_.host_cxx_version;
+    for (const auto &source : recipe.sources) {
+      plan.steps.push_back("compile " + fs::path(source).filename().string() +
+                           (options.force ? " (forced)"
+                                          : recipe.generators.empty() ? "" : " (object cache checked after generators run)"));
+    }
+    std::string archs;
+    for (const auto &arch : plan.archs) archs += (archs.empty() ? "" : ",") + arch.to_string();
+    plan.steps.push_back("link " + recipe.artifact + " for " + archs);
+  }
+
+  std::string content_key(const StagedBuild &build) override {
+    const Recipe &recipe = build.recipe;
+    const std::vector<std::string> headers = expand_headers(recipe);
+    store::Hasher seen;  // every header-like input, as one set: an edit rebuilds every unit
+    for (const auto &file : build.generated) seen.add_field("generated/" + fs::path(file).filename().string(), file_digest(file));
+    for (const auto &file : headers) seen.add_field(abstract_path(file, recipe.base_dir), file_digest(file));
+    seen.add_field("abi", build.identity.abi_headers);
+    const std::string headers_digest = seen.hex();
+
+    units_.clear();
+    for (const auto &source : recipe.sources) {
+      Unit unit;
+      unit.source = source;
+      unit.stem = fs::path(source).stem().string();
+      unit.command = compile_command(recipe, build.archs, source);
+      store::Hasher key;
+      key.add_field("key", "unit")
+          .add_field("toolchain", toolchain_.digest())
+          .add_field("headers", headers_digest)
+          .add_field("source", abstract_path(source, recipe.base_dir))
+          .add_field("bytes", file_digest(source))
+          .add_field("command", join_words(unit.command));
+      unit.key = key.hex();
+      unit.cached_object = build.layout.objects() / (unit.stem + "-" + unit.key + ".o");
+      unit.report.name = fs::path(source).filename().string();
+      units_.push_back(std::move(unit));
+    }
+    std::vector<std::string> abstract_objects;
+    for (const auto &unit : units_) abstract_objects.push_back("$OBJ/" + unit.stem + "-" + unit.key + ".o");
+    const std::vector<std::string> link = link_command(recipe, build.archs, abstract_objects);
+    store::Hasher content;
+    content.add_field("key", "content")
+        .add_field("key_schema", std::to_string(kKeySchema))
+        .add_field("toolchain", toolchain_.digest())
+        .add_field("headers", headers_digest)
+        .add_field("artifact", recipe.artifact)
+        .add_field("link", join_words(link));
+    for (const auto &unit : units_) content.add_field("unit", unit.key);
+    return content.hex();
+  }
+
+  Produced compile(const StagedBuild &build, const std::string &content_key) override {
+    const Recipe &recipe = build.recipe;
+    const BuildOptions &options = build.options;
+    const fs::path &staging = build.staging;
+    const fs::path objects = staging / "obj";
+    store::create_directories(objects);
+    CancelToken &cancel = build.cancel;
+    const auto check_cancel = [&] {
+      if (cancel.cancelled()) throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled; nothing was published");
+    };
+
+    // Units, in parallel, bounded by cores and by memory; each from the object cache when seen.
+    store::create_directories(build.layout.objects());
+    const Placeholders paths = {{"$GEN", build.gen.string()}, {"$RECIPE", recipe.base_dir}, {"$ABI", context_.abi_dir}};
+    const unsigned requested = options.jobs != 0 ? options.jobs : default_jobs();
+    const unsigned jobs = bounded_jobs(requested, recipe.unit_memory_mb * 1024 * 1024, available_memory_bytes());
+    append_log(build.build_log, std::to_string(units_.size()) + " unit(s), " + std::to_string(jobs) + " job(s) at once\n");
+    std::mutex log_mutex;
+    run_parallel(units_.size(), jobs, [&](std::size_t index) {
+      Unit &unit = units_[index];
+      if (options.progress) options.progress({BuildEvent::Kind::unit_started, unit.report.name, 0, false});
+      const auto unit_start = Clock::now();
+      if (!options.force && fs::is_regular_file(unit.cached_object)) {
+        unit.object = unit.cached_object;
+        unit.report.cached = true;
+      } else {
+        unit.object = objects / (unit.stem + ".o");
+        const fs::path unit_log = staging / (unit.stem + ".log");
+        ProcessSpec spec;
+        spec.argv = substitute(unit.command, paths);
+        spec.argv = substitute(spec.argv, {{"$OUT", unit.object.string()}});
+        spec.argv.insert(spec.argv.begin(), toolchain_.nvcc_path);
+        spec.log_file = unit_log.string();
+        spec.cancel = &cancel;
+        const ProcessResult run = run_process(spec);
+        {
+          std::lock_guard<std::mutex> guard_log(log_mutex);
+          append_log(build.build_log, "\n$ " + join_words(spec.argv) + "\n" + run.output);
+        }
+        if (run.cancelled) return;
+        if (!run.ok()) fail_process("compiling " + unit.report.name, run);
+        // Into the object cache atomically and durably: a torn object must never be linked.
+        const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
+        store::copy_file_synced(unit.object, temp);
+        fs::rename(temp, unit.cached_object);
+      }
+      unit.report.seconds = seconds_since(unit_start);
+      {
+        std::lock_guard<std::mutex> guard_log(log_mutex);
+        append_log(build.build_log, "unit " + unit.report.name + ": " + (unit.report.cached ? "cached" : "compiled") +
+                                        " in " + std::to_string(unit.report.seconds) + " s\n");
+      }
+      if (options.progress) {
+        options.progress({BuildEvent::Kind::unit_finished, unit.report.name, unit.report.seconds, unit.report.cached});
+      }
+    }, cancel);
+    check_cancel();
+
+    // Link.
+    if (options.progress) options.progress({BuildEvent::Kind::link_started, recipe.artifact, 0, false});
+    const fs::path artifact = staging / recipe.artifact;
+    std::vector<std::string> link_objects;
+    for (const auto &unit : units_) link_objects.push_back(unit.object.string());
+    ProcessSpec spec;
+    spec.argv = link_command(recipe, build.archs, link_objects);
+    spec.argv = substitute(spec.argv, paths);
+    spec.argv = substitute(spec.argv, {{"$OUT", artifact.string()}});
+    spec.argv.insert(spec.argv.begin(), toolchain_.nvcc_path);
+    spec.cancel = &cancel;
+    append_log(build.build_log, "\n$ " + join_words(spec.argv) + "\n");
+    const ProcessResult linked = run_process(spec);
+    append_log(build.build_log, linked.output);
+    if (linked.cancelled) check_cancel();
+    if (!linked.ok()) fail_process("linking " + recipe.artifact, linked);
+    if (options.progress) options.progress({BuildEvent::Kind::link_finished, recipe.artifact, linked.seconds, false});
+
+    // Stamp the content key into the plugin.
+    std::string bytes = store::read_file(artifact);
+    const load::FileStamp stamp = load::find_stamp(bytes, artifact.string());
+    load::write_stamp_key(bytes, stamp, content_key);
+    fs::remove(artifact);
+    store::write_file_atomic(artifact, bytes, 0755);
+
+    // Only the entry's files travel: scratch objects and logs stay out of the immutable entry.
+    boost::system::error_code ignored;
+    fs::remove_all(objects, ignored);
+    for (const auto &unit : units_) fs::remove(staging / (unit.stem + ".log"), ignored);
+
+    Produced produced;
+    produced.kind = "plugin";
+    produced.file = recipe.artifact;
+    produced.bytes_digest = store::digest_hex(bytes);
+    produced.size = bytes.size();
+    produced.abi_version = stamp.abi_version;
+    produced.cuda_toolkit_version = toolkit_version_from(toolchain_.nvcc_version);
+    for (const auto &unit : units_) produced.units.push_back(unit.report);
+    return produced;
+  }
+
+ private:
+  const BuilderContext &context_;
+  ToolchainIdentity toolchain_;
+  std::vector<Unit> units_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_nvcc_backend(const BuilderContext &context) {
+  return std::make_unique<NvccBackend>(context);
 }
 
 }  // namespace kiln::build

@@ -925,6 +925,7 @@ KernelImages JitResult::kernel_images(std::string label) const {
   KernelImages set;
   set.images = images;
   set.kernels = lowered_names();
+  for (const auto &kernel : kernels) set.name_expressions.push_back(kernel.name);
   set.cuda_toolkit_version = nvrtc_version;
   set.label = std::move(label);
   return set;

@@ -1,5 +1,6 @@
 #include <kiln/recipe.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -97,7 +98,7 @@ bool valid_define(const std::string &define) {
 
 const std::set<std::string> kFields = {"schema", "consumer", "name", "backend", "sources", "headers", "include_dirs",
                                        "defines", "flags", "link_flags", "archs", "artifact", "generators",
-                                       "unit_memory_mb"};
+                                       "unit_memory_mb", "kernels", "lto"};
 const std::set<std::string> kGeneratorFields = {"name", "command", "inputs", "outputs", "tool", "tool_identity"};
 // Flags kiln sets itself: a recipe that sets them would break the object/link layout.
 const std::set<std::string> kReservedFlags = {"-o", "-c", "--shared", "-shared", "--output-file", "-dc", "-rdc=true",
@@ -133,7 +134,8 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
   for (const auto &item : root.items()) {
     if (kFields.count(item.key()) == 0) {
       read.fail(item.key(), "is not a recipe field (known: schema, consumer, name, backend, sources, headers, "
-                            "include_dirs, defines, flags, link_flags, archs, artifact, generators, unit_memory_mb)");
+                            "include_dirs, defines, flags, link_flags, archs, artifact, generators, unit_memory_mb, "
+                            "kernels, lto)");
     }
   }
   Recipe recipe;
@@ -194,8 +196,71 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
     if (!store::is_valid_name(recipe.artifact) || fs::path(recipe.artifact).extension() != ".so") {
       read.fail("artifact", "is \"" + recipe.artifact + "\"; name the shared object, e.g. \"libsolver.so\"");
     }
-  } else if (recipe.artifact.empty()) {
-    recipe.artifact = recipe.name + ".images";
+  } else {
+    if (recipe.artifact.empty()) recipe.artifact = recipe.name + ".images";
+    const std::string ext = fs::path(recipe.artifact).extension().string();
+    if (!store::is_valid_name(recipe.artifact) || ext == ".cubin" || ext == ".ptx" || ext == ".fatbin" ||
+        ext == ".json" || ext == ".log") {
+      read.fail("artifact", "is \"" + recipe.artifact + "\"; an nvrtc recipe's artifact is the entry's image index, "
+                            "a plain file name such as \"" + recipe.name + ".images\" (image files are named "
+                            "<arch>.cubin, <arch>.ptx and images.fatbin)");
+    }
+  }
+
+  // Device-image recipes: the kernels to record (and resolve at every load), and LTO.
+  const json *kernels = read.find(root, "kernels");
+  if (recipe.backend == "nvcc") {
+    if (kernels != nullptr) {
+      read.fail("kernels", "is for \"backend\": \"nvrtc\" recipes; an nvcc plugin reaches its kernels itself");
+    }
+  } else {
+    if (kernels == nullptr || !kernels->is_array() || kernels->empty()) {
+      read.fail("kernels", "is empty or missing; an nvrtc recipe lists the kernels it provides as name "
+                           "expressions, e.g. [\"saxpy\", \"scale<float>\"] (with several sources: "
+                           "[{\"name\": \"saxpy\", \"source\": \"saxpy.cu\"}])");
+    }
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < kernels->size(); ++i) {
+      const json &item = (*kernels)[i];
+      const std::string where = "kernels[" + std::to_string(i) + "]";
+      RecipeKernel kernel;
+      if (item.is_string()) {
+        kernel.name = item.get<std::string>();
+      } else if (item.is_object()) {
+        for (const auto &field : item.items()) {
+          if (field.key() != "name" && field.key() != "source") {
+            read.fail(where + "." + field.key(), "is not a kernel field (known: name, source)");
+          }
+        }
+        kernel.name = read.string(item, "name", where + ".", true);
+        const std::string source = read.string(item, "source", where + ".", false);
+        if (!source.empty()) {
+          kernel.source = read.path(where + ".source", source, false, false);
+          if (std::find(recipe.sources.begin(), recipe.sources.end(), kernel.source) == recipe.sources.end()) {
+            read.fail(where + ".source", "names " + source + ", which is not one of the recipe's \"sources\"");
+          }
+        }
+      } else {
+        read.fail(where, "must be a name expression (string) or {\"name\": ..., \"source\": ...}");
+      }
+      if (kernel.name.empty() || kernel.name.find_first_of("\n\r") != std::string::npos ||
+          kernel.name.find('\0') != std::string::npos) {
+        read.fail(where, "holds an empty or multi-line kernel name");
+      }
+      if (kernel.source.empty() && recipe.sources.size() > 1) {
+        read.fail(where, "is \"" + kernel.name + "\" but the recipe has several sources: write {\"name\": \"" +
+                             kernel.name + "\", \"source\": \"<the .cu defining it>\"}");
+      }
+      if (!names.insert(kernel.name).second) read.fail(where, "lists kernel \"" + kernel.name + "\" twice");
+      recipe.kernels.push_back(std::move(kernel));
+    }
+  }
+  if (const json *lto = read.find(root, "lto")) {
+    if (!lto->is_boolean()) read.fail("lto", "must be true or false");
+    recipe.lto = lto->get<bool>();
+    if (recipe.lto && recipe.backend == "nvcc") {
+      read.fail("lto", "is for \"backend\": \"nvrtc\" recipes; for nvcc put -dlto in \"flags\" and \"link_flags\"");
+    }
   }
   if (const json *memory = read.find(root, "unit_memory_mb")) {
     if (!memory->is_number_unsigned() || memory->get<std::uint64_t>() == 0) {
@@ -258,11 +323,25 @@ std::string Recipe::canonical_json() const {
                                {"tool", g.tool.empty() ? "" : relative_to(g.tool, base_dir)},
                                {"tool_identity", g.tool_identity}});
   }
-  const json root = {{"schema", schema},         {"consumer", consumer},         {"name", name},
-                     {"backend", backend},       {"sources", relative(sources)}, {"headers", relative(headers)},
-                     {"include_dirs", relative(include_dirs)}, {"defines", defines},
-                     {"flags", flags},           {"link_flags", link_flags},     {"archs", archs},
-                     {"artifact", artifact},     {"generators", generators_json}};  // unit_memory_mb only schedules: it does not key
+  json root = {{"schema", schema},         {"consumer", consumer},         {"name", name},
+               {"backend", backend},       {"sources", relative(sources)}, {"headers", relative(headers)},
+               {"include_dirs", relative(include_dirs)}, {"defines", defines},
+               {"flags", flags},           {"link_flags", link_flags},     {"archs", archs},
+               {"artifact", artifact},     {"generators", generators_json}};  // unit_memory_mb only schedules: it does not key
+  // Only device-image recipes carry these, so an nvcc recipe's canonical form (and input key)
+  // is what it was before they existed.
+  if (backend != "nvcc") {
+    json kernels_json = json::array();
+    for (const auto &kernel : kernels) {
+      if (kernel.source.empty()) {
+        kernels_json.push_back(kernel.name);
+      } else {
+        kernels_json.push_back({{"name", kernel.name}, {"source", relative_to(kernel.source, base_dir)}});
+      }
+    }
+    root["kernels"] = kernels_json;
+    root["lto"] = lto;
+  }
   return root.dump();
 }
 

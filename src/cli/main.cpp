@@ -58,6 +58,12 @@ std::string fixed(double value, int digits = 3) {
   return text;
 }
 
+std::string arch_list(const std::vector<kiln::Arch> &archs) {
+  std::string text;
+  for (const auto &arch : archs) text += (text.empty() ? "" : ",") + arch.to_string();
+  return text;
+}
+
 std::string device_line(const kiln::DeviceIdentity &d) {
   return "  [" + std::to_string(d.ordinal) + "] " + d.name + "  " + d.arch_name() + (d.integrated ? " (integrated)" : "") +
          (d.declared ? " (declared)" : "") + (d.uuid.empty() ? "" : "  " + d.uuid) +
@@ -90,7 +96,12 @@ int doctor(const Flags &flags) {
                                               : std::string("not found (prepared artifacts still load)")) +
           "\n";
   for (const char *name : {"nvrtc", "nvjitlink", "nvfatbin"}) {
-    text += std::string("  ") + name + ": " + (tools[name]["found"].get<bool>() ? "found" : "not found") + "\n";
+    const json &library = tools[name];
+    text += std::string("  ") + name + ": " +
+            (library["found"].get<bool>()
+                 ? library["version"].get<std::string>() + "  " + library["path"].get<std::string>()
+                 : "not found: " + library["detail"].get<std::string>()) +
+            "\n";
   }
   emit(flags, out, text);
   return 0;
@@ -114,7 +125,67 @@ int publish(const Flags &flags, const std::string &consumer, const std::string &
   return 0;
 }
 
+std::string image_text(const kiln::ArtifactImage &image) {
+  std::string text = image.file + " (" + image.kind + " ";
+  if (image.kind == "fatbin") {
+    text += "[" + arch_list(image.contains) + "]";
+  } else {
+    text += image.arch.to_string();
+  }
+  return text + ", " + std::to_string(image.size) + " bytes)";
+}
+
+std::string kernels_text(const kiln::Resolution &resolution) {
+  std::string text;
+  for (const auto &kernel : resolution.kernels) {
+    text += std::string(text.empty() ? "  kernels  " : "           ") + kernel.name +
+            (kernel.lowered_name != kernel.name ? "  (" + kernel.lowered_name + ")" : "") + "\n";
+  }
+  return text;
+}
+
+std::string kernel_load_text(const std::string &verb, const kiln::KernelLoadReport &report) {
+  const kiln::Resolution &r = report.resolution;
+  std::string text = verb + " " + r.consumer + "/" + r.name + " (device images, " + std::to_string(r.images.size()) +
+                     " image(s), " + std::to_string(r.kernels.size()) + " kernel(s), " + r.content_key + ")\n";
+  text += "  entry    " + r.entry_dir + "\n";
+  text += kernels_text(r);
+  for (const auto &load : report.loads) {
+    text += "  device " + std::to_string(load.device.ordinal) + " " + load.device.name + " " + load.device.arch_name() +
+            ": " + image_text(load.image) + ": " + load.choice.how + "\n";
+  }
+  for (const auto &skipped : report.skipped) text += "  skipped " + skipped.device + ": " + skipped.why + "\n";
+  const kiln::KernelLoadTimings &t = report.timings;
+  text += "  timings (ms): resolve " + fixed(t.resolve_ms) + ", check " + fixed(t.check_ms) + ", verify " +
+          fixed(t.verify_ms) + ", load " + fixed(t.load_ms) + ", kernels " + fixed(t.kernels_ms) + ", total " +
+          fixed(t.total_ms()) + "\n";
+  return text;
+}
+
+int load_images(const Flags &flags, const std::string &consumer, const std::string &name, int device) {
+  kiln::Runtime runtime = make_runtime(flags);
+  kiln::DeviceLoadOptions options;
+  if (device >= 0) {
+    options.device_ordinal = device;
+  } else {
+    // Every device: those that cannot run it are listed, unless none can (then the error).
+    options.skip_unusable = runtime.devices().effective().size() > 1;
+  }
+  kiln::KernelLoadReport report;
+  const kiln::DeviceKernels kernels = runtime.load_kernels_all(consumer, name, options, &report);
+  emit(flags, kiln::cli::to_json(report), kernel_load_text("loaded", report));
+  return 0;
+}
+
 int load(const Flags &flags, const std::string &consumer, const std::string &name, int device) {
+  std::string kind;
+  {
+    // Which kind of artifact, from a Runtime of its own: the timed load starts cold, as a fresh
+    // process would (its resolve reads the manifest and entry again).
+    kiln::Runtime probe = make_runtime(flags);
+    kind = probe.resolve(consumer, name).kind;
+  }
+  if (kind == "images") return load_images(flags, consumer, name, device);
   kiln::Runtime runtime = make_runtime(flags);
   kiln::LoadOptions options;
   options.device = device;
@@ -159,6 +230,19 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
   for (const auto &arch : resolution.identity.archs) text += " " + arch.to_string();
   if (resolution.identity.archs.empty()) text += " none (host only)";
   text += "\n";
+  std::vector<kiln::DeviceImage> offered;  // images artifacts: what choose_image needs
+  if (resolution.kind == "images") {
+    text += "  kind images, cuda_toolkit_version " + std::to_string(resolution.identity.cuda_toolkit_version) + "\n";
+    for (const auto &image : resolution.images) {
+      text += "  image    " + image_text(image) + " digest " + image.digest + "\n";
+      kiln::DeviceImage each;
+      each.kind = image.kind;
+      each.arch = image.arch;
+      each.contains = image.contains;
+      offered.push_back(each);
+    }
+    text += kernels_text(resolution);
+  }
   const auto devices = runtime.devices().effective();  // show: report live and declared alike
   if (devices.empty()) {
     const kiln::Compatibility host = runtime.check(resolution, nullptr);
@@ -166,8 +250,19 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
     text += "  no device (" + runtime.devices().detail + ")\n";
   }
   for (const auto &device : devices) {
-    const kiln::Compatibility compatibility = runtime.check(resolution, &device);
-    checks.push_back({{"device", kiln::device::to_json(device)}, {"compatibility", kiln::device::to_json(compatibility)}});
+    kiln::Compatibility compatibility = runtime.check(resolution, &device);
+    json check = {{"device", kiln::device::to_json(device)}};
+    if (resolution.kind == "images" && compatibility.ok) {
+      // The image file this device would run, and why (as Runtime::load_kernels chooses).
+      const kiln::ImageChoice choice = kiln::choose_image(offered, device, resolution.identity.cuda_toolkit_version);
+      compatibility.ok = choice.ok;
+      compatibility.image = choice.arch;
+      compatibility.how = choice.ok ? resolution.images[choice.index].file + ": " + choice.how : "";
+      compatibility.reasons = choice.reasons;
+      if (choice.ok) check["image"] = kiln::cli::to_json(resolution.images[choice.index]);
+    }
+    check["compatibility"] = kiln::device::to_json(compatibility);
+    checks.push_back(check);
     text += "  device " + std::to_string(device.ordinal) + " " + device.name + " " + device.arch_name() + ": " +
             (compatibility.ok ? "loads - " + compatibility.how : std::string("refused"));
     for (const auto &reason : compatibility.reasons) text += "\n    " + reason.to_string();
@@ -199,6 +294,7 @@ json plan_json(const kiln::BuildPlan &plan) {
   return {{"consumer", plan.consumer}, {"name", plan.name}, {"input_key", plan.input_key},
           {"content_key", plan.content_key ? json(*plan.content_key) : json(nullptr)},
           {"state", plan.state}, {"stale_reasons", reasons}, {"archs", arch_text(plan.archs)},
+          {"backend", plan.backend}, {"jit_toolchain", plan.jit_toolchain},
           {"nvcc", plan.nvcc}, {"nvcc_version", plan.nvcc_version}, {"host_compiler", plan.host_compiler},
           {"steps", plan.steps}};
 }
@@ -253,7 +349,9 @@ int build(const Flags &flags, const BuildArgs &args) {
     const kiln::BuildPlan plan = runtime.plan(recipe, session.options);
     std::string text = recipe.consumer + "/" + recipe.name + ": " + plan.state + "\n  input key   " + plan.input_key +
                        "\n  content key " + (plan.content_key ? *plan.content_key : std::string("(unknown until built)")) +
-                       "\n  archs       " + arch_text(plan.archs) + "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n";
+                       "\n  archs       " + arch_text(plan.archs) +
+                       (plan.backend == "nvcc" ? "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n"
+                                               : "\n  jit         " + plan.jit_toolchain + "\n");
     for (const auto &reason : plan.stale_reasons) text += "  stale: " + reason.to_string() + "\n";
     for (const auto &step : plan.steps) text += "  would " + step + "\n";
     emit(flags, plan_json(plan), text);
@@ -271,6 +369,12 @@ int ensure(const Flags &flags, const BuildArgs &args, int device) {
   kiln::Runtime runtime = make_runtime(flags);
   const kiln::Recipe recipe = kiln::Recipe::load(args.recipe);
   BuildSession session(flags, args);
+  if (recipe.backend != "nvcc") {
+    kiln::KernelLoadReport report;
+    const kiln::KernelLibrary kernels = runtime.ensure_kernels(recipe, session.options, device, &report);
+    emit(flags, kiln::cli::to_json(report), kernel_load_text("ensured", report));
+    return 0;
+  }
   kiln::LoadOptions load_options;
   load_options.device = device;
   kiln::Module module = runtime.ensure(recipe, session.options, load_options);
@@ -305,10 +409,12 @@ int main(int argc, char **argv) {
   publish_cmd->add_option("--arch", archs, "archs its device code targets: sm_90[,sm_87,compute_90] or none")->required();
   publish_cmd->add_option("--cuda-toolkit", toolkit, "CUDA version that wrote its PTX (e.g. 12060); default: kiln's");
 
-  auto *load_cmd = app.add_subcommand("load", "resolve, check, verify, dlopen and bind; time each step");
+  auto *load_cmd = app.add_subcommand("load", "resolve, check, verify, dlopen and bind (device images: load and "
+                                              "resolve every kernel on each device); time each step");
   load_cmd->add_option("consumer", consumer)->required();
   load_cmd->add_option("name", name)->required();
-  load_cmd->add_option("--device", device, "device index to check against (default: the first)");
+  load_cmd->add_option("--device", device, "device index to check against (default: the first; device images: "
+                                           "every visible device)");
 
   auto *ls_cmd = app.add_subcommand("ls", "list artifacts, in store order");
   ls_cmd->add_option("consumer", consumer);

@@ -7,11 +7,57 @@ namespace kiln::cli {
 using nlohmann::json;
 
 json to_json(const Resolution &r) {
-  return {{"consumer", r.consumer}, {"name", r.name},           {"content_key", r.content_key},
-          {"input_key", r.input_key}, {"kind", r.kind},         {"store", r.store_root},
-          {"store_writable", r.store_writable}, {"entry", r.entry_dir}, {"file", r.file},
-          {"digest", r.digest},       {"size", r.size},         {"updated", r.updated},
-          {"identity", kiln::device::to_json(r.identity)}};
+  json out = {{"consumer", r.consumer}, {"name", r.name},           {"content_key", r.content_key},
+              {"input_key", r.input_key}, {"kind", r.kind},         {"store", r.store_root},
+              {"store_writable", r.store_writable}, {"entry", r.entry_dir}, {"file", r.file},
+              {"digest", r.digest},       {"size", r.size},         {"updated", r.updated},
+              {"identity", kiln::device::to_json(r.identity)}};
+  if (r.kind == "images") {
+    json images = json::array();
+    for (const auto &image : r.images) images.push_back(to_json(image));
+    json kernels = json::array();
+    for (const auto &kernel : r.kernels) kernels.push_back({{"name", kernel.name}, {"lowered_name", kernel.lowered_name}});
+    out["images"] = images;
+    out["kernels"] = kernels;
+  }
+  return out;
+}
+
+json to_json(const ArtifactImage &image) {
+  json out = {{"file", image.file}, {"kind", image.kind}, {"arch", image.arch.to_string()},
+              {"digest", image.digest}, {"size", image.size}};
+  if (image.kind == "fatbin") {
+    json contains = json::array();
+    for (const auto &arch : image.contains) contains.push_back(arch.to_string());
+    out["contains"] = contains;
+  }
+  return out;
+}
+
+json to_json(const ImageChoice &choice) {
+  json reasons = json::array();
+  for (const auto &reason : choice.reasons) reasons.push_back(kiln::device::to_json(reason));
+  return {{"ok", choice.ok}, {"arch", choice.arch ? json(choice.arch->to_string()) : json(nullptr)},
+          {"how", choice.how}, {"reasons", reasons}};
+}
+
+json to_json(const KernelLoadTimings &t) {
+  return {{"resolve_ms", t.resolve_ms}, {"check_ms", t.check_ms}, {"verify_ms", t.verify_ms},
+          {"load_ms", t.load_ms},       {"kernels_ms", t.kernels_ms}, {"total_ms", t.total_ms()}};
+}
+
+json to_json(const KernelLoadReport &report) {
+  json loads = json::array();
+  for (const auto &load : report.loads) {
+    loads.push_back({{"device", kiln::device::to_json(load.device)}, {"image", to_json(load.image)},
+                     {"choice", to_json(load.choice)}});
+  }
+  json skipped = json::array();
+  for (const auto &skip : report.skipped) {
+    skipped.push_back({{"ordinal", skip.ordinal}, {"device", skip.device}, {"why", skip.why}});
+  }
+  return {{"resolution", to_json(report.resolution)}, {"loads", loads}, {"skipped", skipped},
+          {"timings", to_json(report.timings)}};
 }
 
 json to_json(const LoadTimings &t) {

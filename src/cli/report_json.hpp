@@ -11,6 +11,10 @@ nlohmann::json to_json(const Resolution &resolution);
 nlohmann::json to_json(const LoadTimings &timings);
 nlohmann::json to_json(const LoadReport &report);
 nlohmann::json to_json(const ArtifactSummary &summary);
+nlohmann::json to_json(const ArtifactImage &image);
+nlohmann::json to_json(const ImageChoice &choice);
+nlohmann::json to_json(const KernelLoadTimings &timings);
+nlohmann::json to_json(const KernelLoadReport &report);
 nlohmann::json to_json(const StoreInfo &store);
 nlohmann::json error_json(const std::exception &error);
 

@@ -1,13 +1,14 @@
 #include "cli/toolchain.hpp"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <vector>
+
+#include "build/nvrtc.hpp"
 
 namespace kiln::cli {
 namespace {
@@ -50,16 +51,6 @@ std::string last_line_of(const std::string &command) {
   return out;
 }
 
-nlohmann::json library(const std::vector<const char *> &names) {
-  for (const char *name : names) {
-    if (void *handle = ::dlopen(name, RTLD_LAZY | RTLD_LOCAL)) {
-      ::dlclose(handle);
-      return {{"found", true}, {"library", name}};
-    }
-  }
-  return {{"found", false}, {"library", names.front()}};
-}
-
 }  // namespace
 
 nlohmann::json describe_toolchain() {
@@ -67,9 +58,12 @@ nlohmann::json describe_toolchain() {
   const std::string nvcc = find_nvcc();
   out["nvcc"] = {{"found", !nvcc.empty()}, {"path", nvcc}};
   if (!nvcc.empty()) out["nvcc"]["version"] = last_line_of("'" + nvcc + "' --version 2>/dev/null");
-  out["nvrtc"] = library({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
-  out["nvjitlink"] = library({"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"});
-  out["nvfatbin"] = library({"libnvfatbin.so.13", "libnvfatbin.so.12", "libnvfatbin.so"});
+  // The JIT backend's libraries exactly as a build would find them (KILN_NVRTC, sonames,
+  // CUDA_HOME/CUDA_PATH/usr/local/cuda lib64): found, path, version, every place searched.
+  const nlohmann::json jit = build::JitToolchain::instance().describe();
+  for (const char *library : {"nvrtc", "nvjitlink", "nvfatbin"}) out[library] = jit[library];
+  out["nvrtc_archs"] = jit["supported_archs"];
+  out["jit_identity"] = build::JitToolchain::instance().identity();
   return out;
 }
 

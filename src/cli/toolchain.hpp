@@ -6,7 +6,8 @@
 namespace kiln::cli {
 
 // nvcc (KILN_NVCC, CUDA_HOME/CUDA_PATH, PATH, /usr/local/cuda/bin) with its version line, and
-// whether NVRTC, nvJitLink and nvFatbin can be opened.
+// NVRTC, nvJitLink and nvFatbin as the JIT backend finds them (build::JitToolchain::describe():
+// found, path, version, searched, detail), NVRTC's archs and the JIT build identity.
 nlohmann::json describe_toolchain();
 
 }  // namespace kiln::cli

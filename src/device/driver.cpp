@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <cstdlib>
 #include <utility>
@@ -313,11 +314,31 @@ void *Driver::proc(const char *name) {
     return nullptr;
   }
   std::lock_guard<std::mutex> lock(proc_mutex_);
-  const auto found = proc_cache_.find(name);
+  const auto found = proc_cache_.find(std::string_view(name));
   if (found != proc_cache_.end()) return found->second;
   void *pointer = nullptr;
   if (lookup(name, lookup_version_, &pointer, nullptr) != CUDA_SUCCESS) pointer = nullptr;
   proc_cache_.emplace(name, pointer);
+  return pointer;
+}
+
+void *Driver::proc_for(const char *name, int cuda_version, std::string *why) const {
+  if (get_proc_address_ == nullptr || name == nullptr || state_ == DriverState::stub_library) {
+    if (why != nullptr) *why = name == nullptr ? std::string("no symbol name") : detail_;
+    return nullptr;
+  }
+  const int version = driver_version_ > 0 && driver_version_ < cuda_version ? driver_version_ : cuda_version;
+  void *pointer = nullptr;
+  std::string reason;
+  const CUresult result = lookup(name, version, &pointer, &reason);
+  if (result != CUDA_SUCCESS) {
+    pointer = nullptr;
+    reason = error_text(result);
+  }
+  if (pointer == nullptr && why != nullptr) {
+    *why = "cuGetProcAddress(" + std::string(name) + ", " + std::to_string(version) + "): " +
+           (reason.empty() ? std::string("the driver does not offer it") : reason);
+  }
   return pointer;
 }
 

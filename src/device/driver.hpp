@@ -10,7 +10,7 @@
 
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <map>
 
 #include <kiln/identity.hpp>
 
@@ -70,6 +70,11 @@ class Driver {
     return reinterpret_cast<Fn>(proc(name));
   }
 
+  // An entry point as cuGetProcAddress gives it for cuda_version (the CUDA_VERSION a caller's
+  // cuda.h declares; lowered to the driver's version when the driver is older, as kiln's own
+  // lookups are), or nullptr with *why set. Not cached. Thread-safe.
+  void *proc_for(const char *name, int cuda_version, std::string *why) const;
+
   // "CUDA_ERROR_NOT_FOUND (500): named symbol not found". Uses the driver when it can,
   // a built-in table otherwise (no driver, stub library).
   std::string error_text(CUresult result) const;
@@ -95,7 +100,8 @@ class Driver {
   Api api_;
 
   std::mutex proc_mutex_;
-  std::unordered_map<std::string, void *> proc_cache_;
+  // Ordered, with transparent lookup: a warm proc() finds its name without building a string.
+  std::map<std::string, void *, std::less<>> proc_cache_;
 };
 
 // "13.0" from 13000.

@@ -241,6 +241,7 @@ struct KernelLibrary::State {
   ImageChoice choice;
   std::string label;
   std::vector<std::string> names;
+  std::vector<std::string> expressions;  // parallel to names, or empty
   std::vector<CUkernel> kernels;
   std::vector<CUfunction> functions;
   double load_ms = 0;
@@ -268,6 +269,9 @@ struct KernelLibrary::State {
   std::size_t find(std::string_view name) const {
     for (std::size_t i = 0; i < names.size(); ++i) {
       if (names[i] == name) return i;
+    }
+    for (std::size_t i = 0; i < expressions.size(); ++i) {
+      if (expressions[i] == name) return i;
     }
     throw NotFoundError("kernel \"" + std::string(name) + "\" is not among the kernels loaded from " +
                         (label.empty() ? std::string("these device images") : label) + " on " +
@@ -336,7 +340,8 @@ namespace {
 [[noreturn]] void refuse(const KernelLibrary::State &s, const std::string &what, CUresult result,
                          int toolkit_version) {
   std::string error = s.driver->error_text(result);
-  const std::string log(s.jit_log.data(), ::strnlen(s.jit_log.data(), s.jit_log.size()));
+  const std::string log = s.jit_log.empty() ? std::string()
+                                            : std::string(s.jit_log.data(), ::strnlen(s.jit_log.data(), s.jit_log.size()));
   if (!log.empty()) error += "; JIT log: " + log;
   const std::string &image = s.image_text;
   switch (static_cast<int>(result)) {
@@ -407,8 +412,16 @@ KernelLibrary load_kernels(device::Driver &driver, const KernelImages &images, i
     throw IncompatibleError(set + " [" + offered + "] cannot run on " + device_text(device),
                             choice.reasons);
   }
-  const DeviceImage &chosen = images.images[choice.index];
-  validate_image(chosen);
+  validate_image(images.images[choice.index]);
+  return load_chosen(driver, images, device, choice);
+}
+
+KernelLibrary load_chosen(device::Driver &driver, const KernelImages &images, const DeviceIdentity &device,
+                          const ImageChoice &choice) {
+  const std::string set = set_text(images);
+  if (!driver.ok()) throw Error(ErrorKind::other, "cannot load " + set + ": " + driver.detail());
+  const int device_ordinal = device.ordinal;
+  const DeviceImage &chosen = images.images.at(choice.index);
 
   // 2. The driver entry points (all through cuGetProcAddress).
   auto state = std::make_unique<KernelLibrary::State>();
@@ -446,11 +459,14 @@ KernelLibrary load_kernels(device::Driver &driver, const KernelImages &images, i
   if (result != CUDA_SUCCESS) refuse(s, "making the primary context of " + device_text(device) + " current", result, 0);
 
   // 4. Load. The driver accepts wrong-arch, too-new and damaged images here; step 5 finds out.
-  s.jit_log.assign(4096, '\0');
+  // A PTX JIT error log only where the driver may JIT (PTX, or a fatbin that may hold PTX).
+  const unsigned jit_option_count = chosen.kind == "cubin" ? 0 : 2;
+  if (jit_option_count != 0) s.jit_log.assign(4096, '\0');
   CUjit_option jit_options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *jit_values[] = {s.jit_log.data(), reinterpret_cast<void *>(static_cast<std::uintptr_t>(s.jit_log.size()))};
   const auto load_started = std::chrono::steady_clock::now();
-  result = library_load(&s.library, chosen.bytes.c_str(), jit_options, jit_values, 2, nullptr, nullptr, 0);
+  result = library_load(&s.library, chosen.bytes.c_str(), jit_option_count != 0 ? jit_options : nullptr,
+                        jit_option_count != 0 ? jit_values : nullptr, jit_option_count, nullptr, nullptr, 0);
   s.load_ms = ms_since(load_started);
   if (result != CUDA_SUCCESS) {
     s.library = nullptr;
@@ -461,6 +477,7 @@ KernelLibrary load_kernels(device::Driver &driver, const KernelImages &images, i
   // 5. Resolve every kernel now, in this device's context, and finish loading each.
   const auto resolve_started = std::chrono::steady_clock::now();
   s.names = images.kernels;
+  if (images.name_expressions.size() == images.kernels.size()) s.expressions = images.name_expressions;
   if (s.names.empty()) {
     const auto count_kernels = driver.proc_as<decltype(&::cuLibraryGetKernelCount)>("cuLibraryGetKernelCount");
     const auto enumerate = driver.proc_as<decltype(&::cuLibraryEnumerateKernels)>("cuLibraryEnumerateKernels");

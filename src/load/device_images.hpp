@@ -33,6 +33,12 @@ namespace load {
 void validate_image(const DeviceImage &image);
 
 KernelLibrary load_kernels(device::Driver &driver, const KernelImages &images, int device_ordinal);
+
+// The loading half of load_kernels for a choice already made and an image already validated:
+// images.images[choice.index] on `device` (a live device of `driver`, as discover() describes
+// it; device.ordinal is the driver's ordinal). No discovery, no choice, no validation.
+KernelLibrary load_chosen(device::Driver &driver, const KernelImages &images, const DeviceIdentity &device,
+                          const ImageChoice &choice);
 DeviceKernels load_for_devices(device::Driver &driver, const KernelImages &images,
                                const DeviceLoadOptions &options);
 

@@ -1,11 +1,18 @@
 // The shared state of a loaded plugin: the dlopen handle, the negotiated entry table and the
-// host services table the plugin was given (which must outlive every instance).
+// host services table the plugin was given (which must outlive every instance), and the device
+// kernels the plugin was handed through "kiln.host.kernels/1" (which must too).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 
+#include <kiln/kernels.hpp>
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
+
+#include "load/host_kernels.hpp"
 
 namespace kiln {
 
@@ -16,6 +23,13 @@ struct Instance::Library {
   std::string file;
   LogCallback log;
   kiln_host_services host{};
+
+  // kiln.host.kernels/1: where artifacts come from, what was loaded (per consumer, name,
+  // device; touched only under the service's lock), and the service itself. Destroyed before
+  // the plugin is unloaded, after its last instance (every Instance holds this Library).
+  load::KernelSource kernel_source;
+  std::map<std::tuple<std::string, std::string, int>, KernelLibrary> kernels;
+  std::unique_ptr<load::HostKernelsService> kernel_service;
 
   Library() = default;
   Library(const Library &) = delete;

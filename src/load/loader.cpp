@@ -13,10 +13,12 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
+#include "device/driver.hpp"
 #include "load/library.hpp"
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
 #include "store/safety.hpp"
+#include "store/unique_fd.hpp"
 
 namespace kiln {
 namespace {
@@ -45,21 +47,38 @@ void host_log(const kiln_host_services *host, std::int32_t level, const char *me
   }
 }
 
-const void *host_get_service(const kiln_host_services *, const char *) { return nullptr; }
+const void *host_get_service(const kiln_host_services *host, const char *service_id) {
+  if (host == nullptr || service_id == nullptr) return nullptr;
+  const auto *library = static_cast<const Instance::Library *>(host->host_data);
+  if (library == nullptr || !library->kernel_service) return nullptr;
+  return library->kernel_service->get_service(service_id);
+}
 
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Descriptor(const Descriptor &) = delete;
-  Descriptor &operator=(const Descriptor &) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+// The kernel service of one loaded plugin: each (consumer, name, device) is loaded once, kept in
+// the Library (so it outlives every instance), and asked for kernels by name.
+std::unique_ptr<load::HostKernelsService> make_kernel_service(Instance::Library *library) {
+  return std::make_unique<load::HostKernelsService>([library](const load::KernelRequest &request) {
+    const auto key = std::make_tuple(request.consumer, request.name, request.device_ordinal);
+    auto found = library->kernels.find(key);
+    if (found == library->kernels.end()) {
+      device::Driver &driver = device::Driver::instance();
+      if (driver.ok() && request.device_ordinal >= driver.device_count()) {  // the ABI's invalid argument
+        throw UsageError("device ordinal " + std::to_string(request.device_ordinal) + " does not exist: the driver sees " +
+                         std::to_string(driver.device_count()) + " device(s)");
+      }
+      KernelLibrary loaded = library->kernel_source(request.consumer, request.name, request.device_ordinal);
+      found = library->kernels.emplace(key, std::move(loaded)).first;
+      if (library->log) {
+        library->log(LogLevel::info, "[" + library->file + "] kiln.host.kernels/1: loaded " + request.consumer + "/" +
+                                         request.name + " on device " + std::to_string(request.device_ordinal) + ": " +
+                                         found->second.image().describe() + ", " + found->second.choice().how);
+      }
+    }
+    const KernelLibrary &kernels = found->second;
+    return load::KernelAnswer{kernels.function(request.kernel),
+                              kernels.image().describe() + ": " + kernels.choice().how, kernels.context()};
+  });
+}
 
 // Files whose digest this process already checked, by their identity (device, inode, size,
 // mtime, ctime). A warm re-load of an unchanged file skips re-hashing; any write to it
@@ -132,14 +151,15 @@ void check_answer(const Instance::Library &library, const kiln_negotiation_answe
 
 }  // namespace
 
-Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCallback &log) {
+Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCallback &log,
+                    load::KernelSource kernels) {
   const Resolution &resolution = report.resolution;
   const std::uint32_t abi_min =
       abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
 
   auto start = Clock::now();
   // O_NOFOLLOW: a symlink planted in an entry is refused, never followed.
-  Descriptor fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  store::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == ENOENT) {
@@ -160,6 +180,10 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
   auto library = std::make_shared<Instance::Library>();
   library->file = resolution.file;
   library->log = log;
+  if (kernels) {
+    library->kernel_source = std::move(kernels);
+    library->kernel_service = make_kernel_service(library.get());
+  }
   // Map the verified descriptor itself, so a file swapped in after the digest check is never run.
   const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.get());
   static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;

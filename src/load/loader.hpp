@@ -4,6 +4,8 @@
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 
+#include "load/host_kernels.hpp"
+
 namespace kiln {
 
 class Loader {
@@ -12,7 +14,10 @@ class Loader {
   // the verify/dlopen/bind timings and the negotiation results are filled in here.
   // Order matters: store safety and the file digest are checked on the very descriptor that
   // dlopen then maps, so no byte runs before it is verified (no check-then-swap window).
-  static Module open(LoadReport report, std::uint32_t abi_required, const LogCallback &log);
+  // kernels: where "kiln.host.kernels/1" loads device-image artifacts from; empty: the plugin
+  // is not offered the service (get_service answers NULL).
+  static Module open(LoadReport report, std::uint32_t abi_required, const LogCallback &log,
+                     load::KernelSource kernels = {});
 };
 
 }  // namespace kiln

@@ -10,6 +10,10 @@
 namespace kiln {
 
 Instance::Library::~Library() {
+  // No instance is left: nothing of the plugin runs any more. Unload the kernels it was handed
+  // (synchronously with nothing: its deactivate had to finish its work), then the plugin.
+  kernel_service.reset();
+  kernels.clear();
   if (handle != nullptr) ::dlclose(handle);
 }
 

@@ -23,7 +23,7 @@ build::BuilderContext context_for(const Runtime::State &state, const Runtime &ru
 
 BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const {
   build::BuilderContext context = context_for(*state_, *this, state_->options.log);
-  if (options.archs.empty()) context.devices = state_->check_devices(*this);
+  if (options.archs.empty()) context.devices = state_->check_devices();
   return build::plan_build(recipe, options, context);
 }
 
@@ -34,11 +34,15 @@ BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) {
     native = false;
     for (const auto &arch : recipe.archs) native = native || arch == "native";
   }
-  if (native) context.devices = state_->check_devices(*this);  // cuInit only when "native" needs it
+  if (native) context.devices = state_->check_devices();  // cuInit only when "native" needs it
   return build::run_build(recipe, options, context);
 }
 
 Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) {
+  if (recipe.backend != "nvcc") {
+    throw UsageError("recipe " + recipe.file + " builds device images (backend " + recipe.backend +
+                     "), not a plugin: use Runtime::ensure_kernels");
+  }
   const auto start = std::chrono::steady_clock::now();
   BuildResult built;
   try {
@@ -59,7 +63,7 @@ Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, 
   }
   // Load exactly what was built: the writable store's entry, even where a read-only layer
   // holds an artifact of the same name.
-  Resolution resolution = resolve_in(state_->locations.size() - 1, recipe.consumer, recipe.name, nullptr, nullptr);
+  Resolution resolution = state_->resolve_in(state_->locations.size() - 1, recipe.consumer, recipe.name, nullptr, nullptr);
   if (resolution.content_key != built.content_key) {
     throw IntegrityError("after building " + recipe.consumer + "/" + recipe.name + " as " + built.content_key +
                          " the manifest names " + resolution.content_key + ": another writer replaced it meanwhile; retry");

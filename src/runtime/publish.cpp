@@ -33,7 +33,7 @@ std::string joined_archs(const std::vector<Arch> &archs) {
 bool existing_entry_intact(const fs::path &entry, const std::string &digest) {
   try {
     const store::EntryMeta meta = store::read_entry_meta(entry);
-    return meta.digest == digest && store::digest_file(entry / meta.file) == digest;
+    return meta.digest == digest && store::entry_files_intact(entry, meta);
   } catch (const Error &) {
     return false;
   }
@@ -112,7 +112,7 @@ PublishResult Runtime::publish(const PublishRequest &request) {
     try {
       store::create_directories(staging);
       store::write_file_atomic(staging / file_name, bytes, 0755);
-      store::EntryMeta meta{content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601()};
+      store::EntryMeta meta{content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}};
       store::write_file_atomic(staging / store::kMetaFile, store::serialize_entry_meta(meta));
       store::write_file_atomic(staging / store::kIdentityFile, device::to_json(identity).dump(2) + "\n");
       result.reused = !store::commit_staging(staging, entry);

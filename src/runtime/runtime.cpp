@@ -60,7 +60,7 @@ RuntimeOptions RuntimeOptions::from_environment() {
   return options;  // stores: filled from the environment by Runtime when left empty
 }
 
-Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
+Runtime::Runtime(RuntimeOptions options) : state_(std::make_shared<State>()) {
   state_->options = std::move(options);
   if (state_->options.declared_device) state_->declared = parse_declared_device(*state_->options.declared_device);
   if (state_->options.read_only_stores.empty() && state_->options.cache_dir.empty()) {
@@ -82,15 +82,14 @@ Runtime::~Runtime() = default;
 
 const std::vector<StoreInfo> &Runtime::stores() const { return state_->infos; }
 
-const DeviceReport &Runtime::devices() const {
-  std::call_once(state_->devices_once,
-                 [this] { state_->device_report = device::discover(state_->options.declared_device); });
-  return *state_->device_report;
+const DeviceReport &Runtime::State::devices() const {
+  std::call_once(devices_once, [this] { device_report = device::discover(options.declared_device); });
+  return *device_report;
 }
 
-void Runtime::log(LogLevel level, const std::string &message) const {
-  if (state_->options.log) state_->options.log(level, message);
-}
+const DeviceReport &Runtime::devices() const { return state_->devices(); }
+
+void Runtime::log(LogLevel level, const std::string &message) const { state_->log(level, message); }
 
 std::shared_ptr<const store::Manifest> Runtime::State::manifest(const store::ConsumerLayout &layout) const {
   const fs::path file = layout.manifest();
@@ -145,11 +144,11 @@ Runtime::State::CachedEntry Runtime::State::entry(const fs::path &entry_dir, con
   return fresh;
 }
 
-Resolution Runtime::resolve_in(std::size_t store_index, const std::string &consumer, const std::string &name,
-                               bool *consumer_seen, std::vector<std::string> *known) const {
-  const store::StoreLocation &location = state_->locations.at(store_index);
+Resolution Runtime::State::resolve_in(std::size_t store_index, const std::string &consumer, const std::string &name,
+                                      bool *consumer_seen, std::vector<std::string> *known) const {
+  const store::StoreLocation &location = locations.at(store_index);
   const store::ConsumerLayout layout(location.root, consumer);
-  const auto manifest = state_->manifest(layout);
+  const auto manifest = this->manifest(layout);
   if (!manifest) return {};
   if (consumer_seen != nullptr) *consumer_seen = true;
   const auto found = manifest->artifacts.find(name);
@@ -171,7 +170,7 @@ Resolution Runtime::resolve_in(std::size_t store_index, const std::string &consu
   resolution.store_writable = location.writable;
   const fs::path entry_dir = layout.entry(record.content_key);
   resolution.entry_dir = entry_dir.string();
-  const State::CachedEntry entry = state_->entry(entry_dir, consumer + "/" + name);
+  const State::CachedEntry entry = this->entry(entry_dir, consumer + "/" + name);
   if (entry.meta.content_key != record.content_key) {
     throw IntegrityError("store entry " + entry_dir.string() + " says content key " + entry.meta.content_key +
                          " but sits under " + record.content_key + ": the store was altered; republish " + consumer +
@@ -181,26 +180,76 @@ Resolution Runtime::resolve_in(std::size_t store_index, const std::string &consu
   resolution.digest = entry.meta.digest;
   resolution.size = entry.meta.size;
   resolution.identity = entry.identity;
+  resolution.images = entry.meta.images;
+  resolution.kernels = entry.meta.kernels;
+  if (resolution.kind != entry.meta.kind) {
+    throw IntegrityError("manifest of " + consumer + " says " + name + " is a \"" + resolution.kind + "\" artifact but its entry " +
+                         entry_dir.string() + " holds a \"" + entry.meta.kind + "\" one: the store was altered; republish or rebuild it");
+  }
   return resolution;
 }
 
 Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const {
+  return state_->resolve(consumer, name);
+}
+
+const std::vector<DeviceIdentity> &Runtime::State::checked_devices() const {
+  std::call_once(checked_once, [this] { checked = declared ? std::vector<DeviceIdentity>{*declared} : devices().effective(); });
+  return checked;
+}
+
+Resolution Runtime::State::resolve(const std::string &consumer, const std::string &name) const {
+  return *resolve_shared(consumer, name);
+}
+
+std::shared_ptr<const Resolution> Runtime::State::resolve_shared(const std::string &consumer, const std::string &name) const {
   store::validate_name("consumer", consumer);
   store::validate_name("artifact name", name);
+  std::string key = consumer;
+  key += '/';
+  key += name;
+  std::shared_ptr<const CachedResolution> cached;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    const auto hit = resolutions.find(key);
+    if (hit != resolutions.end()) cached = hit->second;
+  }
+  if (cached) {
+    bool current = true;
+    for (std::size_t i = 0; current && i < cached->manifest_files.size(); ++i) {
+      current = store::identify(cached->manifest_files[i].c_str()) == cached->manifest_ids[i];
+    }
+    if (current && store::identify(cached->meta_file.c_str()) == cached->meta_id) return cached->resolution;
+  }
+
+  // Every manifest's identity is taken before it is read: a change after that makes the
+  // remembered identity stale, never the remembered resolution.
+  auto fresh = std::make_shared<CachedResolution>();
   bool consumer_seen = false;
   std::vector<std::string> known;
-  for (std::size_t index = 0; index < state_->locations.size(); ++index) {
+  for (std::size_t index = 0; index < locations.size(); ++index) {
+    fresh->manifest_files.push_back(store::ConsumerLayout(locations[index].root, consumer).manifest().string());
+    fresh->manifest_ids.push_back(store::identify(fresh->manifest_files.back().c_str()));
     Resolution resolution = resolve_in(index, consumer, name, &consumer_seen, &known);
-    if (!resolution.content_key.empty()) return resolution;
+    if (resolution.content_key.empty()) continue;
+    fresh->meta_file = (fs::path(resolution.entry_dir) / store::kMetaFile).string();
+    const auto meta_id = store::identify(fresh->meta_file.c_str());
+    fresh->resolution = std::make_shared<const Resolution>(std::move(resolution));
+    if (meta_id) {
+      fresh->meta_id = *meta_id;
+      std::lock_guard<std::mutex> lock(cache_mutex);
+      resolutions[key] = fresh;
+    }
+    return fresh->resolution;
   }
   if (!consumer_seen) {
-    throw NotFoundError("no consumer \"" + consumer + "\" in any store (searched " + searched(state_->infos) +
+    throw NotFoundError("no consumer \"" + consumer + "\" in any store (searched " + searched(infos) +
                         "): publish or build one of its artifacts first, or add its store to KILN_STORE_PATH");
   }
   std::string list;
   for (const auto &item : known) list += (list.empty() ? "" : ", ") + item;
   throw NotFoundError("no artifact \"" + name + "\" in consumer \"" + consumer + "\" (it has: " +
-                      (list.empty() ? "nothing" : list) + "; searched " + searched(state_->infos) + ")");
+                      (list.empty() ? "nothing" : list) + "; searched " + searched(infos) + ")");
 }
 
 Compatibility Runtime::check(const Resolution &resolution, const DeviceIdentity *device) const {
@@ -220,9 +269,10 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
   const Resolution &r = report.resolution;
   const std::string what = r.consumer + "/" + r.name;
   if (r.kind != "plugin") {
-    throw UsageError(what + " is a \"" + r.kind + "\" artifact, not a plugin: load it with the device-image loader");
+    throw UsageError(what + " is a \"" + r.kind + "\" artifact (device images), not a plugin: load it with "
+                     "Runtime::load_kernels (kiln load lists its kernels)");
   }
-  const std::vector<DeviceIdentity> effective = state_->check_devices(*this);  // discovery (once) is not timed
+  const std::vector<DeviceIdentity> effective = state_->check_devices();  // discovery (once) is not timed
   const auto start = Clock::now();
   if (options.device >= 0) {
     if (static_cast<std::size_t>(options.device) >= effective.size()) {
@@ -244,7 +294,13 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
                                "); its device code was not checked and only host-side calls will work");
   }
   report.timings.check_ms = ms_since(start);
-  return Loader::open(std::move(report), options.abi_required, state_->options.log);
+  // Kernels a plugin asks for (kiln.host.kernels/1) come from this Runtime's stores; the source
+  // holds the State, so it outlives the Runtime as long as the plugin needs it.
+  std::shared_ptr<const State> state = state_;
+  load::KernelSource kernels = [state](const std::string &consumer, const std::string &name, int device) {
+    return state->load_images_on(consumer, name, device);
+  };
+  return Loader::open(std::move(report), options.abi_required, state_->options.log, std::move(kernels));
 }
 
 std::vector<ArtifactSummary> Runtime::list(const std::string &consumer) const {

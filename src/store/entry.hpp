@@ -3,6 +3,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include <kiln/module.hpp>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "store/layout.hpp"
 
@@ -10,16 +15,32 @@ namespace kiln::store {
 
 struct EntryMeta {
   std::string content_key;
-  std::string kind;        // "plugin"
-  std::string file;        // file name inside the entry directory
+  std::string kind;        // "plugin" or "images"
+  std::string file;        // file name inside the entry directory (images: the image index)
   std::string digest;      // XXH3-128 of the file as stored
   std::uint64_t size = 0;
   std::string created;     // UTC ISO-8601
+  // kind "images" only (optional fields of artifact schema 1; absent for plugins):
+  std::vector<ArtifactImage> images;    // every image file, with its own digest and size
+  std::vector<ArtifactKernel> kernels;  // name expression -> lowered name
 };
 
-// Throws NotFoundError when the entry or its meta.json is missing, IntegrityError when malformed.
+// Throws NotFoundError when the entry or its meta.json is missing, IntegrityError when malformed
+// (for kind "images" also: no image, an image with a bad name, digest, kind or arch).
 EntryMeta read_entry_meta(const fs::path &entry_dir);
 std::string serialize_entry_meta(const EntryMeta &meta);
+
+// The JSON forms of meta.json's "images" and "kernels" (also the body of an images artifact's
+// index file); parse_* throw IntegrityError naming `source` and the field.
+nlohmann::json images_json(const std::vector<ArtifactImage> &images);
+nlohmann::json kernels_json(const std::vector<ArtifactKernel> &kernels);
+std::vector<ArtifactImage> parse_images(const nlohmann::json &json, const std::string &source);
+std::vector<ArtifactKernel> parse_kernels(const nlohmann::json &json, const std::string &source);
+
+// Every file the entry holds (the artifact file and, for images, each image) exists.
+bool entry_files_present(const fs::path &entry_dir, const EntryMeta &meta);
+// ... and each has its recorded digest (reads them all).
+bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta);
 
 // Make a filled staging directory the entry: fsync its files and itself, rename it to
 // `entry_dir`, fsync the parent. Returns false (and removes the staging directory) when an

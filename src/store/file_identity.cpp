@@ -3,9 +3,7 @@
 #include <sys/stat.h>
 
 namespace kiln::store {
-namespace {
-
-FileIdentity from_stat(const struct stat &info) {
+FileIdentity identity_of(const struct stat &info) {
   FileIdentity id;
   id.device = static_cast<std::uint64_t>(info.st_dev);
   id.inode = static_cast<std::uint64_t>(info.st_ino);
@@ -15,18 +13,22 @@ FileIdentity from_stat(const struct stat &info) {
   return id;
 }
 
-}  // namespace
-
 std::optional<FileIdentity> identify(const boost::filesystem::path &file) {
   struct stat info {};
   if (::stat(file.c_str(), &info) != 0) return std::nullopt;
-  return from_stat(info);
+  return identity_of(info);
+}
+
+std::optional<FileIdentity> identify(const char *file) {
+  struct stat info {};
+  if (::stat(file, &info) != 0) return std::nullopt;
+  return identity_of(info);
 }
 
 std::optional<FileIdentity> identify_fd(int fd) {
   struct stat info {};
   if (::fstat(fd, &info) != 0) return std::nullopt;
-  return from_stat(info);
+  return identity_of(info);
 }
 
 }  // namespace kiln::store

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 
+struct stat;
+
 #include <boost/filesystem/path.hpp>
 
 namespace kiln::store {
@@ -25,6 +27,8 @@ struct FileIdentity {
 };
 
 std::optional<FileIdentity> identify(const boost::filesystem::path &file);  // nullopt when absent
+std::optional<FileIdentity> identify(const char *file);                      // the same, no path object
 std::optional<FileIdentity> identify_fd(int fd);
+FileIdentity identity_of(const struct stat &info);
 
 }  // namespace kiln::store

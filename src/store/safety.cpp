@@ -37,13 +37,14 @@ void check_stat(const std::string &path, const struct stat &info, bool must_be_f
   }
 }
 
-void check_one(const std::string &path, bool must_be_file) {
+void check_one(const std::string &path, bool must_be_file, FileIdentity *identity = nullptr) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + path);
     throw IoError("cannot stat " + path + ": " + std::strerror(errno));
   }
   check_stat(path, info, must_be_file);
+  if (identity != nullptr) *identity = identity_of(info);
 }
 
 void check_directories(const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
@@ -63,6 +64,14 @@ void check_safe_to_execute(const boost::filesystem::path &file, const boost::fil
   check_one(file.string(), true);
   check_directories(file, store_root);
 }
+
+void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root,
+                           FileIdentity *identity) {
+  check_one(file.string(), true, identity);
+  check_directories(file, store_root);
+}
+
+void check_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, identity); }
 
 void check_safe_to_execute(int fd, const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
   struct stat info {};

@@ -1,7 +1,11 @@
 // Code runs only from a store owned by the user (or root) and not writable by others.
 #pragma once
 
+#include <string>
+
 #include <boost/filesystem/path.hpp>
+
+#include "store/file_identity.hpp"
 
 namespace kiln::store {
 
@@ -10,6 +14,16 @@ namespace kiln::store {
 // `file` must be a regular file (not a symlink). Throws IntegrityError naming the path, its
 // owner/mode and the fix (chmod go-w / chown). Called before any code from the store is loaded.
 void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root);
+
+// The same, also giving the identity of the file the check saw (its lstat), so a caller can
+// tell whether it still holds what it read from that file before.
+void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root,
+                           FileIdentity *identity);
+
+// The file alone (its lstat: a regular file, owned by you or root, not writable by others),
+// without the directory walk, giving its identity: for a caller that already holds bytes it
+// read from this file under the full check and only needs to know they are still the file's.
+void check_file_safe(const std::string &file, FileIdentity *identity);
 
 // The same for a file already opened with O_NOFOLLOW as `fd` (the descriptor that will be
 // loaded): its fstat replaces the file's lstat.

@@ -656,7 +656,9 @@ struct DeviceMemory {
   decltype(&::cuMemFree) free;
   decltype(&::cuMemcpyHtoD) to_device;
   decltype(&::cuMemcpyDtoH) to_host;
-  decltype(&::cuCtxSynchronize) synchronize;
+  // Not cuCtxSynchronize: for CUDA 13.0, cuGetProcAddress hands out cuCtxSynchronize_v2(CUcontext)
+  // under that name (cudaTypedefs.h: PFN_cuCtxSynchronize_v13000), not cuda.h's (void) one.
+  decltype(&::cuStreamSynchronize) synchronize;
   decltype(&::cuCtxSetCurrent) set_current;
   DeviceMemory() {
     auto &driver = kiln::device::Driver::instance();
@@ -664,7 +666,7 @@ struct DeviceMemory {
     free = driver.proc_as<decltype(free)>("cuMemFree");
     to_device = driver.proc_as<decltype(to_device)>("cuMemcpyHtoD");
     to_host = driver.proc_as<decltype(to_host)>("cuMemcpyDtoH");
-    synchronize = driver.proc_as<decltype(synchronize)>("cuCtxSynchronize");
+    synchronize = driver.proc_as<decltype(synchronize)>("cuStreamSynchronize");
     set_current = driver.proc_as<decltype(set_current)>("cuCtxSetCurrent");
     const bool all = alloc != nullptr && free != nullptr && to_device != nullptr &&
                      to_host != nullptr && synchronize != nullptr && set_current != nullptr;
@@ -699,7 +701,7 @@ int run_saxpy(const kiln::KernelLibrary &library, const std::string &scale_name 
     void *scale_args[] = {&dy, &factor, &count};
     library.launch(scale_name, {blocks, 1, 1}, {128, 1, 1}, 0, nullptr, scale_args);
   }
-  REQUIRE(cu.synchronize() == CUDA_SUCCESS);
+  REQUIRE(cu.synchronize(nullptr) == CUDA_SUCCESS);  // the legacy default stream the launches used
   REQUIRE(cu.to_host(out.data(), dy, bytes) == CUDA_SUCCESS);
   cu.free(dx);
   cu.free(dy);
