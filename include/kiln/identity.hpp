@@ -48,6 +48,7 @@ struct DeviceIdentity {
   bool declared = false;     // from KILN_DEVICE, not from a driver
 
   std::string arch_name() const;  // "sm_90"
+  std::string label() const;      // "device 0 (NVIDIA H200, sm_90)", ", declared" when declared
 };
 
 enum class DriverState {

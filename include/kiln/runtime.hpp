@@ -161,6 +161,9 @@ class Runtime {
 
  private:
   Module load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const;
+  // Build the recipe or, where no toolchain exists, take the prepared artifact of its
+  // consumer/name (*prepared = true): the resolution to load.
+  Resolution built_or_prepared(const Recipe &recipe, const BuildOptions &options, bool *prepared);
 
   // Shared: a loaded plugin's kernel service keeps using it after the Runtime is gone.
   std::shared_ptr<State> state_;

@@ -1,4 +1,6 @@
 // Build on miss (DESIGN §3): one flow for every backend (src/build/backend.hpp).
+#include "support/words.hpp"
+#include "support/elapsed.hpp"
 #include "build/builder.hpp"
 
 #include <algorithm>
@@ -33,18 +35,11 @@
 namespace kiln::build {
 namespace {
 
+using support::join_words;
+using support::seconds_since;
+
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string join(const std::vector<std::string> &words) {
-  std::string text;
-  for (const auto &word : words) text += (text.empty() ? "" : " ") + word;
-  return text;
-}
 
 // Removes a staging directory unless released: a failed or cancelled build leaves nothing.
 class StagingGuard {
@@ -208,7 +203,7 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   if (!hit.content_key.empty()) plan.content_key = hit.content_key;
   plan.stale_reasons = hit.stale;
   std::vector<std::string> steps;
-  for (const auto &generator : recipe.generators) steps.push_back("generate " + generator.name + ": " + join(generator.command));
+  for (const auto &generator : recipe.generators) steps.push_back("generate " + generator.name + ": " + join_words(generator.command));
   steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
   steps.push_back("publish " + recipe.consumer + "/" + recipe.name + " into " + context.store_root.string());
   plan.steps = std::move(steps);
@@ -272,7 +267,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
     spec.cwd = recipe.base_dir;
     spec.log_file = build_log.string();
     spec.cancel = &cancel;
-    append_log(build_log, "\n$ (generator " + generator.name + ") " + join(spec.argv) + "\n");
+    append_log(build_log, "\n$ (generator " + generator.name + ") " + join_words(spec.argv) + "\n");
     const ProcessResult run = run_process(spec);
     if (run.cancelled) check_cancel();
     if (!run.ok()) fail_step("generator " + generator.name, run);

@@ -1,3 +1,5 @@
+#include "support/words.hpp"
+#include "support/elapsed.hpp"
 #include "build/nvcc_backend.hpp"
 
 #include <chrono>
@@ -83,18 +85,11 @@ std::vector<std::string> substitute(std::vector<std::string> command, const Plac
 namespace kiln::build {
 namespace {
 
+using support::join_words;
+using support::seconds_since;
+
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string join_words(const std::vector<std::string> &words) {
-  std::string text;
-  for (const auto &word : words) text += (text.empty() ? "" : " ") + word;
-  return text;
-}
 
 std::string file_digest(const std::string &file) {
   store::Hasher hasher;

@@ -1,4 +1,5 @@
 // kiln internal: the JIT backend -- NVRTC, nvJitLink and nvFatbin through dlopen (see nvrtc.hpp).
+#include "support/elapsed.hpp"
 #include "build/nvrtc.hpp"
 
 #include <dlfcn.h>
@@ -28,6 +29,8 @@ namespace kiln::build {
 // another version (nvFatbin.h is not in every toolkit), and nvJitLink.h's inline wrappers,
 // which name one versioned symbol each, are not involved.
 namespace {
+
+using support::ms_since;
 
 using nvrtcProgram = struct kiln_nvrtc_program *;
 using NvrtcResult = int;  // nvrtcResult: 0 NVRTC_SUCCESS, 6 NVRTC_ERROR_COMPILATION, ...
@@ -89,10 +92,6 @@ struct NvFatbinApi {
   NvFatbinResult (*get)(nvFatbinHandle, void *) = nullptr;
   NvFatbinResult (*version)(unsigned *, unsigned *) = nullptr;
 };
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string env(const char *name) {
   const char *value = std::getenv(name);

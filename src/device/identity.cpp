@@ -187,6 +187,10 @@ std::string DeviceIdentity::arch_name() const {
   return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
 }
 
+std::string DeviceIdentity::label() const {
+  return "device " + std::to_string(ordinal) + " (" + name + ", " + arch_name() + (declared ? ", declared" : "") + ")";
+}
+
 const char *to_string(DriverState state) {
   switch (state) {
     case DriverState::ok: return "ok";

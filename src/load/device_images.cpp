@@ -1,4 +1,5 @@
 // kiln: choosing and loading device images; KernelLibrary (include/kiln/kernels.hpp).
+#include "support/elapsed.hpp"
 #include "load/device_images.hpp"
 
 #include <cuda.h>
@@ -26,11 +27,9 @@
 namespace kiln {
 namespace {
 
-constexpr std::uint32_t kFatbinMagic = 0xBA55ED50u;
+using support::ms_since;
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
+constexpr std::uint32_t kFatbinMagic = 0xBA55ED50u;
 
 std::string joined(const std::vector<Arch> &archs) {
   std::string text;

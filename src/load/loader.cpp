@@ -1,3 +1,4 @@
+#include "support/elapsed.hpp"
 #include "load/loader.hpp"
 
 #include <dlfcn.h>
@@ -23,11 +24,9 @@
 namespace kiln {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using support::ms_since;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+using Clock = std::chrono::steady_clock;
 
 std::string version_text(std::uint32_t v) {
   return std::to_string(KILN_ABI_VERSION_MAJOR_OF(v)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(v));

@@ -44,32 +44,40 @@ Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, 
                      "), not a plugin: use Runtime::ensure_kernels");
   }
   const auto start = std::chrono::steady_clock::now();
+  bool prepared = false;
+  Resolution resolution = built_or_prepared(recipe, build_options, &prepared);
+  const double resolve_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return load_resolved(std::move(resolution), load_options, prepared ? 0 : resolve_ms);
+}
+
+Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &options, bool *prepared) {
+  *prepared = false;
   BuildResult built;
   try {
-    built = build(recipe, build_options);
+    built = build(recipe, options);
   } catch (const NotFoundError &missing_toolchain) {
     // A robot without a toolchain still loads what was prepared for it.
-    Resolution prepared;
+    Resolution found;
     try {
-      prepared = resolve(recipe.consumer, recipe.name);
+      found = resolve(recipe.consumer, recipe.name);
     } catch (const NotFoundError &) {
       throw NotFoundError(std::string(missing_toolchain.what()) + "; and no prepared artifact " + recipe.consumer + "/" +
                           recipe.name + " exists in the stores to load instead");
     }
     log(LogLevel::warning, std::string("no toolchain (") + missing_toolchain.what() + "): loading the prepared " +
-                               recipe.consumer + "/" + recipe.name + " (" + prepared.content_key +
+                               recipe.consumer + "/" + recipe.name + " (" + found.content_key +
                                ") without checking it against the recipe");
-    return load_resolved(std::move(prepared), load_options, 0);
+    *prepared = true;
+    return found;
   }
-  // Load exactly what was built: the writable store's entry, even where a read-only layer
-  // holds an artifact of the same name.
+  // Exactly what was built: the writable store's entry, even where a read-only layer holds an
+  // artifact of the same name.
   Resolution resolution = state_->resolve_in(state_->locations.size() - 1, recipe.consumer, recipe.name, nullptr, nullptr);
   if (resolution.content_key != built.content_key) {
     throw IntegrityError("after building " + recipe.consumer + "/" + recipe.name + " as " + built.content_key +
                          " the manifest names " + resolution.content_key + ": another writer replaced it meanwhile; retry");
   }
-  const double resolve_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return load_resolved(std::move(resolution), load_options, resolve_ms);
+  return resolution;
 }
 
 }  // namespace kiln

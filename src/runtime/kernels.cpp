@@ -13,6 +13,7 @@
 
 #include <kiln/runtime.hpp>
 
+#include "support/elapsed.hpp"
 #include "device/driver.hpp"
 #include "load/device_images.hpp"
 #include "runtime/state.hpp"
@@ -24,17 +25,10 @@
 namespace kiln {
 namespace {
 
+using support::ms_since;
+
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string device_label(const DeviceIdentity &device) {
-  return "device " + std::to_string(device.ordinal) + " (" + device.name + ", " + device.arch_name() +
-         (device.declared ? ", declared" : "") + ")";
-}
 
 // The image file, read once through one descriptor: store safety, size and digest are checked
 // on exactly the bytes the driver then gets (no check-then-swap window), then their structure.
@@ -196,7 +190,7 @@ DeviceKernels Runtime::State::load_images(const Resolution &r, const DeviceLoadO
         std::string listed;
         for (const auto &image : offered) listed += (listed.empty() ? "" : ", ") + image.describe();
         throw IncompatibleError("artifact " + consumer + "/" + r.name + " (" + r.content_key + ") [" + listed + "] on " +
-                                    device_label(checked_device),
+                                    (checked_device).label(),
                                 choice.reasons);
       }
       timings.check_ms += ms_since(start);
@@ -234,7 +228,7 @@ DeviceKernels Runtime::State::load_images(const Resolution &r, const DeviceLoadO
       SkippedDevice skipped;
       skipped.ordinal = ordinal;
       skipped.device = ordinal >= 0 && static_cast<std::size_t>(ordinal) < effective.size()
-                           ? device_label(effective[static_cast<std::size_t>(ordinal)])
+                           ? effective[static_cast<std::size_t>(ordinal)].label()
                            : "device " + std::to_string(ordinal);
       skipped.why = error.what();
       skipped.kind = error.kind();
@@ -289,32 +283,9 @@ KernelLibrary Runtime::ensure_kernels(const Recipe &recipe, const BuildOptions &
   const auto start = Clock::now();
   DeviceLoadOptions options;
   options.device_ordinal = device < 0 ? 0 : device;
-  BuildResult built;
-  try {
-    built = build(recipe, build_options);
-  } catch (const NotFoundError &missing_toolchain) {
-    // A robot without NVRTC still loads what was prepared for it.
-    Resolution prepared;
-    try {
-      prepared = state_->resolve(recipe.consumer, recipe.name);
-    } catch (const NotFoundError &) {
-      throw NotFoundError(std::string(missing_toolchain.what()) + "; and no prepared artifact " + recipe.consumer + "/" +
-                          recipe.name + " exists in the stores to load instead");
-    }
-    log(LogLevel::warning, std::string("no toolchain (") + missing_toolchain.what() + "): loading the prepared " +
-                               recipe.consumer + "/" + recipe.name + " (" + prepared.content_key +
-                               ") without checking it against the recipe");
-    return std::move(state_->load_images(prepared, options, report, 0).libraries.front());
-  }
-  // Load exactly what was built: the writable store's entry, even where a read-only layer
-  // holds an artifact of the same name.
-  const Resolution resolution =
-      state_->resolve_in(state_->locations.size() - 1, recipe.consumer, recipe.name, nullptr, nullptr);
-  if (resolution.content_key != built.content_key) {
-    throw IntegrityError("after building " + recipe.consumer + "/" + recipe.name + " as " + built.content_key +
-                         " the manifest names " + resolution.content_key + ": another writer replaced it meanwhile; retry");
-  }
-  return std::move(state_->load_images(resolution, options, report, ms_since(start)).libraries.front());
+  bool prepared = false;
+  const Resolution resolution = built_or_prepared(recipe, build_options, &prepared);
+  return std::move(state_->load_images(resolution, options, report, prepared ? 0 : ms_since(start)).libraries.front());
 }
 
 }  // namespace kiln

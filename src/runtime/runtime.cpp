@@ -10,6 +10,7 @@
 
 #include <kiln/version.hpp>
 
+#include "support/elapsed.hpp"
 #include "device/discover.hpp"
 #include "device/identity_json.hpp"
 #include "load/loader.hpp"
@@ -22,17 +23,10 @@
 namespace kiln {
 namespace {
 
+using support::ms_since;
+
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string device_label(const DeviceIdentity &device) {
-  return "device " + std::to_string(device.ordinal) + " (" + device.name + ", " + device.arch_name() +
-         (device.declared ? ", declared" : "") + ")";
-}
 
 std::string searched(const std::vector<StoreInfo> &stores) {
   std::string text;
@@ -286,7 +280,7 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
   report.compatibility = check(r, report.device ? &*report.device : nullptr);
   if (!report.compatibility.ok) {
     throw IncompatibleError("artifact " + what + " (" + r.content_key + ") on " +
-                                (report.device ? device_label(*report.device) : std::string("this host")),
+                                (report.device ? report.device->label() : std::string("this host")),
                             report.compatibility.reasons);
   }
   if (!report.device && !r.identity.archs.empty()) {
