@@ -328,8 +328,8 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   artifact_identity.provenance["recipe"] = recipe.file;
   store::EntryMeta meta{result.content_key, produced.kind, produced.file, produced.bytes_digest, produced.size,
                         store::utc_now_iso8601(), produced.images, produced.kernels};
-  store::write_file_atomic(staging / store::kMetaFile, store::serialize_entry_meta(meta));
-  store::write_file_atomic(staging / store::kIdentityFile, device::to_json(artifact_identity).dump(2) + "\n");
+  store::write_staging_file(staging / store::kMetaFile, store::serialize_entry_meta(meta));
+  store::write_staging_file(staging / store::kIdentityFile, device::to_json(artifact_identity).dump(2) + "\n");
   append_log(build_log, "built in " + std::to_string(seconds_since(start)) + " s\n");
   if (fs::exists(entry) && !entry_intact(entry)) {
     // A damaged entry under our key (a torn or altered file; --force got us here) is moved

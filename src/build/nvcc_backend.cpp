@@ -263,7 +263,7 @@ class NvccBackend final : public Backend {
     const load::FileStamp stamp = load::find_stamp(bytes, artifact.string());
     load::write_stamp_key(bytes, stamp, content_key);
     fs::remove(artifact);
-    store::write_file_atomic(artifact, bytes, 0755);
+    store::write_staging_file(artifact, bytes, 0755);
 
     // Only the entry's files travel: scratch objects and logs stay out of the immutable entry.
     boost::system::error_code ignored;

@@ -111,10 +111,10 @@ PublishResult Runtime::publish(const PublishRequest &request) {
     const fs::path staging = layout.new_staging_dir();
     try {
       store::create_directories(staging);
-      store::write_file_atomic(staging / file_name, bytes, 0755);
+      store::write_staging_file(staging / file_name, bytes, 0755);
       store::EntryMeta meta{content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}};
-      store::write_file_atomic(staging / store::kMetaFile, store::serialize_entry_meta(meta));
-      store::write_file_atomic(staging / store::kIdentityFile, device::to_json(identity).dump(2) + "\n");
+      store::write_staging_file(staging / store::kMetaFile, store::serialize_entry_meta(meta));
+      store::write_staging_file(staging / store::kIdentityFile, device::to_json(identity).dump(2) + "\n");
       result.reused = !store::commit_staging(staging, entry);
     } catch (...) {
       boost::system::error_code ignored;

@@ -97,6 +97,14 @@ void write_file_atomic(const fs::path &file, std::string_view content, unsigned 
   fsync_path(file.parent_path());
 }
 
+void write_staging_file(const fs::path &file, std::string_view content, unsigned mode) {
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (fd.get() < 0) throw_io("cannot create", file, errno);
+  write_all(fd.get(), content.data(), content.size(), file);
+  if (::fchmod(fd.get(), mode) != 0) throw_io("cannot chmod", file, errno);
+  close_checked(fd, file);
+}
+
 void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
   UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.get() < 0) {

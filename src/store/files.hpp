@@ -17,6 +17,10 @@ std::string read_file(const fs::path &file);
 // and after return the new bytes survive a power cut. mode is the new file's permission bits.
 void write_file_atomic(const fs::path &file, std::string_view content, unsigned mode = 0644);
 
+// Write a new file inside a private staging directory: no temp file, no fsync, since nothing
+// reads staging and commit_staging fsyncs every file once before the rename makes it visible.
+void write_staging_file(const fs::path &file, std::string_view content, unsigned mode = 0644);
+
 // Copy `from` to `to` (which must not exist) and fsync it; throws IoError.
 void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode = 0644);
 
