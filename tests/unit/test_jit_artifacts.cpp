@@ -33,6 +33,7 @@
 #include "plugins/host_kernels_user.h"
 #include "store/digest.hpp"
 #include "support/fixtures.hpp"
+#include "support/gpu_saxpy.hpp"
 
 using namespace kiln;
 using kiln::test::read_text;
@@ -648,68 +649,10 @@ TEST_CASE("host kernels: a host-only plugin loaded through a Runtime asks for a 
 
 namespace {
 
-struct Memory {
-  decltype(&::cuMemAlloc) alloc;
-  decltype(&::cuMemFree) free;
-  decltype(&::cuMemcpyHtoD) to_device;
-  decltype(&::cuMemcpyDtoH) to_host;
-  // Not cuCtxSynchronize: for CUDA 13.0, cuGetProcAddress hands out cuCtxSynchronize_v2(CUcontext)
-  // under that name (cudaTypedefs.h: PFN_cuCtxSynchronize_v13000), not cuda.h's (void) one.
-  decltype(&::cuStreamSynchronize) synchronize;
-  decltype(&::cuCtxSetCurrent) set_current;
-  Memory() {
-    auto &driver = device::Driver::instance();
-    alloc = driver.proc_as<decltype(alloc)>("cuMemAlloc");
-    free = driver.proc_as<decltype(free)>("cuMemFree");
-    to_device = driver.proc_as<decltype(to_device)>("cuMemcpyHtoD");
-    to_host = driver.proc_as<decltype(to_host)>("cuMemcpyDtoH");
-    synchronize = driver.proc_as<decltype(synchronize)>("cuStreamSynchronize");
-    set_current = driver.proc_as<decltype(set_current)>("cuCtxSetCurrent");
-    const bool all = alloc != nullptr && free != nullptr && to_device != nullptr && to_host != nullptr &&
-                     synchronize != nullptr && set_current != nullptr;
-    REQUIRE(all);
-  }
-};
+// saxpy, then y *= 2 through "scale<float>" (its name expression); wrong elements.
+int run(const KernelLibrary &library) { return kiln::test::run_saxpy(library, "scale<float>"); }
 
-// y = 3 x + y, then y *= 2 through "scale<float>" (its name expression); wrong elements.
-int run(const KernelLibrary &library) {
-  Memory cu;
-  REQUIRE(cu.set_current(library.context()) == CUDA_SUCCESS);
-  const int n = 5000;
-  std::vector<float> x(n), y(n), out(n);
-  for (int i = 0; i < n; ++i) {
-    x[i] = static_cast<float>(i % 100) * 0.25f;
-    y[i] = 1.0f - static_cast<float>(i % 7);
-  }
-  const std::size_t bytes = sizeof(float) * n;
-  CUdeviceptr dx = 0, dy = 0;
-  REQUIRE(cu.alloc(&dx, bytes) == CUDA_SUCCESS);
-  REQUIRE(cu.alloc(&dy, bytes) == CUDA_SUCCESS);
-  REQUIRE(cu.to_device(dx, x.data(), bytes) == CUDA_SUCCESS);
-  REQUIRE(cu.to_device(dy, y.data(), bytes) == CUDA_SUCCESS);
-  float a = 3.0f, factor = 2.0f;
-  int count = n;
-  void *args[] = {&a, &dx, &dy, &count};
-  void *scale_args[] = {&dy, &factor, &count};
-  const unsigned blocks = static_cast<unsigned>((n + 127) / 128);
-  library.launch("saxpy", {blocks, 1, 1}, {128, 1, 1}, 0, nullptr, args);
-  library.launch("scale<float>", {blocks, 1, 1}, {128, 1, 1}, 0, nullptr, scale_args);
-  REQUIRE(cu.synchronize(nullptr) == CUDA_SUCCESS);  // the legacy default stream the launches used
-  REQUIRE(cu.to_host(out.data(), dy, bytes) == CUDA_SUCCESS);
-  cu.free(dx);
-  cu.free(dy);
-  int wrong = 0;
-  for (int i = 0; i < n; ++i) wrong += std::fabs(out[i] - (3.0f * x[i] + y[i]) * factor) > 1e-4f ? 1 : 0;
-  return wrong;
-}
-
-DeviceIdentity live() {
-  const DeviceReport report = device::discover(std::nullopt);
-  INFO(report.detail);
-  REQUIRE(report.state == DriverState::ok);
-  REQUIRE_FALSE(report.devices.empty());
-  return report.devices.front();
-}
+DeviceIdentity live() { return kiln::test::live_device(); }
 
 std::string quoted_archs(const std::vector<std::string> &archs) {
   std::string text;
