@@ -10,6 +10,7 @@
 #include <kiln/ext/ik.h>
 #include <kiln/runtime.hpp>
 
+#include "kiln_ik_batch.hpp"
 #include "support/fixtures.hpp"
 
 namespace kiln::test::ik {
@@ -45,33 +46,6 @@ inline kiln_ik_options options(uint32_t seeds = 0, uint32_t max_iterations = 0, 
 }
 
 // Host-side buffers of one batch and the structs pointing at them.
-struct Batch {
-  Batch(uint32_t count, uint32_t dof)
-      : targets(size_t{count} * KILN_IK_POSE_SIZE), q(size_t{count} * dof), position_error(count),
-        orientation_error(count), converged(count), iterations(count) {
-    problem.struct_size = sizeof problem;
-    problem.count = count;
-    problem.memory = KILN_IK_MEMORY_HOST;
-    problem.targets = targets.data();
-    result.struct_size = sizeof result;
-    result.q = q.data();
-    result.position_error = position_error.data();
-    result.orientation_error = orientation_error.data();
-    result.converged = converged.data();
-    result.iterations = iterations.data();
-  }
-  // Vectors are sized once; the structs keep pointing at them.
-  Batch(const Batch &) = delete;
-  Batch &operator=(const Batch &) = delete;
-
-  std::vector<float> targets;
-  std::vector<float> q;
-  std::vector<float> position_error;
-  std::vector<float> orientation_error;
-  std::vector<uint8_t> converged;
-  std::vector<uint32_t> iterations;
-  kiln_ik_problem problem{};
-  kiln_ik_result result{};
-};
+using Batch = kiln_ik::HostBatch;
 
 }  // namespace kiln::test::ik

@@ -27,6 +27,8 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
+#include "kiln_ik_batch.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -146,15 +148,9 @@ double percentile(std::vector<double> values, double p) {
 }
 
 // One batch: targets from random in-limit joint vectors (fixed seed), the solve's outputs.
-struct Batch {
-  Batch(const ChainInfo &chain, uint32_t n, uint64_t seed) : count(n), dof(chain.joints.size()) {
-    truth.resize(count * dof);
-    targets.resize(size_t{count} * KILN_IK_POSE_SIZE);
-    q.resize(count * dof);
-    position_error.resize(count);
-    orientation_error.resize(count);
-    converged.resize(count);
-    iterations.resize(count);
+struct Batch : kiln_ik::HostBatch {
+  Batch(const ChainInfo &chain, uint32_t n, uint64_t seed)
+      : HostBatch(n, chain.joints.size()), count(n), dof(chain.joints.size()), truth(count * dof) {
     std::mt19937_64 rng(seed);
     for (size_t i = 0; i < count; ++i) {
       for (size_t j = 0; j < dof; ++j) {
@@ -162,27 +158,11 @@ struct Batch {
         truth[i * dof + j] = static_cast<float>(std::uniform_real_distribution<double>(joint.lower, joint.upper)(rng));
       }
     }
-    problem.struct_size = sizeof problem;
-    problem.count = count;
-    problem.memory = KILN_IK_MEMORY_HOST;
-    problem.targets = targets.data();
-    result.struct_size = sizeof result;
-    result.q = q.data();
-    result.position_error = position_error.data();
-    result.orientation_error = orientation_error.data();
-    result.converged = converged.data();
-    result.iterations = iterations.data();
   }
-  Batch(const Batch &) = delete;
-  Batch &operator=(const Batch &) = delete;
 
   uint32_t count;
   size_t dof;
-  std::vector<float> truth, targets, q, position_error, orientation_error;
-  std::vector<uint8_t> converged;
-  std::vector<uint32_t> iterations;
-  kiln_ik_problem problem{};
-  kiln_ik_result result{};
+  std::vector<float> truth;  // the joint vectors the targets were made from
 };
 
 struct Verdict {
