@@ -30,8 +30,8 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
-#include "build/builder.hpp"
-#include "build/nvrtc.hpp"
+#include "builder/builder.hpp"
+#include "builder/nvrtc.hpp"
 #include "device/discover.hpp"
 #include "device/driver.hpp"
 #include "store/files.hpp"
@@ -135,7 +135,7 @@ int run(int argc, char **argv) {
   const kiln::DeviceReport devices = kiln::device::discover(std::nullopt);
   const bool have_gpu = devices.state == kiln::DriverState::ok && !devices.devices.empty();
   const std::string arch = have_gpu ? devices.devices.front().arch_name() : "sm_90";
-  const auto &jit = kiln::build::JitToolchain::instance();
+  const auto &jit = kiln::builder::JitToolchain::instance();
   if (!jit.nvrtc().found) {
     std::fprintf(stderr, "NVRTC is needed: %s\n", jit.nvrtc().detail.c_str());
     return 1;

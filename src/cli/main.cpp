@@ -13,7 +13,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
-#include "build/process.hpp"
+#include "builder/process.hpp"
 #include "cli/report_json.hpp"
 #include "cli/toolchain.hpp"
 #include "device/identity_json.hpp"
@@ -311,8 +311,8 @@ json build_json(const kiln::BuildResult &result) {
 
 // Options shared by build and ensure: progress on a terminal, Ctrl-C kills nvcc children.
 struct BuildSession {
-  kiln::build::CancelToken token;
-  kiln::build::CancelOnSignals signals{token};
+  kiln::builder::CancelToken token;
+  kiln::builder::CancelOnSignals signals{token};
   kiln::BuildOptions options;
 
   BuildSession(const Flags &flags, const BuildArgs &args) {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "build/nvrtc.hpp"
+#include "builder/nvrtc.hpp"
 
 namespace kiln::cli {
 namespace {
@@ -60,10 +60,10 @@ nlohmann::json describe_toolchain() {
   if (!nvcc.empty()) out["nvcc"]["version"] = last_line_of("'" + nvcc + "' --version 2>/dev/null");
   // The JIT backend's libraries exactly as a build would find them (KILN_NVRTC, sonames,
   // CUDA_HOME/CUDA_PATH/usr/local/cuda lib64): found, path, version, every place searched.
-  const nlohmann::json jit = build::JitToolchain::instance().describe();
+  const nlohmann::json jit = builder::JitToolchain::instance().describe();
   for (const char *library : {"nvrtc", "nvjitlink", "nvfatbin"}) out[library] = jit[library];
   out["nvrtc_archs"] = jit["supported_archs"];
-  out["jit_identity"] = build::JitToolchain::instance().identity();
+  out["jit_identity"] = builder::JitToolchain::instance().identity();
   return out;
 }
 

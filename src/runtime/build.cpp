@@ -3,17 +3,17 @@
 
 #include <chrono>
 
-#include "build/builder.hpp"
+#include "builder/builder.hpp"
 #include "runtime/state.hpp"
 
 namespace kiln {
 namespace {
 
-build::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log) {
-  build::BuilderContext context;
+builder::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log) {
+  builder::BuilderContext context;
   context.store_root = state.writable().root;
   context.toolchain_cache = state.writable().root / "toolchain.json";
-  context.abi_dir = build::default_abi_dir();
+  context.abi_dir = builder::default_abi_dir();
   context.log = log;
   (void)runtime;
   return context;
@@ -22,20 +22,20 @@ build::BuilderContext context_for(const Runtime::State &state, const Runtime &ru
 }  // namespace
 
 BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const {
-  build::BuilderContext context = context_for(*state_, *this, state_->options.log);
+  builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
   if (options.archs.empty()) context.devices = state_->check_devices();
-  return build::plan_build(recipe, options, context);
+  return builder::plan_build(recipe, options, context);
 }
 
 BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) {
-  build::BuilderContext context = context_for(*state_, *this, state_->options.log);
+  builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
   bool native = options.archs.empty();
   if (native) {
     native = false;
     for (const auto &arch : recipe.archs) native = native || arch == "native";
   }
   if (native) context.devices = state_->check_devices();  // cuInit only when "native" needs it
-  return build::run_build(recipe, options, context);
+  return builder::run_build(recipe, options, context);
 }
 
 Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) {

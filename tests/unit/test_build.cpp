@@ -19,7 +19,7 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
-#include "build/toolchain.hpp"
+#include "builder/toolchain.hpp"
 #include "support/fixtures.hpp"
 
 using namespace kiln;
@@ -46,7 +46,7 @@ class BuildFixture {
     for (fs::directory_iterator it(fs::path(KILN_TEST_SOURCE_DIR) / "tests" / "data" / "build"), end; it != end; ++it) {
       fs::copy_file(it->path(), src() / it->path().filename());
     }
-    build::reset_toolchain_memo_for_tests();
+    builder::reset_toolchain_memo_for_tests();
   }
 
   fs::path src() const { return dir_ / "src"; }
@@ -349,7 +349,7 @@ TEST_CASE("build: no toolchain is a clear error; ensure then loads a prepared ar
   ScopedEnv no_path("CUDA_PATH", std::nullopt);
   ScopedEnv path("PATH", std::string("/usr/bin:/bin"));
   ScopedEnv fallback("KILN_CUDA_FALLBACK_DIR", std::string("/nonexistent"));
-  build::reset_toolchain_memo_for_tests();
+  builder::reset_toolchain_memo_for_tests();
   // Another recipe name: nothing prepared for it.
   std::string text = read_text(fx.recipe_file());
   text.replace(text.find("\"two-units\""), 11, "\"unprepared\"");

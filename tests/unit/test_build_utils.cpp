@@ -25,9 +25,9 @@
 
 #include <kiln/errors.hpp>
 
-#include "build/jobs.hpp"
-#include "build/process.hpp"
-#include "build/toolchain.hpp"
+#include "builder/jobs.hpp"
+#include "builder/process.hpp"
+#include "builder/toolchain.hpp"
 #include "store/locks.hpp"
 #include "support/fixtures.hpp"
 
@@ -39,13 +39,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-build::ProcessResult sh(const std::string &script, const std::string &log_file = "",
-                        const build::CancelToken *cancel = nullptr) {
-  build::ProcessSpec spec;
+builder::ProcessResult sh(const std::string &script, const std::string &log_file = "",
+                        const builder::CancelToken *cancel = nullptr) {
+  builder::ProcessSpec spec;
   spec.argv = {"sh", "-c", script};
   spec.log_file = log_file;
   spec.cancel = cancel;
-  return build::run_process(spec);
+  return builder::run_process(spec);
 }
 
 std::string message_of(const std::function<void()> &action) {
@@ -146,11 +146,11 @@ TEST_CASE("process: exit codes, signal deaths, cwd and environment overrides") {
   CHECK_FALSE(killed.ok());
 
   TempDir dir;
-  build::ProcessSpec spec;
+  builder::ProcessSpec spec;
   spec.argv = {"sh", "-c", "pwd; echo \"$KILN_TEST_VALUE\"; echo \"$HOME\""};
   spec.cwd = dir.path().string();
   spec.env_overrides = {{"KILN_TEST_VALUE", "first"}, {"KILN_TEST_VALUE", "second"}, {"HOME", "/nowhere"}};
-  const auto result = build::run_process(spec);
+  const auto result = builder::run_process(spec);
   CHECK(result.ok());
   CHECK(result.output == fs::canonical(dir.path()).string() + "\nsecond\n/nowhere\n");
 
@@ -185,8 +185,8 @@ TEST_CASE("process: stdout and stderr go to the log file (appended) and to the r
                       "i=$((i+1)); done; echo last-line",
                       big_log);
   CHECK(big.ok());
-  CHECK(big.output.size() <= build::output_limit + 200);
-  CHECK(big.output.size() >= build::output_limit);
+  CHECK(big.output.size() <= builder::output_limit + 200);
+  CHECK(big.output.size() >= builder::output_limit);
   CHECK(contains(big.output, "earlier bytes of output dropped"));
   CHECK(big.output.substr(big.output.size() - 10) == "last-line\n");
   const std::string full = kiln::test::read_text(big_log);
@@ -198,42 +198,42 @@ TEST_CASE("process: stdout and stderr go to the log file (appended) and to the r
 }
 
 TEST_CASE("process: a missing program, bad cwd or empty argv is an error naming it") {
-  build::ProcessSpec spec;
+  builder::ProcessSpec spec;
   spec.argv = {"kiln-no-such-program-xyz", "--flag"};
-  CHECK_THROWS_AS(build::run_process(spec), IoError);
-  const std::string on_path = message_of([&] { build::run_process(spec); });
+  CHECK_THROWS_AS(builder::run_process(spec), IoError);
+  const std::string on_path = message_of([&] { builder::run_process(spec); });
   CHECK(contains(on_path, "kiln-no-such-program-xyz"));
   CHECK(contains(on_path, "PATH"));
 
   spec.argv = {"/nonexistent/dir/kiln-tool"};
-  CHECK(contains(message_of([&] { build::run_process(spec); }), "/nonexistent/dir/kiln-tool"));
+  CHECK(contains(message_of([&] { builder::run_process(spec); }), "/nonexistent/dir/kiln-tool"));
 
   TempDir dir;  // a file that is not executable
   kiln::test::write_text(dir / "plain", "data");
   spec.argv = {(dir / "plain").string()};
-  CHECK_THROWS_AS(build::run_process(spec), IoError);
+  CHECK_THROWS_AS(builder::run_process(spec), IoError);
 
   // PATH comes from the overrides when they set it.
   write_script(dir / "kiln-helper", "echo helped\n");
   spec.argv = {"kiln-helper"};
   spec.env_overrides = {{"PATH", dir.path().string() + ":/usr/bin:/bin"}};
-  CHECK(build::run_process(spec).output == "helped\n");
+  CHECK(builder::run_process(spec).output == "helped\n");
   spec.env_overrides.clear();
 
   spec.argv = {"true"};
   spec.cwd = (dir / "missing-dir").string();
-  CHECK_THROWS_AS(build::run_process(spec), IoError);
-  CHECK(contains(message_of([&] { build::run_process(spec); }), "missing-dir"));
+  CHECK_THROWS_AS(builder::run_process(spec), IoError);
+  CHECK(contains(message_of([&] { builder::run_process(spec); }), "missing-dir"));
 
   spec.argv.clear();
   spec.cwd.clear();
-  CHECK_THROWS_AS(build::run_process(spec), UsageError);
+  CHECK_THROWS_AS(builder::run_process(spec), UsageError);
 }
 
 TEST_CASE("process: cancel kills the child and its grandchildren, quickly") {
   TempDir dir;
   const fs::path leader_file = dir / "leader", background_file = dir / "background";
-  build::CancelToken cancel;
+  builder::CancelToken cancel;
   std::atomic<double> cancelled_at{0};
   const auto origin = Clock::now();
   std::thread canceller([&] {
@@ -265,7 +265,7 @@ TEST_CASE("process: cancel kills the child and its grandchildren, quickly") {
 TEST_CASE("process: a child ignoring SIGTERM is SIGKILLed 2 s after cancel; a cancelled token starts nothing") {
   TempDir dir;
   const fs::path ready = dir / "ready";
-  build::CancelToken cancel;
+  builder::CancelToken cancel;
   std::thread canceller([&] {
     if (wait_for_file(ready, std::chrono::seconds(10))) cancel.cancel();
   });
@@ -279,7 +279,7 @@ TEST_CASE("process: a child ignoring SIGTERM is SIGKILLed 2 s after cancel; a ca
   CHECK(seconds >= 1.9);
   CHECK(seconds < 5.0);
 
-  build::CancelToken already;
+  builder::CancelToken already;
   already.cancel();
   const fs::path marker = dir / "ran";
   const auto skipped = sh("touch " + marker.string(), "", &already);
@@ -349,11 +349,11 @@ TEST_CASE("process: CancelOnSignals turns SIGINT/SIGTERM into a cancel and resto
   ::sigaction(SIGINT, &ignore, &before_int);
   ::sigaction(SIGTERM, &ignore, &before_term);
   {
-    build::CancelToken outer_token;
-    build::CancelOnSignals outer(outer_token);
+    builder::CancelToken outer_token;
+    builder::CancelOnSignals outer(outer_token);
     {
-      build::CancelToken token;
-      build::CancelOnSignals guard(token);
+      builder::CancelToken token;
+      builder::CancelOnSignals guard(token);
       ::raise(SIGINT);
       CHECK(token.cancelled());
       ::raise(SIGINT);  // a second Ctrl-C is harmless
@@ -394,50 +394,50 @@ TEST_CASE("jobs: bounded_jobs is bounded by request and memory, never below 1") 
     CAPTURE(row.requested);
     CAPTURE(row.per_unit);
     CAPTURE(row.available);
-    CHECK(build::bounded_jobs(row.requested, row.per_unit, row.available) == row.expected);
+    CHECK(builder::bounded_jobs(row.requested, row.per_unit, row.available) == row.expected);
   }
 }
 
 TEST_CASE("jobs: KILN_JOBS is a positive integer or refused by name") {
   {
     ScopedEnv jobs("KILN_JOBS", std::nullopt);
-    const unsigned cores = build::default_jobs();
+    const unsigned cores = builder::default_jobs();
     CHECK(cores >= 1);
     CHECK(cores <= static_cast<unsigned>(::sysconf(_SC_NPROCESSORS_ONLN)));
   }
   {
     ScopedEnv jobs("KILN_JOBS", std::string(""));
-    CHECK(build::default_jobs() >= 1);
+    CHECK(builder::default_jobs() >= 1);
   }
   for (const auto &[value, expected] : std::vector<std::pair<std::string, unsigned>>{{"1", 1}, {"4", 4}, {"017", 17}}) {
     ScopedEnv jobs("KILN_JOBS", value);
-    CHECK(build::default_jobs() == expected);
+    CHECK(builder::default_jobs() == expected);
   }
   for (const char *bad : {"0", "-1", "abc", "4x", " 4", "4 ", "+4", "1.5", "99999999999999999999999", "5000"}) {
     CAPTURE(bad);
     ScopedEnv jobs("KILN_JOBS", bad);
-    CHECK_THROWS_AS(build::default_jobs(), UsageError);
-    const std::string message = message_of([] { build::default_jobs(); });
+    CHECK_THROWS_AS(builder::default_jobs(), UsageError);
+    const std::string message = message_of([] { builder::default_jobs(); });
     CHECK(contains(message, "KILN_JOBS"));
     CHECK(contains(message, "'" + std::string(bad) + "'"));
   }
 }
 
 TEST_CASE("jobs: available memory from meminfo, lowered by cgroup v2 and v1 limits") {
-  const std::uint64_t here = build::available_memory_bytes();
+  const std::uint64_t here = builder::available_memory_bytes();
   CHECK(here > 0);
   CHECK(here < std::numeric_limits<std::uint64_t>::max());
 
   constexpr std::uint64_t MiB = 1ull << 20;
   TempDir dir;
-  build::MemorySources sources;
+  builder::MemorySources sources;
   sources.meminfo = dir / "meminfo";
   sources.self_cgroup = dir / "cgroup";
   sources.cgroup_root = dir / "sys";
   kiln::test::write_text(sources.meminfo, "MemTotal:       16000000 kB\nMemAvailable:    8192000 kB\n");
 
   SUBCASE("no cgroup information: meminfo alone") {
-    CHECK(build::available_memory_bytes(sources) == 8192000ull * 1024);
+    CHECK(builder::available_memory_bytes(sources) == 8192000ull * 1024);
   }
   SUBCASE("v2: the tightest ancestor, less its non-reclaimable usage") {
     kiln::test::write_text(sources.self_cgroup, "0::/a/b\n");
@@ -447,15 +447,15 @@ TEST_CASE("jobs: available memory from meminfo, lowered by cgroup v2 and v1 limi
     kiln::test::write_text(sources.cgroup_root / "a" / "memory.current", std::to_string(1024 * MiB) + "\n");
     kiln::test::write_text(sources.cgroup_root / "a" / "memory.stat",
                            "anon 1\nfile 2\ninactive_file " + std::to_string(512 * MiB) + "\nactive_file 9\n");
-    CHECK(build::available_memory_bytes(sources) == 3584 * MiB);
+    CHECK(builder::available_memory_bytes(sources) == 3584 * MiB);
     kiln::test::write_text(sources.cgroup_root / "a" / "b" / "memory.max", std::to_string(1000 * MiB) + "\n");
-    CHECK(build::available_memory_bytes(sources) == 1000 * MiB);
+    CHECK(builder::available_memory_bytes(sources) == 1000 * MiB);
   }
   SUBCASE("v2 in a cgroup namespace: the root's memory.max") {
     kiln::test::write_text(sources.self_cgroup, "0::/\n");
     fs::create_directories(sources.cgroup_root);
     kiln::test::write_text(sources.cgroup_root / "memory.max", std::to_string(2048 * MiB) + "\n");
-    CHECK(build::available_memory_bytes(sources) == 2048 * MiB);
+    CHECK(builder::available_memory_bytes(sources) == 2048 * MiB);
   }
   SUBCASE("v1: memory controller line, unlimited is no bound") {
     kiln::test::write_text(sources.self_cgroup, "5:cpu,cpuacct:/x\n4:memory:/x\n0::/x\n");
@@ -467,11 +467,11 @@ TEST_CASE("jobs: available memory from meminfo, lowered by cgroup v2 and v1 limi
                            std::to_string(1000 * MiB) + "\n");
     kiln::test::write_text(sources.cgroup_root / "memory" / "x" / "memory.stat",
                            "inactive_file 1\ntotal_inactive_file " + std::to_string(600 * MiB) + "\n");
-    CHECK(build::available_memory_bytes(sources) == 2600 * MiB);
+    CHECK(builder::available_memory_bytes(sources) == 2600 * MiB);
   }
   SUBCASE("nothing readable") {
     sources.meminfo = dir / "missing";
-    CHECK(build::available_memory_bytes(sources) == std::numeric_limits<std::uint64_t>::max());
+    CHECK(builder::available_memory_bytes(sources) == std::numeric_limits<std::uint64_t>::max());
   }
 }
 
@@ -480,8 +480,8 @@ TEST_CASE("jobs: run_parallel runs every task once with at most `jobs` at once")
     CAPTURE(jobs);
     std::atomic<int> active{0}, most{0};
     std::vector<std::atomic<int>> runs(12);
-    build::CancelToken cancel;
-    build::run_parallel(runs.size(), jobs, [&](std::size_t index) {
+    builder::CancelToken cancel;
+    builder::run_parallel(runs.size(), jobs, [&](std::size_t index) {
       const int now = ++active;
       int seen = most.load();
       while (now > seen && !most.compare_exchange_weak(seen, now)) {
@@ -497,25 +497,25 @@ TEST_CASE("jobs: run_parallel runs every task once with at most `jobs` at once")
 
   // jobs == 1: in order, on the calling thread.
   std::vector<std::size_t> order;
-  build::CancelToken cancel;
+  builder::CancelToken cancel;
   const auto caller = std::this_thread::get_id();
   bool same_thread = true;
-  build::run_parallel(5, 1, [&](std::size_t index) {
+  builder::run_parallel(5, 1, [&](std::size_t index) {
     order.push_back(index);
     same_thread = same_thread && std::this_thread::get_id() == caller;
   }, cancel);
   CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4});
   CHECK(same_thread);
 
-  build::run_parallel(0, 4, [](std::size_t) { FAIL("no task expected"); }, cancel);
+  builder::run_parallel(0, 4, [](std::size_t) { FAIL("no task expected"); }, cancel);
 }
 
 TEST_CASE("jobs: the first exception cancels, stops new tasks and is rethrown") {
   SUBCASE("jobs 1") {
-    build::CancelToken cancel;
+    builder::CancelToken cancel;
     std::vector<std::size_t> started;
     try {
-      build::run_parallel(10, 1, [&](std::size_t index) {
+      builder::run_parallel(10, 1, [&](std::size_t index) {
         started.push_back(index);
         if (index == 3) throw BuildError("unit 3 failed", "log of 3");
       }, cancel);
@@ -528,12 +528,12 @@ TEST_CASE("jobs: the first exception cancels, stops new tasks and is rethrown") 
     CHECK(cancel.cancelled());
   }
   SUBCASE("jobs 2: the running task finishes, nothing new starts, later errors are dropped") {
-    build::CancelToken cancel;
+    builder::CancelToken cancel;
     std::mutex guard;
     std::vector<std::size_t> started;
     std::atomic<bool> slow_saw_cancel{false};
     try {
-      build::run_parallel(20, 2, [&](std::size_t index) {
+      builder::run_parallel(20, 2, [&](std::size_t index) {
         {
           std::lock_guard<std::mutex> lock(guard);
           started.push_back(index);
@@ -554,10 +554,10 @@ TEST_CASE("jobs: the first exception cancels, stops new tasks and is rethrown") 
     CHECK(started == std::vector<std::size_t>{0, 1});
   }
   SUBCASE("a token cancelled from outside starts nothing and returns") {
-    build::CancelToken cancel;
+    builder::CancelToken cancel;
     cancel.cancel();
     int ran = 0;
-    build::run_parallel(5, 2, [&](std::size_t) { ++ran; }, cancel);
+    builder::run_parallel(5, 2, [&](std::size_t) { ++ran; }, cancel);
     CHECK(ran == 0);
   }
 }
@@ -577,21 +577,21 @@ TEST_CASE("toolchain: find_nvcc honours KILN_NVCC, CUDA_HOME, CUDA_PATH, PATH, t
   ScopedEnv path("PATH", std::string(""));
   ScopedEnv fallback("KILN_CUDA_FALLBACK_DIR", (dir / "fallback").string());
 
-  CHECK(build::find_nvcc() == (dir / "fallback/bin/nvcc").string());
+  CHECK(builder::find_nvcc() == (dir / "fallback/bin/nvcc").string());
   {
     ScopedEnv on_path("PATH", (dir / "empty").string() + ":" + (dir / "onpath").string());
-    CHECK(build::find_nvcc() == (dir / "onpath/nvcc").string());
+    CHECK(builder::find_nvcc() == (dir / "onpath/nvcc").string());
     ScopedEnv cuda("CUDA_PATH", (dir / "cudapath").string());
-    CHECK(build::find_nvcc() == (dir / "cudapath/bin/nvcc").string());
+    CHECK(builder::find_nvcc() == (dir / "cudapath/bin/nvcc").string());
     ScopedEnv home("CUDA_HOME", (dir / "home").string());
-    CHECK(build::find_nvcc() == (dir / "home/bin/nvcc").string());
+    CHECK(builder::find_nvcc() == (dir / "home/bin/nvcc").string());
     ScopedEnv explicit_nvcc("KILN_NVCC", (dir / "fake-nvcc").string());
-    CHECK(build::find_nvcc() == (dir / "fake-nvcc").string());
+    CHECK(builder::find_nvcc() == (dir / "fake-nvcc").string());
   }
   {
     ScopedEnv explicit_nvcc("KILN_NVCC", (dir / "not-there").string());
-    CHECK_THROWS_AS(build::find_nvcc(), NotFoundError);
-    const std::string message = message_of([] { build::find_nvcc(); });
+    CHECK_THROWS_AS(builder::find_nvcc(), NotFoundError);
+    const std::string message = message_of([] { builder::find_nvcc(); });
     CHECK(contains(message, "KILN_NVCC"));
     CHECK(contains(message, (dir / "not-there").string()));
   }
@@ -604,9 +604,9 @@ TEST_CASE("toolchain: no nvcc anywhere is NotFoundError listing the places and t
   ScopedEnv cuda_path("CUDA_PATH", std::nullopt);
   ScopedEnv path("PATH", std::string(""));
   ScopedEnv fallback("KILN_CUDA_FALLBACK_DIR", (dir / "no-cuda").string());
-  CHECK_THROWS_AS(build::find_nvcc(), NotFoundError);
+  CHECK_THROWS_AS(builder::find_nvcc(), NotFoundError);
   try {
-    build::find_nvcc();
+    builder::find_nvcc();
   } catch (const Error &error) {
     CHECK(error.kind() == ErrorKind::not_found);
     const std::string message = error.what();
@@ -628,22 +628,22 @@ TEST_CASE("toolchain: find_host_compiler honours KILN_HOST_CXX, then CXX, then g
   ScopedEnv cxx("CXX", std::nullopt);
   {
     ScopedEnv path("PATH", (dir / "nothing").string());
-    CHECK_THROWS_AS(build::find_host_compiler(), NotFoundError);
-    CHECK(contains(message_of([] { build::find_host_compiler(); }), "g++"));
+    CHECK_THROWS_AS(builder::find_host_compiler(), NotFoundError);
+    CHECK(contains(message_of([] { builder::find_host_compiler(); }), "g++"));
   }
-  if (!build::find_executable("g++", std::getenv("PATH") != nullptr ? std::getenv("PATH") : "").empty()) {
-    CHECK(fs::path(build::find_host_compiler()).filename() == "g++");
+  if (!builder::find_executable("g++", std::getenv("PATH") != nullptr ? std::getenv("PATH") : "").empty()) {
+    CHECK(fs::path(builder::find_host_compiler()).filename() == "g++");
   }
   {
     ScopedEnv set_cxx("CXX", (dir / "other-cxx").string());
-    CHECK(build::find_host_compiler() == (dir / "other-cxx").string());
+    CHECK(builder::find_host_compiler() == (dir / "other-cxx").string());
     ScopedEnv set_host("KILN_HOST_CXX", (dir / "my-cxx").string());
-    CHECK(build::find_host_compiler() == (dir / "my-cxx").string());
+    CHECK(builder::find_host_compiler() == (dir / "my-cxx").string());
   }
   {
     ScopedEnv set_cxx("CXX", (dir / "missing-cxx").string());
-    CHECK_THROWS_AS(build::find_host_compiler(), NotFoundError);
-    const std::string message = message_of([] { build::find_host_compiler(); });
+    CHECK_THROWS_AS(builder::find_host_compiler(), NotFoundError);
+    const std::string message = message_of([] { builder::find_host_compiler(); });
     CHECK(contains(message, "CXX="));
     CHECK(contains(message, "missing-cxx"));
   }
@@ -662,9 +662,9 @@ TEST_CASE("toolchain: identify_toolchain runs --version once, then remembers it 
   ScopedEnv kiln_nvcc("KILN_NVCC", (dir / "nvcc-link").string());
   ScopedEnv host("KILN_HOST_CXX", cxx.string());
   const fs::path cache = dir / "store" / "toolchain.json";  // its directory is created
-  build::reset_toolchain_memo_for_tests();
+  builder::reset_toolchain_memo_for_tests();
 
-  const auto first = build::identify_toolchain(cache);
+  const auto first = builder::identify_toolchain(cache);
   CHECK(first.nvcc_path == fs::canonical(nvcc).string());  // the real path: the symlink resolved
   CHECK(first.nvcc_version == "Build cuda_13.0.r13.0/compiler.fake_0");
   CHECK(first.host_cxx_path == fs::canonical(cxx).string());
@@ -674,37 +674,37 @@ TEST_CASE("toolchain: identify_toolchain runs --version once, then remembers it 
   CHECK(count_lines(cxx_count) == 1);
   REQUIRE(fs::exists(cache));
 
-  CHECK(build::identify_toolchain(cache) == first);  // memo
-  build::reset_toolchain_memo_for_tests();
-  CHECK(build::identify_toolchain(cache) == first);  // the file
-  CHECK(build::identify_toolchain(cache).digest() == first.digest());
+  CHECK(builder::identify_toolchain(cache) == first);  // memo
+  builder::reset_toolchain_memo_for_tests();
+  CHECK(builder::identify_toolchain(cache) == first);  // the file
+  CHECK(builder::identify_toolchain(cache).digest() == first.digest());
   CHECK(count_lines(nvcc_count) == 1);
   CHECK(count_lines(cxx_count) == 1);
 
   // Touching the wrapper (a new mtime) makes it run again; the host compiler stays cached.
   fs::last_write_time(nvcc, fs::last_write_time(nvcc) + 10);
-  CHECK(build::identify_toolchain(cache) == first);
+  CHECK(builder::identify_toolchain(cache) == first);
   CHECK(count_lines(nvcc_count) == 2);
   CHECK(count_lines(cxx_count) == 1);
-  build::reset_toolchain_memo_for_tests();
-  build::identify_toolchain(cache);
+  builder::reset_toolchain_memo_for_tests();
+  builder::identify_toolchain(cache);
   CHECK(count_lines(nvcc_count) == 2);
 
   // A changed toolchain is a different identity.
   write_script(nvcc, "echo run >> " + nvcc_count.string() + "\necho 'Build cuda_13.1.r13.1/compiler.fake_1'\n");
-  const auto upgraded = build::identify_toolchain(cache);
+  const auto upgraded = builder::identify_toolchain(cache);
   CHECK(count_lines(nvcc_count) == 3);
   CHECK(upgraded.nvcc_version == "Build cuda_13.1.r13.1/compiler.fake_1");
   CHECK(upgraded.digest() != first.digest());
 
   // A corrupt cache is recomputed and rewritten.
   kiln::test::write_text(cache, "{ not json");
-  build::reset_toolchain_memo_for_tests();
-  CHECK(build::identify_toolchain(cache) == upgraded);
+  builder::reset_toolchain_memo_for_tests();
+  CHECK(builder::identify_toolchain(cache) == upgraded);
   CHECK(count_lines(nvcc_count) == 4);
   CHECK(count_lines(cxx_count) == 2);
-  build::reset_toolchain_memo_for_tests();
-  build::identify_toolchain(cache);
+  builder::reset_toolchain_memo_for_tests();
+  builder::identify_toolchain(cache);
   CHECK(count_lines(nvcc_count) == 4);
   CHECK(count_lines(cxx_count) == 2);
 }
@@ -716,11 +716,11 @@ TEST_CASE("toolchain: concurrent first calls identify once; a broken nvcc is a B
   write_script(dir / "cxx", "echo 'c++ 1'\n");
   ScopedEnv kiln_nvcc("KILN_NVCC", (dir / "nvcc").string());
   ScopedEnv host("KILN_HOST_CXX", (dir / "cxx").string());
-  build::reset_toolchain_memo_for_tests();
+  builder::reset_toolchain_memo_for_tests();
   std::vector<std::thread> threads;
   std::vector<std::string> versions(4);
   for (std::size_t i = 0; i < versions.size(); ++i) {
-    threads.emplace_back([&, i] { versions[i] = build::identify_toolchain(dir / "tc.json").nvcc_version; });
+    threads.emplace_back([&, i] { versions[i] = builder::identify_toolchain(dir / "tc.json").nvcc_version; });
   }
   for (auto &thread : threads) thread.join();
   for (const auto &version : versions) CHECK(version == "Build cuda_x");
@@ -729,7 +729,7 @@ TEST_CASE("toolchain: concurrent first calls identify once; a broken nvcc is a B
   write_script(dir / "broken", "echo 'nvcc: cannot find libnvvm' >&2\nexit 1\n");
   ScopedEnv broken("KILN_NVCC", (dir / "broken").string());
   try {
-    build::identify_toolchain(dir / "tc.json");
+    builder::identify_toolchain(dir / "tc.json");
     FAIL("expected a BuildError");
   } catch (const BuildError &error) {
     CHECK(contains(error.what(), (dir / "broken").string()));
@@ -741,20 +741,20 @@ TEST_CASE("toolchain: concurrent first calls identify once; a broken nvcc is a B
 TEST_CASE("toolchain: the real nvcc and host compiler of this machine, where installed") {
   std::string nvcc;
   try {
-    nvcc = build::find_nvcc();
-    build::find_host_compiler();
+    nvcc = builder::find_nvcc();
+    builder::find_host_compiler();
   } catch (const NotFoundError &error) {
     MESSAGE("no toolchain here, real identification skipped: " << error.what());
     return;
   }
   TempDir dir;
-  build::reset_toolchain_memo_for_tests();
-  const auto identity = build::identify_toolchain(dir / "toolchain.json");
+  builder::reset_toolchain_memo_for_tests();
+  const auto identity = builder::identify_toolchain(dir / "toolchain.json");
   CHECK(identity.nvcc_path == fs::canonical(nvcc).string());
   CHECK(identity.nvcc_version.rfind("Build cuda_", 0) == 0);
   CHECK_FALSE(identity.host_cxx_version.empty());
-  build::reset_toolchain_memo_for_tests();
-  CHECK(build::identify_toolchain(dir / "toolchain.json") == identity);
+  builder::reset_toolchain_memo_for_tests();
+  CHECK(builder::identify_toolchain(dir / "toolchain.json") == identity);
 }
 
 TEST_CASE("toolchain: an empty cache path remembers in memory only and writes no file") {
@@ -764,10 +764,10 @@ TEST_CASE("toolchain: an empty cache path remembers in memory only and writes no
   write_script(dir / "cxx", "echo 'c++ 2'\n");
   ScopedEnv kiln_nvcc("KILN_NVCC", (dir / "nvcc").string());
   ScopedEnv host("KILN_HOST_CXX", (dir / "cxx").string());
-  build::reset_toolchain_memo_for_tests();
+  builder::reset_toolchain_memo_for_tests();
   const auto before = std::distance(fs::directory_iterator(fs::current_path()), fs::directory_iterator());
-  CHECK(build::identify_toolchain(fs::path()).nvcc_version == "Build cuda_mem");
-  CHECK(build::identify_toolchain(fs::path()).host_cxx_version == "c++ 2");
+  CHECK(builder::identify_toolchain(fs::path()).nvcc_version == "Build cuda_mem");
+  CHECK(builder::identify_toolchain(fs::path()).host_cxx_version == "c++ 2");
   CHECK(count_lines(count) == 1);
   CHECK(std::distance(fs::directory_iterator(fs::current_path()), fs::directory_iterator()) == before);
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 3);

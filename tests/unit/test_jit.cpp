@@ -21,7 +21,7 @@
 #include <kiln/kernels.hpp>
 #include <kiln/version.hpp>
 
-#include "build/nvrtc.hpp"
+#include "builder/nvrtc.hpp"
 #include "device/discover.hpp"
 #include "device/driver.hpp"
 #include "load/device_images.hpp"
@@ -31,9 +31,9 @@
 
 using kiln::Arch;
 using kiln::DeviceImage;
-using kiln::build::JitRequest;
-using kiln::build::JitResult;
-using kiln::build::JitToolchain;
+using kiln::builder::JitRequest;
+using kiln::builder::JitResult;
+using kiln::builder::JitToolchain;
 
 namespace {
 
@@ -149,7 +149,7 @@ TEST_CASE("jit: the search: env alone when set, else sonames, then $CUDA_HOME, $
     kiln::test::ScopedEnv nvrtc("KILN_NVRTC", std::nullopt);
     kiln::test::ScopedEnv home("CUDA_HOME", std::string("/opt/kiln-test-cuda"));
     kiln::test::ScopedEnv path("CUDA_PATH", std::nullopt);
-    const auto search = kiln::build::JitSearch::from_environment();
+    const auto search = kiln::builder::JitSearch::from_environment();
     CHECK(search.nvrtc_env.empty());
     const std::vector<std::string> expected = {
         "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
@@ -161,7 +161,7 @@ TEST_CASE("jit: the search: env alone when set, else sonames, then $CUDA_HOME, $
     CHECK(search.nvfatbin.back() == "/usr/local/cuda/lib64/libnvfatbin.so");
   }
   // The toolkit's lib64 alone (as on a machine whose loader path lacks it) finds NVRTC.
-  kiln::build::JitSearch lib64 = kiln::build::JitSearch::from_environment();
+  kiln::builder::JitSearch lib64 = kiln::builder::JitSearch::from_environment();
   const auto paths_only = [](std::vector<std::string> list) {
     list.erase(std::remove_if(list.begin(), list.end(),
                               [](const std::string &c) { return c.find('/') == std::string::npos; }),
@@ -371,7 +371,7 @@ TEST_CASE("jit: a missing library is a clear status, never a crash") {
   kiln::test::ScopedEnv nvrtc("KILN_NVRTC", std::string("/nonexistent/libnvrtc.so.13"));
   kiln::test::ScopedEnv link("KILN_NVJITLINK", std::string("/nonexistent/libnvJitLink.so.13"));
   kiln::test::ScopedEnv fatbin("KILN_NVFATBIN", std::string("/nonexistent/libnvfatbin.so.13"));
-  const auto search = kiln::build::JitSearch::from_environment();
+  const auto search = kiln::builder::JitSearch::from_environment();
   CHECK(search.nvrtc == std::vector<std::string>{"/nonexistent/libnvrtc.so.13"});  // no fallback
   CHECK(search.nvrtc_env == "KILN_NVRTC");
   JitToolchain absent(search);
@@ -395,7 +395,7 @@ TEST_CASE("jit: a missing library is a clear status, never a crash") {
   CHECK_FALSE(absent.package_fatbin({image_of("sm_90")}).has_value());
 
   // A search list that is simply empty, or a file that is not the library.
-  kiln::build::JitSearch none;
+  kiln::builder::JitSearch none;
   none.nvrtc = {"/etc/hostname"};
   JitToolchain wrong(none);
   CHECK_FALSE(wrong.nvrtc().found);
@@ -405,7 +405,7 @@ TEST_CASE("jit: a missing library is a clear status, never a crash") {
 
 TEST_CASE("jit: NVRTC present but nvJitLink absent: linking requests say what is missing") {
   JitToolchain &real = toolchain();
-  auto search = kiln::build::JitSearch::from_environment();
+  auto search = kiln::builder::JitSearch::from_environment();
   search.nvjitlink = {"/nonexistent/libnvJitLink.so"};
   search.nvjitlink_env = "KILN_NVJITLINK";
   JitToolchain partial(search);
@@ -442,7 +442,7 @@ TEST_CASE("jit: nvFatbin packages cubin + PTX where present and returns nullopt 
   }
   // Forced absent: nullopt on any machine.
   kiln::test::ScopedEnv off("KILN_NVFATBIN", std::string("/nonexistent/libnvfatbin.so"));
-  JitToolchain without(kiln::build::JitSearch::from_environment());
+  JitToolchain without(kiln::builder::JitSearch::from_environment());
   CHECK_FALSE(without.package_fatbin(result.images).has_value());
 }
 

@@ -24,9 +24,9 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
-#include "build/builder.hpp"
-#include "build/nvrtc.hpp"
-#include "build/toolchain.hpp"
+#include "builder/builder.hpp"
+#include "builder/nvrtc.hpp"
+#include "builder/toolchain.hpp"
 #include "device/discover.hpp"
 #include "device/driver.hpp"
 #include "load/host_kernels.hpp"
@@ -102,8 +102,8 @@ class JitFixture {
   TempDir dir_;
 };
 
-build::JitToolchain &jit() {
-  build::JitToolchain &toolchain = build::JitToolchain::instance();
+builder::JitToolchain &jit() {
+  builder::JitToolchain &toolchain = builder::JitToolchain::instance();
   INFO(toolchain.nvrtc().detail);
   REQUIRE(toolchain.nvrtc().found);
   return toolchain;
@@ -180,13 +180,13 @@ TEST_CASE("jit recipe: kernels are required for nvrtc and refused for nvcc; lto 
 // --- building -------------------------------------------------------------------------------
 
 TEST_CASE("jit build: sm_90 + sm_87 + compute_90 -> one file per image, kernels in meta.json; again: a hit, no NVRTC") {
-  build::JitToolchain &toolchain = jit();
+  builder::JitToolchain &toolchain = jit();
   JitFixture fx;
   Runtime runtime(fx.options());
-  const std::uint64_t compiles = build::jit_compile_count();
+  const std::uint64_t compiles = builder::jit_compile_count();
   const BuildResult first = runtime.build(fx.recipe());
   CHECK(first.outcome == BuildResult::Outcome::built);
-  CHECK(build::jit_compile_count() == compiles + 1);
+  CHECK(builder::jit_compile_count() == compiles + 1);
   CHECK(first.units.size() == 3);  // one NVRTC step per arch
   const fs::path entry = first.entry_dir;
   for (const char *file : {"sm_90.cubin", "sm_87.cubin", "compute_90.ptx", "saxpy.images", "meta.json", "identity.json",
@@ -241,7 +241,7 @@ TEST_CASE("jit build: sm_90 + sm_87 + compute_90 -> one file per image, kernels 
   const BuildResult again = runtime.build(fx.recipe());
   CHECK(again.outcome == BuildResult::Outcome::hit);
   CHECK(again.content_key == first.content_key);
-  CHECK(build::jit_compile_count() == compiles + 1);  // no NVRTC compile at all
+  CHECK(builder::jit_compile_count() == compiles + 1);  // no NVRTC compile at all
   const BuildPlan plan = runtime.plan(fx.recipe());
   CHECK(plan.state == "cached");
   CHECK(plan.backend == "nvrtc");
@@ -254,20 +254,20 @@ TEST_CASE("jit build: a header edit rebuilds, a touch does not; the arch list an
   JitFixture fx;
   Runtime runtime(fx.options());
   const BuildResult first = runtime.build(fx.recipe());
-  const std::uint64_t compiles = build::jit_compile_count();
+  const std::uint64_t compiles = builder::jit_compile_count();
 
   SUBCASE("touched, same bytes: a hit") {
     const fs::path header = fx.src() / "include" / "scale_unit.cuh";
     fs::last_write_time(header, fs::last_write_time(header) + 5);
     CHECK(runtime.build(fx.recipe()).outcome == BuildResult::Outcome::hit);
-    CHECK(build::jit_compile_count() == compiles);
+    CHECK(builder::jit_compile_count() == compiles);
   }
   SUBCASE("the header edited: rebuilt with a new content key") {
     write_text(fx.src() / "include" / "scale_unit.cuh", "__device__ inline float kiln_unit() { return 2.0f; }\n");
     const BuildResult rebuilt = runtime.build(fx.recipe());
     CHECK(rebuilt.outcome == BuildResult::Outcome::built);
     CHECK(rebuilt.content_key != first.content_key);
-    CHECK(build::jit_compile_count() == compiles + 1);
+    CHECK(builder::jit_compile_count() == compiles + 1);
     CHECK(fx.entries() == 2);
   }
   SUBCASE("another arch list is another build") {
@@ -326,18 +326,18 @@ TEST_CASE("jit build: no nvcc anywhere (KILN_NVCC unset, PATH without it, no fal
   ScopedEnv no_path("CUDA_PATH", std::nullopt);
   ScopedEnv path("PATH", std::string("/usr/bin:/bin"));
   ScopedEnv fallback("KILN_CUDA_FALLBACK_DIR", std::string("/nonexistent"));
-  build::reset_toolchain_memo_for_tests();
-  CHECK_THROWS_AS(build::find_nvcc(), NotFoundError);
+  builder::reset_toolchain_memo_for_tests();
+  CHECK_THROWS_AS(builder::find_nvcc(), NotFoundError);
   Runtime runtime(fx.options());
   CHECK(runtime.plan(fx.recipe()).state == "missing");
   const BuildResult built = runtime.build(fx.recipe());
   CHECK(built.outcome == BuildResult::Outcome::built);
   CHECK_FALSE(fs::exists(fx.cache() / "toolchain.json"));  // nvcc was never looked for
-  build::reset_toolchain_memo_for_tests();
+  builder::reset_toolchain_memo_for_tests();
 }
 
 TEST_CASE("jit build: generated headers reach NVRTC under their file names; several sources link with LTO") {
-  build::JitToolchain &toolchain = jit();
+  builder::JitToolchain &toolchain = jit();
   JitFixture fx;
   write_text(fx.src() / "kernels.cu", std::string("#include \"gen_offset.h\"\n") + kSource);
   fx.write_recipe(R"("sm_90")", R"(, "generators": [{"name": "offset", "command": ["sh", "-c",
@@ -456,7 +456,7 @@ TEST_CASE("jit load: without a driver the error says so, after the image was ver
 // --- the CLI --------------------------------------------------------------------------------
 
 TEST_CASE("jit cli: kiln build, show and load on an nvrtc recipe; doctor reports the JIT libraries") {
-  build::JitToolchain &toolchain = jit();
+  builder::JitToolchain &toolchain = jit();
   JitFixture fx;
   const std::map<std::string, std::string> env = {{"KILN_CACHE_DIR", fx.cache().string()}, {"KILN_DEVICE", "sm_90"}};
   auto result = kiln::test::run_kiln({"build", "--json", fx.recipe_file().string()}, env);
@@ -716,7 +716,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("gpu jit artifact: SASS of an older major + its PTX loads through the PTX (compute_80 on 9.0)") {
-    build::JitToolchain &toolchain = jit();
+    builder::JitToolchain &toolchain = jit();
     const DeviceIdentity device = live();
     const int base = device.cc_major == 8 ? 75 : 80;
     JitFixture fx(quoted_archs({"sm_" + std::to_string(base), "compute_" + std::to_string(base)}));

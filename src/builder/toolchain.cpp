@@ -1,4 +1,4 @@
-#include "build/toolchain.hpp"
+#include "builder/toolchain.hpp"
 
 #include <cstdlib>
 #include <map>
@@ -12,12 +12,12 @@
 
 #include <kiln/errors.hpp>
 
-#include "build/process.hpp"
+#include "builder/process.hpp"
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
 #include "store/files.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 namespace fs = boost::filesystem;
@@ -264,4 +264,4 @@ void reset_toolchain_memo_for_tests() {
   memos.clear();
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

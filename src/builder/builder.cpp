@@ -1,7 +1,7 @@
 // Build on miss (DESIGN §3): one flow for every backend (src/build/backend.hpp).
 #include "support/words.hpp"
 #include "support/elapsed.hpp"
-#include "build/builder.hpp"
+#include "builder/builder.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -15,10 +15,10 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
-#include "build/backend.hpp"
-#include "build/keys.hpp"
-#include "build/nvcc_backend.hpp"
-#include "build/process.hpp"
+#include "builder/backend.hpp"
+#include "builder/keys.hpp"
+#include "builder/nvcc_backend.hpp"
+#include "builder/process.hpp"
 #include "device/identity_json.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
@@ -32,7 +32,7 @@
 #define KILN_ABI_SOURCE_DIR ""
 #endif
 
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 using support::join_words;
@@ -349,4 +349,4 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   return result;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

@@ -1,4 +1,4 @@
-#include "build/jobs.hpp"
+#include "builder/jobs.hpp"
 
 #include <sched.h>
 
@@ -17,7 +17,7 @@
 
 #include <kiln/errors.hpp>
 
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 namespace fs = boost::filesystem;
@@ -219,4 +219,4 @@ void run_parallel(std::size_t count, unsigned jobs, const std::function<void(std
   if (first) std::rethrow_exception(first);
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

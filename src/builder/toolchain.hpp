@@ -9,7 +9,7 @@
 
 #include <boost/filesystem/path.hpp>
 
-namespace kiln::build {
+namespace kiln::builder {
 
 // The nvcc to use, searched in order: $KILN_NVCC (when set it must be an executable: else
 // NotFoundError naming it), $CUDA_HOME/bin/nvcc, $CUDA_PATH/bin/nvcc, nvcc in PATH, and last
@@ -51,4 +51,4 @@ ToolchainIdentity identify_toolchain(const boost::filesystem::path &cache_file);
 // Forgets the per-process memo, so that the next identify_toolchain reads its cache file.
 void reset_toolchain_memo_for_tests();
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

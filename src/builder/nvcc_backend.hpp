@@ -11,7 +11,7 @@
 #include <kiln/identity.hpp>
 #include <kiln/recipe.hpp>
 
-namespace kiln::build {
+namespace kiln::builder {
 
 using Placeholders = std::map<std::string, std::string>;  // "$GEN" -> path, ...
 
@@ -29,4 +29,4 @@ std::vector<std::string> link_command(const Recipe &recipe, const std::vector<Ar
 std::vector<std::string> substitute(std::vector<std::string> command, const Placeholders &values);
 std::string abstract_path(const std::string &path, const std::string &recipe_dir);
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

@@ -17,12 +17,12 @@
 #include <kiln/module.hpp>
 #include <kiln/recipe.hpp>
 
-#include "build/builder.hpp"
-#include "build/keys.hpp"
-#include "build/process.hpp"
+#include "builder/builder.hpp"
+#include "builder/keys.hpp"
+#include "builder/process.hpp"
 #include "store/layout.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 
 // A build that has its staging directory and whose generators ran.
 struct StagedBuild {
@@ -79,4 +79,4 @@ std::unique_ptr<Backend> make_jit_backend(const BuilderContext &context);
 // Appends to a file (build.log).
 void append_log(const boost::filesystem::path &file, const std::string &text);
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

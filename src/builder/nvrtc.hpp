@@ -31,7 +31,7 @@
 #include <kiln/identity.hpp>
 #include <kiln/kernels.hpp>
 
-namespace kiln::build {
+namespace kiln::builder {
 
 // Where to look for the three libraries; each list is tried in order.
 struct JitSearch {
@@ -162,4 +162,4 @@ JitResult compile(const JitRequest &request);
 // JitToolchain::instance().package_fatbin(images).
 std::optional<DeviceImage> package_fatbin(const std::vector<DeviceImage> &images);
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

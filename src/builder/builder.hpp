@@ -16,7 +16,7 @@
 
 #include "store/layout.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 
 struct BuilderContext {
   boost::filesystem::path store_root;     // the writable store
@@ -44,4 +44,4 @@ std::string default_abi_dir();
 // 13000 from "Build cuda_13.0.r13.0/compiler..." (0 when it cannot tell).
 int toolkit_version_from(const std::string &nvcc_version);
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

@@ -14,7 +14,7 @@
 
 #include <kiln/cancel.hpp>
 
-namespace kiln::build {
+namespace kiln::builder {
 
 // A flag that asks running work to stop. cancel() is async-signal-safe and may be called from
 // any thread; once set it stays set.
@@ -78,4 +78,4 @@ ProcessResult run_process(const ProcessSpec &spec);
 // entries ignored). Empty when there is none.
 std::string find_executable(const std::string &name, const std::string &search_path);
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

@@ -26,14 +26,14 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
-#include "build/backend.hpp"
-#include "build/nvrtc.hpp"
+#include "builder/backend.hpp"
+#include "builder/nvrtc.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
 #include "store/files.hpp"
 #include "store/unique_fd.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 namespace fs = boost::filesystem;
@@ -271,4 +271,4 @@ std::unique_ptr<Backend> make_jit_backend(const BuilderContext &context) {
 
 std::uint64_t jit_compile_count() noexcept { return jit_compiles.load(std::memory_order_relaxed); }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

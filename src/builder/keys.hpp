@@ -8,9 +8,9 @@
 #include <kiln/identity.hpp>
 #include <kiln/recipe.hpp>
 
-#include "build/toolchain.hpp"
+#include "builder/toolchain.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 
 // Everything besides the recipe that shapes the binary. Recorded beside the artifact
 // (identity.json provenance) and compared field by field before a bykey hit is honoured.
@@ -46,4 +46,4 @@ std::string input_key(const Recipe &recipe, const BuildIdentity &identity);
 std::vector<Reason> identity_differences(const std::map<std::string, std::string> &recorded,
                                          const std::map<std::string, std::string> &current);
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

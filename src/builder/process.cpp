@@ -1,4 +1,4 @@
-#include "build/process.hpp"
+#include "builder/process.hpp"
 #include "store/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 
 extern char **environ;  // NOLINT: POSIX
 
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -399,4 +399,4 @@ ProcessResult run_process(const ProcessSpec &spec) {
   return result;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

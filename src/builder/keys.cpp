@@ -1,4 +1,4 @@
-#include "build/keys.hpp"
+#include "builder/keys.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -9,7 +9,7 @@
 
 #include "store/digest.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 namespace fs = boost::filesystem;
@@ -153,4 +153,4 @@ std::vector<Reason> identity_differences(const std::map<std::string, std::string
   return reasons;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

@@ -1,6 +1,6 @@
 // kiln internal: the JIT backend -- NVRTC, nvJitLink and nvFatbin through dlopen (see nvrtc.hpp).
 #include "support/elapsed.hpp"
-#include "build/nvrtc.hpp"
+#include "builder/nvrtc.hpp"
 
 #include <dlfcn.h>
 
@@ -22,7 +22,7 @@
 
 #include <kiln/errors.hpp>
 
-namespace kiln::build {
+namespace kiln::builder {
 
 // The three libraries' C APIs, declared here from their documented ABI rather than taken from
 // nvrtc.h / nvJitLink.h / nvFatbin.h: kiln then builds where those headers are absent or of
@@ -367,7 +367,7 @@ JitSearch JitSearch::from_environment() {
   return search;
 }
 
-std::string JitLibraryStatus::version_text() const { return build::version_text(version); }
+std::string JitLibraryStatus::version_text() const { return builder::version_text(version); }
 
 JitToolchain &JitToolchain::instance() {
   static std::once_flag once;
@@ -936,4 +936,4 @@ std::optional<DeviceImage> package_fatbin(const std::vector<DeviceImage> &images
   return JitToolchain::instance().package_fatbin(images);
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

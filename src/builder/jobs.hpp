@@ -10,9 +10,9 @@
 
 #include <boost/filesystem/path.hpp>
 
-#include "build/process.hpp"
+#include "builder/process.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 
 // KILN_JOBS when set and not empty (a positive integer, else UsageError naming it), else the
 // cores this process may run on (its CPU affinity mask), at least 1.
@@ -44,4 +44,4 @@ unsigned bounded_jobs(unsigned requested, std::uint64_t per_unit_bytes, std::uin
 void run_parallel(std::size_t count, unsigned jobs, const std::function<void(std::size_t index)> &task,
                   CancelToken &cancel);
 
-}  // namespace kiln::build
+}  // namespace kiln::builder

@@ -1,6 +1,6 @@
 #include "support/words.hpp"
 #include "support/elapsed.hpp"
-#include "build/nvcc_backend.hpp"
+#include "builder/nvcc_backend.hpp"
 
 #include <chrono>
 #include <mutex>
@@ -10,14 +10,14 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
-#include "build/backend.hpp"
-#include "build/jobs.hpp"
-#include "build/toolchain.hpp"
+#include "builder/backend.hpp"
+#include "builder/jobs.hpp"
+#include "builder/toolchain.hpp"
 #include "load/stamp.hpp"
 #include "store/digest.hpp"
 #include "store/files.hpp"
 
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 std::string arch_digits(const Arch &arch) {
@@ -77,12 +77,12 @@ std::vector<std::string> substitute(std::vector<std::string> command, const Plac
   return command;
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder
 
 // ---------------------------------------------------------------------------------------------
 // The nvcc backend of the build flow (backend.hpp): one `nvcc -c` per unit, in parallel and
 // served from objects/ when seen before, then `nvcc --shared`, then the build stamp.
-namespace kiln::build {
+namespace kiln::builder {
 namespace {
 
 using support::join_words;
@@ -293,4 +293,4 @@ std::unique_ptr<Backend> make_nvcc_backend(const BuilderContext &context) {
   return std::make_unique<NvccBackend>(context);
 }
 
-}  // namespace kiln::build
+}  // namespace kiln::builder
