@@ -36,6 +36,11 @@ EntryMeta read_entry_meta(const fs::path &entry_dir) {
                          " has no meta.json: the manifest names an entry that is missing or incomplete; republish "
                          "or rebuild the artifact");
   }
+  return parse_entry_meta(text, entry_dir);
+}
+
+EntryMeta parse_entry_meta(const std::string &text, const fs::path &entry_dir) {
+  const fs::path file = entry_dir / kMetaFile;
   json root;
   try {
     root = json::parse(text);
