@@ -23,6 +23,12 @@ if(KILN_BUILD_FUZZ)
     message(FATAL_ERROR "KILN_BUILD_FUZZ needs clang (libFuzzer); configure with "
                         "-DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 (scripts/fuzz does)")
   endif()
+  if(KILN_BUILD_TESTS OR KILN_BUILD_PLUGINS OR KILN_BUILD_BENCH)
+    # A fuzz tree is the library and the fuzz targets: the tests and plugins are built by g++
+    # and nvcc in their own trees (scripts/test), not with libFuzzer's coverage flags.
+    message(FATAL_ERROR "KILN_BUILD_FUZZ builds only the library and fuzz/: configure with "
+                        "-DKILN_BUILD_TESTS=OFF -DKILN_BUILD_PLUGINS=OFF -DKILN_BUILD_BENCH=OFF (scripts/fuzz does)")
+  endif()
   if(NOT KILN_SANITIZE)
     set(KILN_SANITIZE "address,undefined" CACHE STRING "" FORCE)
   endif()
