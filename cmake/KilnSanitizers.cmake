@@ -5,7 +5,9 @@
 #   -DKILN_BUILD_FUZZ=ON                libFuzzer targets (fuzz/); needs clang. Implies
 #                                       KILN_SANITIZE=address,undefined unless set otherwise.
 #
-# Use a separate build tree per setting, without the IK plugin and the benches
+# KILN_SANITIZE is used with g++ (scripts/test's asan and tsan trees: g++ links the shared
+# sanitizer runtime, which plugins linked with --no-undefined need) and with clang in the fuzz
+# tree (no plugins). Use a separate build tree per setting, without the IK plugin and the benches
 # (-DKILN_BUILD_PLUGINS=OFF -DKILN_BUILD_BENCH=OFF): they are not what the sanitizers check and
 # the IK plugin is slow to compile. scripts/test and scripts/fuzz configure these trees.
 #
@@ -85,12 +87,6 @@ if(KILN_SANITIZE)
     # <regex> and <functional> internals (-Wmaybe-uninitialized false positives); the normal
     # build keeps the warning.
     add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-Wno-maybe-uninitialized>")
-  endif()
-  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND NOT KILN_BUILD_FUZZ)
-    # clang links its sanitizer runtime statically into executables only, so a plugin linked
-    # with --no-undefined (kiln_add_plugin) would not link; the shared runtime resolves it, as
-    # g++ does by default.
-    add_link_options(-shared-libsan)
   endif()
   message(STATUS "kiln: sanitizers ${KILN_SANITIZE} for kiln's own targets")
   unset(_kiln_sanitizers)
