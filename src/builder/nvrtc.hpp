@@ -18,6 +18,9 @@
 // Headers are given by content only (JitRequest::headers): NVRTC never reads an include
 // directory, so what was compiled is exactly what the content key hashes. Include-path options
 // (-I, --include-path, -include, --pre-include) are refused.
+//
+// Implemented in builder/jit/, one file per job: libraries.cpp (search, dlopen, status),
+// request_checks.cpp, compile.cpp (NVRTC), link.cpp (nvJitLink), fatbin.cpp (nvFatbin).
 #pragma once
 
 #include <memory>
