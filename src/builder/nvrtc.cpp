@@ -559,7 +559,7 @@ struct FatbinGuard {
 JitResult JitToolchain::compile(const JitRequest &request) const {
   const auto started = std::chrono::steady_clock::now();
   const Impl &d = *impl_;
-  if (!d.nvrtc.found) throw NotFoundError("cannot JIT-compile: " + d.nvrtc.detail);
+  if (!d.nvrtc.found) throw ToolchainMissingError("cannot JIT-compile: " + d.nvrtc.detail);
 
   // --- The request. ---
   if (request.sources.empty()) throw UsageError("JIT request has no source");

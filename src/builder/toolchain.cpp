@@ -167,7 +167,7 @@ std::string find_nvcc() {
   if (const auto explicit_nvcc = env("KILN_NVCC")) {
     const std::string found = find_executable(*explicit_nvcc, path_env());
     if (!found.empty()) return found;
-    throw NotFoundError("KILN_NVCC=" + *explicit_nvcc +
+    throw ToolchainMissingError("KILN_NVCC=" + *explicit_nvcc +
                         " is not an executable file: point it at nvcc (e.g. /usr/local/cuda/bin/nvcc), or unset "
                         "it to search CUDA_HOME, CUDA_PATH, PATH and /usr/local/cuda");
   }
@@ -195,7 +195,7 @@ std::string find_nvcc() {
       "\nInstall the CUDA toolkit, or set KILN_NVCC to nvcc's path (or CUDA_HOME to the toolkit's directory). "
       "Only building needs nvcc: a prepared artifact (already in the store, or published with `kiln publish`) "
       "still loads on a machine without a toolchain.";
-  throw NotFoundError(message);
+  throw ToolchainMissingError(message);
 }
 
 std::string find_host_compiler() {
