@@ -149,7 +149,8 @@ class Runtime {
   // load what was built. Where no toolchain exists (ToolchainMissingError: no nvcc, or no
   // NVRTC for an "nvrtc" recipe), ensure loads the prepared artifact of the recipe's
   // consumer/name (a robot without nvcc) and says so in the log; every other build failure
-  // is thrown as it is.
+  // is thrown as it is. plan's state is "stale" with a reason per differing field when the
+  // writable store holds consumer/name built from other inputs.
   BuildPlan plan(const Recipe &recipe, const BuildOptions &options = {}) const;
   BuildResult build(const Recipe &recipe, const BuildOptions &options = {});
   Module ensure(const Recipe &recipe, const BuildOptions &build_options = {}, const LoadOptions &load_options = {});

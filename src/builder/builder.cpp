@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include <boost/filesystem/operations.hpp>
@@ -19,6 +20,7 @@
 #include "builder/keys.hpp"
 #include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
+#include "builder/stale.hpp"
 #include "device/identity_json.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
@@ -71,6 +73,13 @@ struct Hit {
   bool found = false;
 };
 
+// An entry's recorded provenance (identity.json): what it was built from.
+std::map<std::string, std::string> recorded_provenance(const fs::path &entry) {
+  const auto recorded_json = nlohmann::json::parse(store::read_file(entry / store::kIdentityFile));
+  const ArtifactIdentity recorded = device::artifact_identity_from_json(recorded_json, (entry / store::kIdentityFile).string());
+  return {recorded.provenance.begin(), recorded.provenance.end()};
+}
+
 Hit lookup(const store::ConsumerLayout &layout, const std::string &input_key, const BuildIdentity &identity,
            const LogCallback &log) {
   Hit hit;
@@ -88,10 +97,7 @@ Hit lookup(const store::ConsumerLayout &layout, const std::string &input_key, co
   const fs::path entry = layout.entry(key);
   try {
     const store::EntryMeta meta = store::read_entry_meta(entry);
-    const auto recorded_json = nlohmann::json::parse(store::read_file(entry / store::kIdentityFile));
-    const ArtifactIdentity recorded = device::artifact_identity_from_json(recorded_json, (entry / store::kIdentityFile).string());
-    std::map<std::string, std::string> fields(recorded.provenance.begin(), recorded.provenance.end());
-    hit.stale = identity_differences(fields, identity.fields());
+    hit.stale = identity_differences(recorded_provenance(entry), identity.fields());
     if (!store::entry_files_present(entry, meta)) hit.stale.push_back({"artifact_file", meta.file, "(missing)", "entry damaged"});
   } catch (const std::exception &error) {
     hit.stale.push_back({"entry", key, "(unreadable)", error.what()});
@@ -102,6 +108,29 @@ Hit lookup(const store::ConsumerLayout &layout, const std::string &input_key, co
     for (const auto &reason : hit.stale) log(LogLevel::info, "stale build of " + layout.consumer() + ": " + reason.to_string());
   }
   return hit;
+}
+
+// No bykey pointer for these inputs: why the entry the writable store's manifest names for
+// consumer/name (built from other inputs) does not serve them. Empty when there is none, or
+// when it was built from these very inputs (only its pointer is gone: the build reuses it).
+std::vector<Reason> replaced_entry_reasons(const store::ConsumerLayout &layout, const std::string &name,
+                                           const std::string &input_key, const BuildIdentity &identity,
+                                           const InputRecords &records) {
+  std::optional<store::Manifest> manifest;
+  try {
+    manifest = store::read_manifest(layout.manifest(), layout.consumer());
+  } catch (const Error &) {
+    return {};  // an unreadable manifest is the build's to report (and replace), not the plan's
+  }
+  if (!manifest) return {};
+  const auto named = manifest->artifacts.find(name);
+  if (named == manifest->artifacts.end() || named->second.input_key == input_key) return {};
+  const std::string &content_key = named->second.content_key;
+  try {
+    return stale_reasons(recorded_provenance(layout.entry(content_key)), identity, records, input_key);
+  } catch (const std::exception &error) {
+    return {{"entry", content_key, "(unreadable)", error.what()}};
+  }
 }
 
 void point_manifest(const store::ConsumerLayout &layout, const Recipe &recipe, const std::string &content_key,
@@ -189,7 +218,8 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   plan.archs = resolve_archs(recipe, options, context.devices);
   const auto backend = make_backend(recipe, context);
   const BuildIdentity identity = backend->identity(recipe, plan.archs, /*remember=*/false);
-  plan.input_key = input_key(recipe, identity);
+  InputRecords records;
+  plan.input_key = input_key(recipe, identity, &records);
   const store::ConsumerLayout layout(context.store_root, recipe.consumer);
   const Hit hit = lookup(layout, plan.input_key, identity, LogCallback());
   backend->plan(recipe, options, plan);  // toolchain fields
@@ -199,9 +229,15 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
     plan.steps = {"load " + layout.entry(hit.content_key).string()};
     return plan;
   }
-  plan.state = hit.content_key.empty() ? "missing" : (hit.found ? "cached" : "stale");
-  if (!hit.content_key.empty()) plan.content_key = hit.content_key;
-  plan.stale_reasons = hit.stale;
+  if (hit.content_key.empty()) {
+    add_recipe_records(recipe, identity, records);
+    plan.stale_reasons = replaced_entry_reasons(layout, recipe.name, plan.input_key, identity, records);
+    plan.state = plan.stale_reasons.empty() ? "missing" : "stale";
+  } else {
+    plan.state = hit.found ? "cached" : "stale";
+    plan.content_key = hit.content_key;
+    plan.stale_reasons = hit.stale;
+  }
   std::vector<std::string> steps;
   for (const auto &generator : recipe.generators) steps.push_back("generate " + generator.name + ": " + join_words(generator.command));
   steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
@@ -219,7 +255,8 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   result.archs = resolve_archs(recipe, options, context.devices);
   const auto backend = make_backend(recipe, context);
   const BuildIdentity identity = backend->identity(recipe, result.archs, /*remember=*/true);
-  result.input_key = input_key(recipe, identity);
+  InputRecords records;
+  result.input_key = input_key(recipe, identity, &records);
   const store::ConsumerLayout layout(context.store_root, recipe.consumer);
 
   const auto finish_hit = [&](const std::string &content_key, BuildResult::Outcome outcome) {
@@ -241,6 +278,12 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   if (!options.force) {
     const Hit hit = lookup(layout, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
+  }
+  add_recipe_records(recipe, identity, records);
+  if (log) {
+    for (const auto &reason : replaced_entry_reasons(layout, recipe.name, result.input_key, identity, records)) {
+      log(LogLevel::info, "rebuilding " + recipe.consumer + "/" + recipe.name + ": " + reason.to_string());
+    }
   }
 
   store::create_directories(layout.entries());
@@ -323,6 +366,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   }
   artifact_identity.cuda_toolkit_version = produced.cuda_toolkit_version;
   for (const auto &[field, value] : identity.fields()) artifact_identity.provenance[field] = value;
+  for (const auto &[field, value] : records) artifact_identity.provenance[field] = value;
   for (const auto &[field, value] : produced.provenance) artifact_identity.provenance[field] = value;
   artifact_identity.provenance["input_key"] = result.input_key;
   artifact_identity.provenance["recipe"] = recipe.file;

@@ -29,12 +29,15 @@ struct ToolchainIdentity {
   std::string nvcc_version;      // last line of `nvcc --version`, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
   std::string host_cxx_path;     // real path of the host compiler found
   std::string host_cxx_version;  // first line of `<cxx> --version`
+  // "13.0.48" from "Cuda compilation tools, release 13.0, V13.0.48" (else "13.0", else empty):
+  // only for messages (stale reasons name it); the four fields above identify the toolchain.
+  std::string nvcc_release;
 
-  // XXH3-128 (32 hex digits) over the four fields, each length-prefixed.
+  // XXH3-128 (32 hex digits) over the four identifying fields, each length-prefixed.
   std::string digest() const;
   friend bool operator==(const ToolchainIdentity &a, const ToolchainIdentity &b) {
     return a.nvcc_path == b.nvcc_path && a.nvcc_version == b.nvcc_version && a.host_cxx_path == b.host_cxx_path &&
-           a.host_cxx_version == b.host_cxx_version;
+           a.host_cxx_version == b.host_cxx_version && a.nvcc_release == b.nvcc_release;
   }
   friend bool operator!=(const ToolchainIdentity &a, const ToolchainIdentity &b) { return !(a == b); }
 };
