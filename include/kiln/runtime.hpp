@@ -13,6 +13,7 @@
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 #include <kiln/recipe.hpp>
+#include <kiln/toolchain.hpp>
 
 namespace kiln {
 
@@ -155,6 +156,11 @@ class Runtime {
   BuildResult build(const Recipe &recipe, const BuildOptions &options = {});
   Module ensure(const Recipe &recipe, const BuildOptions &build_options = {}, const LoadOptions &load_options = {});
   // (For "nvrtc" recipes use ensure_kernels.)
+
+  // The build toolchain, found as a build finds it: nvcc and the host compiler (their
+  // --version run, remembered in memory only: nothing is written), NVRTC, nvJitLink and
+  // nvFatbin. Never throws: what is missing says why in its detail.
+  ToolchainReport toolchain() const;
 
   // Every artifact of consumer (all consumers when empty), in store order.
   std::vector<ArtifactSummary> list(const std::string &consumer = "") const;

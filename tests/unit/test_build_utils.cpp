@@ -352,10 +352,10 @@ TEST_CASE("process: CancelOnSignals turns SIGINT/SIGTERM into a cancel and resto
   ::sigaction(SIGTERM, &ignore, &before_term);
   {
     builder::CancelToken outer_token;
-    builder::CancelOnSignals outer(outer_token);
+    CancelOnSignals outer(outer_token);
     {
       builder::CancelToken token;
-      builder::CancelOnSignals guard(token);
+      CancelOnSignals guard(token);
       ::raise(SIGINT);
       CHECK(token.cancelled());
       ::raise(SIGINT);  // a second Ctrl-C is harmless
