@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include <boost/filesystem/operations.hpp>
@@ -19,6 +20,7 @@
 #include "builder/keys.hpp"
 #include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
+#include "builder/stale.hpp"
 #include "device/identity_json.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
@@ -49,6 +51,13 @@ struct Hit {
   bool found = false;
 };
 
+// An entry's recorded provenance (identity.json): what it was built from.
+std::map<std::string, std::string> recorded_provenance(const store::Storage &storage, const std::string &consumer,
+                                                       const std::string &content_key) {
+  const store::EntryRecords entry = storage.entry(consumer, content_key, consumer + " entry " + content_key);
+  return {entry.identity.provenance.begin(), entry.identity.provenance.end()};
+}
+
 Hit lookup(const store::Storage &storage, const std::string &consumer, const std::string &input_key,
            const BuildIdentity &identity, const LogCallback &log) {
   Hit hit;
@@ -72,6 +81,29 @@ Hit lookup(const store::Storage &storage, const std::string &consumer, const std
 }
 
 std::string kind_of(const Recipe &recipe) { return recipe.backend == "nvcc" ? "plugin" : "images"; }
+
+// No bykey pointer for these inputs: why the entry the writable store's manifest names for
+// consumer/name (built from other inputs) does not serve them. Empty when there is none, or
+// when it was built from these very inputs (only its pointer is gone: the build reuses it).
+std::vector<Reason> replaced_entry_reasons(const store::Storage &storage, const std::string &consumer,
+                                           const std::string &name, const std::string &input_key,
+                                           const BuildIdentity &identity, const InputRecords &records) {
+  std::shared_ptr<const store::Manifest> manifest;
+  try {
+    manifest = storage.writable().manifest(consumer);
+  } catch (const Error &) {
+    return {};  // an unreadable manifest is the build's to report (and replace), not the plan's
+  }
+  if (!manifest) return {};
+  const auto named = manifest->artifacts.find(name);
+  if (named == manifest->artifacts.end() || named->second.input_key == input_key) return {};
+  const std::string &content_key = named->second.content_key;
+  try {
+    return stale_reasons(recorded_provenance(storage, consumer, content_key), identity, records, input_key);
+  } catch (const std::exception &error) {
+    return {{"entry", content_key, "(unreadable)", error.what()}};
+  }
+}
 
 [[noreturn]] void fail_step(const std::string &what, const ProcessResult &result) {
   std::string why = result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
@@ -129,7 +161,8 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   plan.archs = resolve_archs(recipe, options, context.devices);
   const auto backend = make_backend(recipe, context);
   const BuildIdentity identity = backend->identity(recipe, plan.archs, /*remember=*/false);
-  plan.input_key = input_key(recipe, identity);
+  InputRecords records;
+  plan.input_key = input_key(recipe, identity, &records);
   const store::Storage &storage = *context.storage;
   const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
   const Hit hit = lookup(storage, recipe.consumer, plan.input_key, identity, LogCallback());
@@ -140,9 +173,15 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
     plan.steps = {"load " + layout.entry(hit.content_key).string()};
     return plan;
   }
-  plan.state = hit.content_key.empty() ? "missing" : (hit.found ? "cached" : "stale");
-  if (!hit.content_key.empty()) plan.content_key = hit.content_key;
-  plan.stale_reasons = hit.stale;
+  if (hit.content_key.empty()) {
+    add_recipe_records(recipe, identity, records);
+    plan.stale_reasons = replaced_entry_reasons(storage, recipe.consumer, recipe.name, plan.input_key, identity, records);
+    plan.state = plan.stale_reasons.empty() ? "missing" : "stale";
+  } else {
+    plan.state = hit.found ? "cached" : "stale";
+    plan.content_key = hit.content_key;
+    plan.stale_reasons = hit.stale;
+  }
   std::vector<std::string> steps;
   for (const auto &generator : recipe.generators) steps.push_back("generate " + generator.name + ": " + join_words(generator.command));
   steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
@@ -160,7 +199,8 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   result.archs = resolve_archs(recipe, options, context.devices);
   const auto backend = make_backend(recipe, context);
   const BuildIdentity identity = backend->identity(recipe, result.archs, /*remember=*/true);
-  result.input_key = input_key(recipe, identity);
+  InputRecords records;
+  result.input_key = input_key(recipe, identity, &records);
   const store::Storage &storage = *context.storage;
   const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
   const store::Publication publication{recipe.consumer, recipe.name, "", result.input_key, kind_of(recipe)};
@@ -189,6 +229,12 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   if (!options.force) {
     const Hit hit = lookup(storage, recipe.consumer, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
+  }
+  add_recipe_records(recipe, identity, records);
+  if (log) {
+    for (const auto &reason : replaced_entry_reasons(storage, recipe.consumer, recipe.name, result.input_key, identity, records)) {
+      log(LogLevel::info, "rebuilding " + recipe.consumer + "/" + recipe.name + ": " + reason.to_string());
+    }
   }
 
   store::Staging staging = storage.stage(recipe.consumer, log);
@@ -265,6 +311,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   }
   artifact_identity.cuda_toolkit_version = produced.cuda_toolkit_version;
   for (const auto &[field, value] : identity.fields()) artifact_identity.provenance[field] = value;
+  for (const auto &[field, value] : records) artifact_identity.provenance[field] = value;
   for (const auto &[field, value] : produced.provenance) artifact_identity.provenance[field] = value;
   artifact_identity.provenance["input_key"] = result.input_key;
   artifact_identity.provenance["recipe"] = recipe.file;

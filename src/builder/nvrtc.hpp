@@ -144,8 +144,9 @@ class JitToolchain {
 
   // Compile (and link) a request. Thread-safe: several compiles may run at once.
   // Throws UsageError (bad request: no source, no arch, a duplicate or unsupported arch, a
-  // kernel whose source is not named when there are several, a refused option), NotFoundError
-  // (NVRTC absent, or nvJitLink absent when the request needs linking: says where it looked),
+  // kernel whose source is not named when there are several, a refused option),
+  // ToolchainMissingError (NVRTC absent) or NotFoundError (nvJitLink absent when the request
+  // needs linking), each saying where it looked,
   // BuildError (compilation or link failed: the message names the source and arch and gives the
   // first error line, log() the whole log).
   JitResult compile(const JitRequest &request) const;

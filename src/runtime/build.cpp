@@ -55,14 +55,16 @@ Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &
   BuildResult built;
   try {
     built = build(recipe, options);
-  } catch (const NotFoundError &missing_toolchain) {
-    // A robot without a toolchain still loads what was prepared for it.
+  } catch (const ToolchainMissingError &missing_toolchain) {
+    // A robot without a toolchain still loads what was prepared for it. Only then: a build
+    // that failed any other way (a compiler that wrote nothing, a source gone) is an error to
+    // see, never hidden behind an older artifact.
     Resolution found;
     try {
       found = resolve(recipe.consumer, recipe.name);
     } catch (const NotFoundError &) {
-      throw NotFoundError(std::string(missing_toolchain.what()) + "; and no prepared artifact " + recipe.consumer + "/" +
-                          recipe.name + " exists in the stores to load instead");
+      throw ToolchainMissingError(std::string(missing_toolchain.what()) + "; and no prepared artifact " +
+                                  recipe.consumer + "/" + recipe.name + " exists in the stores to load instead");
     }
     log(LogLevel::warning, std::string("no toolchain (") + missing_toolchain.what() + "): loading the prepared " +
                                recipe.consumer + "/" + recipe.name + " (" + found.content_key +

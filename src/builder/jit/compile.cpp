@@ -37,7 +37,7 @@ struct CompileTask {
 JitResult JitToolchain::compile(const JitRequest &request) const {
   const auto started = std::chrono::steady_clock::now();
   const Impl &d = *impl_;
-  if (!d.nvrtc.found) throw NotFoundError("cannot JIT-compile: " + d.nvrtc.detail);
+  if (!d.nvrtc.found) throw ToolchainMissingError("cannot JIT-compile: " + d.nvrtc.detail);
 
   const std::vector<std::size_t> kernel_source = jit::check_request(request, d);
 
