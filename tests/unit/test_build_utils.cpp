@@ -302,7 +302,7 @@ TEST_CASE("process: background leftovers do not hang the wait") {
 TEST_CASE("process: no descriptor of this process leaks into the child (lock files included)") {
   TempDir dir;
   const fs::path lock_file = dir / "held.lock";
-  store::FileLock lock(lock_file);  // Boost.Interprocess opens it without O_CLOEXEC
+  store::FileLock lock(lock_file);  // a lock file held by this process
   const fs::path plain = dir / "plain-fd";
   const int leaky = ::open(plain.c_str(), O_RDWR | O_CREAT, 0644);  // deliberately no O_CLOEXEC
   REQUIRE(leaky >= 0);
