@@ -1,6 +1,7 @@
 #include "store/local_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
@@ -115,10 +116,21 @@ Staging LocalStore::stage(const std::string &consumer, const LogCallback &log) c
   return Staging(consumer, paths.entries());
 }
 
-FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key) const {
+FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key,
+                                    const CancelToken *cancel) const {
   const ConsumerLayout paths = layout(consumer);
   store::create_directories(paths.locks());
-  return FileLock(paths.build_lock(input_key));
+  const fs::path file = paths.build_lock(input_key);
+  if (cancel == nullptr) return FileLock(file);
+  // Another builder of this key (any process) may hold it for minutes: wait, but not past a cancel.
+  for (;;) {
+    if (cancel->cancelled()) {
+      throw Error(ErrorKind::other, "build of " + consumer + " input key " + input_key +
+                                        " cancelled while waiting for another build of the same inputs (holding " +
+                                        file.string() + "); nothing was published");
+    }
+    if (auto lock = FileLock::try_acquire_for(file, std::chrono::milliseconds(50))) return std::move(*lock);
+  }
 }
 
 bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
