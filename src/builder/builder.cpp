@@ -318,7 +318,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   store::EntryMeta meta{result.content_key, produced.kind, produced.file, produced.bytes_digest, produced.size,
                         store::utc_now_iso8601(), produced.images, produced.kernels};
   append_log(build_log, "built in " + std::to_string(seconds_since(start)) + " s\n");
-  staging.write_records(meta, device::to_json(artifact_identity).dump(2) + "\n");
+  staging.write_records(meta, device::identity_file_text(artifact_identity));
   store::Publication published = publication;
   published.content_key = result.content_key;
   const bool fresh = storage.commit(std::move(staging), published, log);

@@ -17,6 +17,8 @@
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
 #include "store/files.hpp"
+#include "support/json_read.hpp"
+#include "support/json_write.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -59,17 +61,20 @@ json identity_json(const store::FileIdentity &id) {
 }
 
 std::optional<store::FileIdentity> identity_from_json(const json &entry) {
-  try {
-    store::FileIdentity id;
-    id.device = entry.at("device").get<std::uint64_t>();
-    id.inode = entry.at("inode").get<std::uint64_t>();
-    id.size = entry.at("size").get<std::uint64_t>();
-    id.mtime_ns = entry.at("mtime_ns").get<std::int64_t>();
-    id.ctime_ns = entry.at("ctime_ns").get<std::int64_t>();
-    return id;
-  } catch (const json::exception &) {
-    return std::nullopt;
-  }
+  const auto field = [&](const char *key) { return entry.contains(key) ? entry[key] : json(); };
+  const auto device = support::checked_integer<std::uint64_t>(field("device"));
+  const auto inode = support::checked_integer<std::uint64_t>(field("inode"));
+  const auto size = support::checked_integer<std::uint64_t>(field("size"));
+  const auto mtime = support::checked_integer<std::int64_t>(field("mtime_ns"));
+  const auto ctime = support::checked_integer<std::int64_t>(field("ctime_ns"));
+  if (!device || !inode || !size || !mtime || !ctime) return std::nullopt;
+  store::FileIdentity id;
+  id.device = *device;
+  id.inode = *inode;
+  id.size = *size;
+  id.mtime_ns = *mtime;
+  id.ctime_ns = *ctime;
+  return id;
 }
 
 std::vector<std::string> lines_of(const std::string &text) {
@@ -89,14 +94,17 @@ std::vector<std::string> lines_of(const std::string &text) {
 // The cache file's entries: real path → {identity fields, "version_output"}. A missing or
 // unreadable or corrupt file reads as empty.
 json read_cache(const fs::path &cache_file) {
+  struct Unusable {};
   try {
-    json cache = json::parse(store::read_file(cache_file));
-    if (cache.is_object() && cache.value("format", 0) == cache_format && cache.contains("executables") &&
+    json cache = support::parse_json(store::read_file(cache_file, store::FileOrigin::store, store::kMaxJsonFileBytes),
+                                     [](const std::string &) { throw Unusable{}; });
+    if (cache.is_object() && cache.contains("format") &&
+        support::checked_integer<int>(cache["format"]) == cache_format && cache.contains("executables") &&
         cache["executables"].is_object()) {
       return cache["executables"];
     }
   } catch (const Error &) {
-  } catch (const json::exception &) {
+  } catch (const Unusable &) {
   }
   return json::object();
 }
@@ -132,7 +140,7 @@ void write_cache(const fs::path &cache_file, json entries, const std::vector<std
   const json cache = {{"format", cache_format}, {"executables", std::move(entries)}};
   try {
     store::create_directories(cache_file.parent_path());
-    store::write_file_atomic(cache_file, cache.dump(2) + "\n");
+    store::write_file_atomic(cache_file, support::dump_json(cache, 2) + "\n");
   } catch (const Error &) {
     // Only a cache: a read-only store still builds, it just asks the toolchain again next time.
   }

@@ -1,4 +1,5 @@
 #include "common.hpp"
+#include "report_json.hpp"
 
 #include <cstdio>
 #include <iostream>
@@ -27,7 +28,7 @@ Runtime make_runtime(const Flags &flags) {
 
 void emit(const Flags &flags, const nlohmann::json &value, const std::string &text) {
   if (flags.json) {
-    std::cout << value.dump(2) << "\n";
+    std::cout << json_text(value);
   } else {
     std::cout << text;
   }

@@ -51,9 +51,14 @@ int main(int argc, char **argv) {
     }
   } catch (const std::exception &error) {
     const json details = kiln::cli::error_json(error);
-    if (flags.json) std::cout << json{{"error", details}}.dump(2) << "\n";
+    if (flags.json) std::cout << kiln::cli::json_text(json{{"error", details}});
     std::fprintf(stderr, "kiln: error: %s\n", error.what());
     return details["exit_code"].get<int>();
+  } catch (...) {
+    const std::runtime_error unknown("an exception of unknown type");
+    if (flags.json) std::cout << kiln::cli::json_text(json{{"error", kiln::cli::error_json(unknown)}});
+    std::fprintf(stderr, "kiln: error: %s\n", unknown.what());
+    return 1;
   }
   return 1;
 }

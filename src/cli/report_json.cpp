@@ -106,4 +106,8 @@ json error_json(const std::exception &error) {
   return out;
 }
 
+std::string json_text(const json &value) {
+  return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace kiln::cli

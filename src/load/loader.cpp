@@ -157,8 +157,9 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
       abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
 
   auto start = Clock::now();
-  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed.
-  store::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed. O_NONBLOCK: a FIFO in
+  // its place is refused by the safety check below instead of hanging the host in open().
+  store::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == ENOENT) {

@@ -35,8 +35,9 @@ using Clock = std::chrono::steady_clock;
 DeviceImage read_verified(const Resolution &resolution, const ArtifactImage &record, store::FileIdentity *read_id) {
   const std::string what = resolution.consumer + "/" + resolution.name;
   const fs::path file = fs::path(resolution.entry_dir) / record.file;
-  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed.
-  store::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed. O_NONBLOCK: a FIFO in
+  // its place must not hang the host (its size then differs from the record's).
+  store::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == ENOENT) {

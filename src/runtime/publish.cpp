@@ -31,10 +31,17 @@ std::string joined_archs(const std::vector<Arch> &archs) {
 PublishResult Runtime::publish(const PublishRequest &request) {
   store::validate_name("consumer", request.consumer);
   store::validate_name("artifact name", request.name);
+  // Every later load reads it back as 0 ... 2^31-1: refuse here what would publish an entry
+  // no load accepts.
+  if (request.cuda_toolkit_version != 0 && (request.cuda_toolkit_version < 1000 || request.cuda_toolkit_version > 999999)) {
+    throw UsageError("cuda_toolkit_version (--cuda-toolkit) " + std::to_string(request.cuda_toolkit_version) +
+                     " is not a CUDA version: write major*1000 + minor*10 (12060 for CUDA 12.6), or 0 for the "
+                     "toolkit kiln was built with");
+  }
   const fs::path source(request.artifact_file);
   std::string bytes;
   try {
-    bytes = store::read_file(source);
+    bytes = store::read_file(source, store::FileOrigin::input);
   } catch (const NotFoundError &) {
     throw NotFoundError("artifact file " + source.string() + " does not exist: pass the path of a built plugin (.so)");
   }
@@ -83,7 +90,7 @@ PublishResult Runtime::publish(const PublishRequest &request) {
   store::Staging staging = storage.stage(request.consumer, state_->options.log);
   staging.write(file_name, bytes, 0755);
   staging.write_records({content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}},
-                        device::to_json(identity).dump(2) + "\n");
+                        device::identity_file_text(identity));
   PublishResult result;
   result.content_key = content_key;
   result.entry_dir = storage.writable().layout(request.consumer).entry(content_key).string();

@@ -15,6 +15,8 @@
 
 #include <kiln/errors.hpp>
 
+#include "store/files.hpp"
+
 namespace kiln::store {
 namespace {
 
@@ -32,6 +34,16 @@ std::string to_hex(XXH128_hash_t hash) {
 
 [[noreturn]] void throw_io(const char *what, const boost::filesystem::path &path, int error) {
   throw IoError(std::string(what) + " " + path.string() + ": " + std::strerror(error));
+}
+
+// open_regular (no hang on a FIFO, no endless /dev/zero), keeping this file's contract that a
+// missing file is an IoError too.
+int open_to_hash(const boost::filesystem::path &file, FileOrigin origin) {
+  try {
+    return open_regular(file, origin);
+  } catch (const NotFoundError &) {
+    throw_io("cannot open", file, ENOENT);
+  }
 }
 
 }  // namespace
@@ -61,8 +73,7 @@ Hasher &Hasher::add_field(std::string_view name, std::string_view value) {
 }
 
 Hasher &Hasher::add_file(const boost::filesystem::path &file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw_io("cannot open", file, errno);
+  UniqueFd fd(open_to_hash(file, FileOrigin::input));
   // One uninitialised buffer per thread: key computation hashes many small files, and
   // allocating (and zeroing) a fresh buffer per file dominated an unchanged ensure.
   constexpr std::size_t kBufferSize = 1 << 20;
@@ -99,8 +110,7 @@ std::string digest_fd(int fd, const boost::filesystem::path &name_for_errors) {
 }
 
 std::string digest_file(const boost::filesystem::path &file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw_io("cannot open", file, errno);
+  UniqueFd fd(open_to_hash(file, FileOrigin::store));
   return digest_fd(fd.get(), file);
 }
 

@@ -22,7 +22,8 @@ class Hasher {
   Hasher &update(const void *data, std::size_t size);
   Hasher &update(std::string_view bytes) { return update(bytes.data(), bytes.size()); }
   Hasher &add_field(std::string_view name, std::string_view value);
-  // Appends the bytes of a file (streamed); throws IoError naming the path.
+  // Appends the bytes of a regular file (streamed); a FIFO or device is refused (UsageError),
+  // I/O errors and a missing file are IoError; all name the path.
   Hasher &add_file(const boost::filesystem::path &file);
   std::string hex() const;  // 32 lower-case hex digits
 
@@ -35,7 +36,8 @@ std::string digest_hex(const void *data, std::size_t size);
 inline std::string digest_hex(std::string_view bytes) { return digest_hex(bytes.data(), bytes.size()); }
 
 // Digest of a file's bytes, read through a descriptor (so the caller can hash exactly the
-// inode it will then load). Throws IoError naming the path.
+// inode it will then load). Throws IoError naming the path; digest_file refuses a file that is
+// not regular (IntegrityError: it hashes store files).
 std::string digest_file(const boost::filesystem::path &file);
 std::string digest_fd(int fd, const boost::filesystem::path &name_for_errors);
 

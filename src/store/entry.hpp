@@ -25,8 +25,10 @@ struct EntryMeta {
   std::vector<ArtifactKernel> kernels;  // name expression -> lowered name
 };
 
-// Throws NotFoundError when the entry or its meta.json is missing, IntegrityError when malformed
-// (for kind "images" also: no image, an image with a bad name, digest, kind or arch).
+// Throws IntegrityError when the entry or its meta.json is missing or malformed (not regular,
+// too large, too deep, a field of the wrong type or out of range; for kind "images" also: no
+// image, an image with a bad name, digest, kind or arch), IncompatibleError for another
+// artifact schema, IoError when it cannot be read (EACCES, EIO): that is no sign of damage.
 EntryMeta read_entry_meta(const fs::path &entry_dir);
 std::string serialize_entry_meta(const EntryMeta &meta);
 

@@ -17,15 +17,32 @@
 
 #include <kiln/errors.hpp>
 
+#include "support/typed_errors.hpp"
+
 namespace kiln::store {
 namespace {
 
 [[noreturn]] void throw_io(const std::string &what, const fs::path &path, int error) {
-  std::string fix;
-  if (error == ENOSPC) fix = " (the disk is full: free space and retry; nothing was changed)";
-  if (error == EROFS) fix = " (read-only file system: point KILN_CACHE_DIR at a writable directory)";
-  if (error == EACCES || error == EPERM) fix = " (check the directory's owner and permissions)";
-  throw IoError(what + " " + path.string() + ": " + std::strerror(error) + fix);
+  throw IoError(what + " " + path.string() + ": " + std::strerror(error) + support::io_fix(error));
+}
+
+const char *kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+[[noreturn]] void refuse(const fs::path &file, FileOrigin origin, const std::string &why) {
+  if (origin == FileOrigin::store) {
+    throw IntegrityError("store file " + file.string() + " " + why +
+                         ": the store was altered; kiln reads only regular files kiln wrote - move it away, then "
+                         "republish or rebuild what it belonged to");
+  }
+  throw UsageError(file.string() + " " + why + ": kiln reads its inputs only from regular files of sensible size; "
+                   "give the path of the real file");
 }
 
 void write_all(int fd, const char *data, std::size_t size, const fs::path &path) {
@@ -55,12 +72,26 @@ std::string unique_suffix() {
   return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(random() % 1000000007);
 }
 
-std::string read_file(const fs::path &file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO without a writer (or a device) returns at once instead of hanging;
+  // it changes nothing for a regular file.
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + file.string());
     throw_io("cannot open", file, errno);
   }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) throw_io("cannot stat", file, errno);
+  if (!S_ISREG(info.st_mode)) refuse(file, origin, std::string("is ") + kind_of(info.st_mode) + ", not a regular file");
+  if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    refuse(file, origin, "is " + std::to_string(info.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
+                             " such a file may have");
+  }
+  return fd.release();
+}
+
+std::string read_file(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes) {
+  UniqueFd fd(open_regular(file, origin, max_bytes));
   std::string content;
   char buffer[65536];
   for (;;) {
@@ -70,6 +101,9 @@ std::string read_file(const fs::path &file) {
       throw_io("cannot read", file, errno);
     }
     if (got == 0) break;
+    if (content.size() + static_cast<std::size_t>(got) > max_bytes) {
+      refuse(file, origin, "grew past the " + std::to_string(max_bytes) + " bytes such a file may have while being read");
+    }
     content.append(buffer, static_cast<std::size_t>(got));
   }
   return content;
@@ -123,11 +157,7 @@ void write_staging_file(const fs::path &file, std::string_view content, unsigned
 }
 
 void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
-  UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.get() < 0) {
-    if (errno == ENOENT) throw NotFoundError("no file " + from.string());
-    throw_io("cannot open", from, errno);
-  }
+  UniqueFd in(open_regular(from, FileOrigin::store));
   UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (out.get() < 0) throw_io("cannot create", to, errno);
   std::vector<char> buffer(1 << 20);

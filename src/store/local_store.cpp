@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include <boost/filesystem/operations.hpp>
-#include <nlohmann/json.hpp>
 
 #include <kiln/errors.hpp>
 
@@ -51,18 +50,11 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
   fresh.meta = read_entry_meta(entry_dir);
   std::string identity_text;
   try {
-    identity_text = read_file(identity_file);
+    identity_text = read_file(identity_file, FileOrigin::store, kMaxJsonFileBytes);
   } catch (const NotFoundError &) {
     throw IntegrityError("store entry " + entry_dir.string() + " has no identity.json; republish or rebuild " + what);
   }
-  nlohmann::json identity_json;
-  try {
-    identity_json = nlohmann::json::parse(identity_text);
-  } catch (const nlohmann::json::parse_error &error) {
-    throw IntegrityError("identity " + identity_file.string() + " is not valid JSON (" + error.what() +
-                         "); republish or rebuild " + what);
-  }
-  fresh.identity = device::artifact_identity_from_json(identity_json, identity_file.string());
+  fresh.identity = device::parse_artifact_identity(identity_text, identity_file.string());
   if (fresh.meta.content_key != content_key) {
     throw IntegrityError("store entry " + entry_dir.string() + " says content key " + fresh.meta.content_key +
                          " but sits under " + content_key + ": the store was altered; republish or rebuild " + what);
@@ -80,8 +72,11 @@ std::optional<std::string> LocalStore::pointer(const std::string &consumer, cons
   const fs::path file = layout(consumer).bykey(input_key);
   std::string key;
   try {
-    key = read_file(file);
+    key = read_file(file, FileOrigin::store, 4096);
   } catch (const NotFoundError &) {
+    return std::nullopt;
+  } catch (const IntegrityError &error) {  // a FIFO, a device, a huge file: damaged like bad text
+    if (log) log(LogLevel::warning, std::string(error.what()) + "; rebuilding");
     return std::nullopt;
   }
   key.erase(std::remove_if(key.begin(), key.end(), [](char c) { return c == '\n' || c == ' '; }), key.end());
