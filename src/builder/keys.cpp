@@ -161,6 +161,14 @@ std::string input_key(const Recipe &recipe, const BuildIdentity &identity, Input
   add_files("source", recipe.sources);
   add_files("header", expand_headers(recipe));
   for (const auto &generator : recipe.generators) add_files("generator_input", generator.inputs);
+  // The canonical JSON holds bytes that are not UTF-8 (a Latin-1 path given through the API) as
+  // U+FFFD: the paths it holds that no field above covers key here once more, as raw bytes.
+  std::vector<std::string> paths;
+  for (const auto &dir : recipe.include_dirs) paths.push_back(relative(dir, recipe.base_dir));
+  for (const auto &header : recipe.headers) paths.push_back(relative(header, recipe.base_dir));
+  for (const auto &generator : recipe.generators) paths.push_back(relative(generator.tool, recipe.base_dir));
+  for (const auto &kernel : recipe.kernels) paths.push_back(relative(kernel.source, recipe.base_dir));
+  hasher.add_list("paths", paths);
   for (const auto &[field, value] : identity.fields()) hasher.add_field(field, value);
   return hasher.hex();
 }

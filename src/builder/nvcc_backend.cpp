@@ -97,6 +97,30 @@ std::string file_digest(const std::string &file) {
   return hasher.hex();
 }
 
+// objects/<unit>-<key>.o has its digest beside it, written after it: an object is reused only
+// when its bytes have that digest. A torn or altered object (or one whose digest never got
+// written) is compiled again, never linked in. Two builds caching one unit at once may leave one's
+// digest beside the other's object (nvcc output is not byte-reproducible): that costs a compile.
+fs::path digest_beside(const fs::path &object) { return object.string() + ".digest"; }
+
+// Empty when the cached object can be used, else why not (a miss is not worth a word).
+std::string cached_object_problem(const fs::path &object) {
+  boost::system::error_code error;
+  if (!fs::exists(object, error)) return {};
+  try {
+    std::string recorded = store::read_file(digest_beside(object), store::FileOrigin::store, 4096);
+    while (!recorded.empty() && (recorded.back() == '\n' || recorded.back() == ' ')) recorded.pop_back();
+    const std::string actual = store::digest_file(object);
+    if (actual == recorded) return {};
+    return "does not match its recorded digest (recorded " + recorded.substr(0, 40) + ", file " + actual +
+           "): it is torn or was altered";
+  } catch (const NotFoundError &) {
+    return "has no recorded digest (its writer died before recording it)";
+  } catch (const Error &failure) {
+    return std::string("cannot be checked: ") + failure.what();
+  }
+}
+
 [[noreturn]] void fail_process(const std::string &what, const ProcessResult &result) {
   std::string why = result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
                                        : "exit code " + std::to_string(result.exit_code);
@@ -170,7 +194,7 @@ class NvccBackend final : public Backend {
           .add_field("headers", headers_digest)
           .add_field("source", abstract_path(source, recipe.base_dir))
           .add_field("bytes", file_digest(source))
-          .add_field("command", join_words(unit.command));
+          .add_list("command", unit.command);
       unit.key = key.hex();
       unit.cached_object = build.layout.objects() / (unit.stem + "-" + unit.key + ".o");
       unit.report.name = fs::path(source).filename().string();
@@ -185,7 +209,7 @@ class NvccBackend final : public Backend {
         .add_field("toolchain", toolchain_.digest())
         .add_field("headers", headers_digest)
         .add_field("artifact", recipe.artifact)
-        .add_field("link", join_words(link));
+        .add_list("link", link);
     for (const auto &unit : units_) content.add_field("unit", unit.key);
     return content.hex();
   }
@@ -212,7 +236,19 @@ class NvccBackend final : public Backend {
       Unit &unit = units_[index];
       if (options.progress) options.progress({BuildEvent::Kind::unit_started, unit.report.name, 0, false});
       const auto unit_start = Clock::now();
-      if (!options.force && fs::is_regular_file(unit.cached_object)) {
+      bool reuse = false;
+      if (!options.force) {
+        const std::string problem = cached_object_problem(unit.cached_object);
+        reuse = problem.empty() && fs::exists(unit.cached_object);
+        if (!problem.empty()) {
+          const std::string message = "object cache: " + unit.cached_object.string() + " " + problem + "; compiling " +
+                                      unit.report.name + " again";
+          std::lock_guard<std::mutex> guard_log(log_mutex);
+          append_log(build.build_log, message + "\n");
+          if (context_.log) context_.log(LogLevel::warning, message);
+        }
+      }
+      if (reuse) {
         unit.object = unit.cached_object;
         unit.report.cached = true;
       } else {
@@ -235,7 +271,9 @@ class NvccBackend final : public Backend {
         // Into the object cache atomically and durably: a torn object must never be linked.
         const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
         store::copy_file_synced(unit.object, temp);
+        const std::string digest = store::digest_file(temp);
         fs::rename(temp, unit.cached_object);
+        store::write_file_atomic(digest_beside(unit.cached_object), digest + "\n");
       }
       unit.report.seconds = seconds_since(unit_start);
       {

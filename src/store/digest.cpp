@@ -72,6 +72,12 @@ Hasher &Hasher::add_field(std::string_view name, std::string_view value) {
   return update(&value_size, sizeof value_size).update(value);
 }
 
+Hasher &Hasher::add_list(std::string_view name, const std::vector<std::string> &items) {
+  add_field(name, std::to_string(items.size()));
+  for (const auto &item : items) add_field(name, item);
+  return *this;
+}
+
 Hasher &Hasher::add_file(const boost::filesystem::path &file) {
   UniqueFd fd(open_to_hash(file, FileOrigin::input));
   // One uninitialised buffer per thread: key computation hashes many small files, and

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/filesystem/path.hpp>
 
@@ -22,6 +23,9 @@ class Hasher {
   Hasher &update(const void *data, std::size_t size);
   Hasher &update(std::string_view bytes) { return update(bytes.data(), bytes.size()); }
   Hasher &add_field(std::string_view name, std::string_view value);
+  // A list (a command line) as its length and then each item as a field: ["-DA=1 -DB=2"] and
+  // ["-DA=1", "-DB=2"] never collide, as they would joined by spaces.
+  Hasher &add_list(std::string_view name, const std::vector<std::string> &items);
   // Appends the bytes of a regular file (streamed); a FIFO or device is refused (UsageError),
   // I/O errors and a missing file are IoError; all name the path.
   Hasher &add_file(const boost::filesystem::path &file);
