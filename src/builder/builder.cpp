@@ -69,6 +69,8 @@ Hit lookup(const store::Storage &storage, const std::string &consumer, const std
     hit.stale = identity_differences(fields, identity.fields());
     const fs::path dir = storage.writable().layout(consumer).entry(*key);
     if (!store::entry_files_present(dir, entry.meta)) hit.stale.push_back({"artifact_file", entry.meta.file, "(missing)", "entry damaged"});
+  } catch (const IoError &) {
+    throw;  // EACCES, EIO: the entry is not known to be stale, and no reason to compile
   } catch (const std::exception &error) {
     hit.stale.push_back({"entry", *key, "(unreadable)", error.what()});
   }

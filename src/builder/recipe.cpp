@@ -13,6 +13,7 @@
 #include "store/names.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -118,7 +119,7 @@ std::string relative_to(const std::string &path, const std::string &base) {
 
 }  // namespace
 
-Recipe Recipe::load(const std::string &path) {
+Recipe Recipe::load(const std::string &path) try {
   const fs::path file = fs::absolute(path).lexically_normal();
   std::string text;
   try {
@@ -127,9 +128,11 @@ Recipe Recipe::load(const std::string &path) {
     throw NotFoundError("recipe " + file.string() + " does not exist");
   }
   return parse(text, file.parent_path().string(), file.string());
+} catch (...) {
+  support::rethrow_typed("reading recipe " + path);
 }
 
-Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors) {
+Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors) try {
   const json root = support::parse_json(json_text, [&](const std::string &why) {
     throw UsageError("recipe " + file_for_errors + ": " + why + "; fix the file (a recipe is one JSON object, see README)");
   });
@@ -313,6 +316,8 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
     }
   }
   return recipe;
+} catch (...) {
+  support::rethrow_typed("reading recipe " + file_for_errors);
 }
 
 std::string Recipe::canonical_json() const {

@@ -5,6 +5,7 @@
 
 #include "builder/builder.hpp"
 #include "runtime/state.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -21,13 +22,15 @@ builder::BuilderContext context_for(const Runtime::State &state, const Runtime &
 
 }  // namespace
 
-BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const {
+BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const try {
   builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
   if (options.archs.empty()) context.devices = state_->check_devices();
   return builder::plan_build(recipe, options, context);
+} catch (...) {
+  support::rethrow_typed("planning the build of " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
-BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) {
+BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) try {
   builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
   bool native = options.archs.empty();
   if (native) {
@@ -36,9 +39,11 @@ BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) {
   }
   if (native) context.devices = state_->check_devices();  // cuInit only when "native" needs it
   return builder::run_build(recipe, options, context);
+} catch (...) {
+  support::rethrow_typed("building " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
-Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) {
+Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) try {
   if (recipe.backend != "nvcc") {
     throw UsageError("recipe " + recipe.file + " builds device images (backend " + recipe.backend +
                      "), not a plugin: use Runtime::ensure_kernels");
@@ -48,6 +53,8 @@ Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, 
   Resolution resolution = built_or_prepared(recipe, build_options, &prepared);
   const double resolve_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return load_resolved(std::move(resolution), load_options, prepared ? 0 : resolve_ms);
+} catch (...) {
+  support::rethrow_typed("ensuring " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
 Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &options, bool *prepared) {

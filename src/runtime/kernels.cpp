@@ -21,6 +21,7 @@
 #include "store/file_identity.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -260,24 +261,28 @@ KernelLibrary Runtime::State::load_images_on(const std::string &consumer, const 
 }
 
 KernelLibrary Runtime::load_kernels(const std::string &consumer, const std::string &name, int device,
-                                    KernelLoadReport *report) const {
+                                    KernelLoadReport *report) const try {
   const auto start = Clock::now();
   const std::shared_ptr<const Resolution> resolution = state_->storage->resolve(consumer, name);
   DeviceLoadOptions options;
   options.device_ordinal = device < 0 ? 0 : device;
   DeviceKernels loaded = state_->load_images(*resolution, options, report, ms_since(start));
   return std::move(loaded.libraries.front());
+} catch (...) {
+  support::rethrow_typed("loading the kernels of " + consumer + "/" + name);
 }
 
 DeviceKernels Runtime::load_kernels_all(const std::string &consumer, const std::string &name,
-                                        const DeviceLoadOptions &options, KernelLoadReport *report) const {
+                                        const DeviceLoadOptions &options, KernelLoadReport *report) const try {
   const auto start = Clock::now();
   const std::shared_ptr<const Resolution> resolution = state_->storage->resolve(consumer, name);
   return state_->load_images(*resolution, options, report, ms_since(start));
+} catch (...) {
+  support::rethrow_typed("loading the kernels of " + consumer + "/" + name);
 }
 
 KernelLibrary Runtime::ensure_kernels(const Recipe &recipe, const BuildOptions &build_options, int device,
-                                      KernelLoadReport *report) {
+                                      KernelLoadReport *report) try {
   if (recipe.backend == "nvcc") {
     throw UsageError("recipe " + recipe.file + " builds a plugin (backend nvcc), not device images: use Runtime::ensure");
   }
@@ -287,6 +292,8 @@ KernelLibrary Runtime::ensure_kernels(const Recipe &recipe, const BuildOptions &
   bool prepared = false;
   const Resolution resolution = built_or_prepared(recipe, build_options, &prepared);
   return std::move(state_->load_images(resolution, options, report, prepared ? 0 : ms_since(start)).libraries.front());
+} catch (...) {
+  support::rethrow_typed("ensuring " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
 }  // namespace kiln

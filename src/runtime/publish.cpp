@@ -14,6 +14,7 @@
 #include "store/files.hpp"
 #include "store/names.hpp"
 #include "store/storage.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -28,7 +29,7 @@ std::string joined_archs(const std::vector<Arch> &archs) {
 
 }  // namespace
 
-PublishResult Runtime::publish(const PublishRequest &request) {
+PublishResult Runtime::publish(const PublishRequest &request) try {
   store::validate_name("consumer", request.consumer);
   store::validate_name("artifact name", request.name);
   // Every later load reads it back as 0 ... 2^31-1: refuse here what would publish an entry
@@ -100,6 +101,8 @@ PublishResult Runtime::publish(const PublishRequest &request) {
   log(LogLevel::info, "published " + request.consumer + "/" + request.name + " as " + content_key +
                           (result.reused ? " (entry existed)" : "") + " in " + storage.writable().root().string());
   return result;
+} catch (...) {
+  support::rethrow_typed("publishing " + request.consumer + "/" + request.name + " from " + request.artifact_file);
 }
 
 }  // namespace kiln

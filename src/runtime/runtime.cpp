@@ -12,6 +12,7 @@
 #include "load/loader.hpp"
 #include "runtime/state.hpp"
 #include "store/layout.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -41,7 +42,7 @@ RuntimeOptions RuntimeOptions::from_environment() {
   return options;  // stores: filled from the environment by Runtime when left empty
 }
 
-Runtime::Runtime(RuntimeOptions options) : state_(std::make_shared<State>()) {
+Runtime::Runtime(RuntimeOptions options) try : state_(std::make_shared<State>()) {
   state_->options = std::move(options);
   if (state_->options.declared_device) state_->declared = parse_declared_device(*state_->options.declared_device);
   std::vector<store::StoreLocation> locations;
@@ -56,6 +57,8 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_shared<State>()) {
     locations.push_back({cache.lexically_normal(), true, state_->options.cache_dir.empty() ? "environment" : "options"});
   }
   state_->storage = std::make_unique<store::Storage>(locations);
+} catch (...) {
+  support::rethrow_typed("setting up kiln (stores, KILN_DEVICE)");
 }
 
 Runtime::~Runtime() = default;
@@ -71,8 +74,10 @@ const DeviceReport &Runtime::devices() const { return state_->devices(); }
 
 void Runtime::log(LogLevel level, const std::string &message) const { state_->log(level, message); }
 
-Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const {
+Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const try {
   return *state_->storage->resolve(consumer, name);
+} catch (...) {
+  support::rethrow_typed("resolving " + consumer + "/" + name);
 }
 
 const std::vector<DeviceIdentity> &Runtime::State::checked_devices() const {
@@ -84,10 +89,12 @@ Compatibility Runtime::check(const Resolution &resolution, const DeviceIdentity 
   return check_compatibility(resolution.identity, HostRequirements::current(), device);
 }
 
-Module Runtime::load(const std::string &consumer, const std::string &name, const LoadOptions &options) const {
+Module Runtime::load(const std::string &consumer, const std::string &name, const LoadOptions &options) const try {
   const auto start = Clock::now();
   Resolution resolution = resolve(consumer, name);
   return load_resolved(std::move(resolution), options, ms_since(start));
+} catch (...) {
+  support::rethrow_typed("loading " + consumer + "/" + name);
 }
 
 Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const {
@@ -131,8 +138,10 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
   return Loader::open(std::move(report), options.abi_required, state_->options.log, std::move(kernels));
 }
 
-std::vector<ArtifactSummary> Runtime::list(const std::string &consumer) const {
+std::vector<ArtifactSummary> Runtime::list(const std::string &consumer) const try {
   return state_->storage->list(consumer);
+} catch (...) {
+  support::rethrow_typed("listing the artifacts of " + (consumer.empty() ? std::string("every consumer") : consumer));
 }
 
 }  // namespace kiln

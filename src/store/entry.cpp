@@ -13,6 +13,7 @@
 #include "store/digest.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
+#include "store/unique_fd.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
 
@@ -177,16 +178,31 @@ bool entry_files_present(const fs::path &entry_dir, const EntryMeta &meta) {
   return true;
 }
 
-bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta) {
+namespace {
+
+// Whether the file has the digest; a missing file or one that is not regular is damage (false),
+// while an I/O error (EACCES, EIO) says nothing about the bytes and propagates as IoError.
+bool has_digest(const fs::path &file, const std::string &digest) {
+  int raw = -1;
   try {
-    if (digest_file(entry_dir / meta.file) != meta.digest) return false;
-    for (const auto &image : meta.images) {
-      if (digest_file(entry_dir / image.file) != image.digest) return false;
-    }
-    return true;
-  } catch (const Error &) {
+    raw = open_regular(file, FileOrigin::store);
+  } catch (const NotFoundError &) {
+    return false;
+  } catch (const IntegrityError &) {
     return false;
   }
+  const UniqueFd fd(raw);
+  return digest_fd(fd.get(), file) == digest;
+}
+
+}  // namespace
+
+bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta) {
+  if (!has_digest(entry_dir / meta.file, meta.digest)) return false;
+  for (const auto &image : meta.images) {
+    if (!has_digest(entry_dir / image.file, image.digest)) return false;
+  }
+  return true;
 }
 
 bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {

@@ -41,7 +41,9 @@ std::vector<ArtifactKernel> parse_kernels(const nlohmann::json &json, const std:
 
 // Every file the entry holds (the artifact file and, for images, each image) exists.
 bool entry_files_present(const fs::path &entry_dir, const EntryMeta &meta);
-// ... and each has its recorded digest (reads them all).
+// ... and each has its recorded digest (reads them all). false for damage (a file missing, not
+// regular, or with other bytes); IoError when a file cannot be read (EACCES, EIO), which must
+// not be mistaken for damage (a damaged entry is moved aside, a merely unreadable one must not be).
 bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta);
 
 // Make a filled staging directory the entry: fsync its files and itself, rename it to

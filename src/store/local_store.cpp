@@ -94,9 +94,13 @@ bool LocalStore::entry_intact(const std::string &consumer, const std::string &co
     const EntryMeta meta = read_entry_meta(entry_dir);
     return meta.content_key == content_key && (digest.empty() || meta.digest == digest) &&
            entry_files_intact(entry_dir, meta);
-  } catch (const Error &) {
-    return false;
+  } catch (const IntegrityError &) {
+    return false;  // damaged: missing, malformed or altered
+  } catch (const IncompatibleError &) {
+    return false;  // another entry layout under this content key is no entry of ours
   }
+  // IoError (EACCES, EIO) propagates: an entry kiln cannot read is not known to be damaged, and
+  // moving it aside would lose it for readers that can.
 }
 
 Staging LocalStore::stage(const std::string &consumer, const LogCallback &log) const {

@@ -54,6 +54,7 @@ class LocalStore {
                                      const LogCallback &log) const;
   // The entry exists and every file it lists has its recorded digest (and, when `digest` is
   // given, the artifact file has that digest). Reads every file: for writers, not for loads.
+  // false means damaged; IoError (EACCES, EIO) is thrown, never taken for damage.
   bool entry_intact(const std::string &consumer, const std::string &content_key, const std::string &digest = "") const;
 
   // ---- Writing (the writable cache only).
