@@ -103,22 +103,24 @@ std::string file_digest(const std::string &file) {
 // digest beside the other's object (nvcc output is not byte-reproducible): that costs a compile.
 fs::path digest_beside(const fs::path &object) { return object.string() + ".digest"; }
 
-// Empty when the cached object can be used, else why not (a miss is not worth a word).
-std::string cached_object_problem(const fs::path &object) {
+// Whether the cached object may be linked: it exists and its bytes have the digest recorded
+// beside it. When it exists but may not be linked, *why says why (a plain miss is not worth a word).
+bool cached_object_usable(const fs::path &object, std::string *why) {
   boost::system::error_code error;
-  if (!fs::exists(object, error)) return {};
+  if (!fs::exists(object, error)) return false;
   try {
     std::string recorded = store::read_file(digest_beside(object), store::FileOrigin::store, 4096);
     while (!recorded.empty() && (recorded.back() == '\n' || recorded.back() == ' ')) recorded.pop_back();
-    const std::string actual = store::digest_file(object);
-    if (actual == recorded) return {};
-    return "does not match its recorded digest (recorded " + recorded.substr(0, 40) + ", file " + actual +
+    const std::string actual = file_digest(object.string());  // streamed: a shrinking file is no SIGBUS
+    if (actual == recorded) return true;
+    *why = "does not match its recorded digest (recorded " + recorded.substr(0, 40) + ", file " + actual +
            "): it is torn or was altered";
   } catch (const NotFoundError &) {
-    return "has no recorded digest (its writer died before recording it)";
+    *why = "has no recorded digest (its writer died before recording it)";
   } catch (const Error &failure) {
-    return std::string("cannot be checked: ") + failure.what();
+    *why = std::string("cannot be checked: ") + failure.what();
   }
+  return false;
 }
 
 [[noreturn]] void fail_process(const std::string &what, const ProcessResult &result) {
@@ -236,17 +238,14 @@ class NvccBackend final : public Backend {
       Unit &unit = units_[index];
       if (options.progress) options.progress({BuildEvent::Kind::unit_started, unit.report.name, 0, false});
       const auto unit_start = Clock::now();
-      bool reuse = false;
-      if (!options.force) {
-        const std::string problem = cached_object_problem(unit.cached_object);
-        reuse = problem.empty() && fs::exists(unit.cached_object);
-        if (!problem.empty()) {
-          const std::string message = "object cache: " + unit.cached_object.string() + " " + problem + "; compiling " +
-                                      unit.report.name + " again";
-          std::lock_guard<std::mutex> guard_log(log_mutex);
-          append_log(build.build_log, message + "\n");
-          if (context_.log) context_.log(LogLevel::warning, message);
-        }
+      std::string unusable;
+      const bool reuse = !options.force && cached_object_usable(unit.cached_object, &unusable);
+      if (!unusable.empty()) {
+        const std::string message = "object cache: " + unit.cached_object.string() + " " + unusable + "; compiling " +
+                                    unit.report.name + " again";
+        std::lock_guard<std::mutex> guard_log(log_mutex);
+        append_log(build.build_log, message + "\n");
+        if (context_.log) context_.log(LogLevel::warning, message);
       }
       if (reuse) {
         unit.object = unit.cached_object;
@@ -271,7 +270,7 @@ class NvccBackend final : public Backend {
         // Into the object cache atomically and durably: a torn object must never be linked.
         const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
         store::copy_file_synced(unit.object, temp);
-        const std::string digest = store::digest_file(temp);
+        const std::string digest = file_digest(temp.string());
         fs::rename(temp, unit.cached_object);
         store::write_file_atomic(digest_beside(unit.cached_object), digest + "\n");
       }

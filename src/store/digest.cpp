@@ -80,15 +80,19 @@ Hasher &Hasher::add_list(std::string_view name, const std::vector<std::string> &
 
 Hasher &Hasher::add_file(const boost::filesystem::path &file) {
   UniqueFd fd(open_to_hash(file, FileOrigin::input));
+  return add_fd(fd.get(), file);
+}
+
+Hasher &Hasher::add_fd(int fd, const boost::filesystem::path &name_for_errors) {
   // One uninitialised buffer per thread: key computation hashes many small files, and
   // allocating (and zeroing) a fresh buffer per file dominated an unchanged ensure.
   constexpr std::size_t kBufferSize = 1 << 20;
   thread_local std::unique_ptr<char[]> buffer(new char[kBufferSize]);
   for (;;) {
-    const ssize_t got = ::read(fd.get(), buffer.get(), kBufferSize);
+    const ssize_t got = ::read(fd, buffer.get(), kBufferSize);
     if (got < 0) {
       if (errno == EINTR) continue;
-      throw_io("cannot read", file, errno);
+      throw_io("cannot read", name_for_errors, errno);
     }
     if (got == 0) break;
     update(buffer.get(), static_cast<std::size_t>(got));

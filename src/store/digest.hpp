@@ -29,6 +29,9 @@ class Hasher {
   // Appends the bytes of a regular file (streamed); a FIFO or device is refused (UsageError),
   // I/O errors and a missing file are IoError; all name the path.
   Hasher &add_file(const boost::filesystem::path &file);
+  // Appends what is left to read from a descriptor (read(2), so EIO is an IoError, not the
+  // SIGBUS a mapping would raise).
+  Hasher &add_fd(int fd, const boost::filesystem::path &name_for_errors);
   std::string hex() const;  // 32 lower-case hex digits
 
  private:

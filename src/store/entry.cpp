@@ -182,6 +182,7 @@ namespace {
 
 // Whether the file has the digest; a missing file or one that is not regular is damage (false),
 // while an I/O error (EACCES, EIO) says nothing about the bytes and propagates as IoError.
+// Streamed, not mapped: EIO then is an error, not a SIGBUS.
 bool has_digest(const fs::path &file, const std::string &digest) {
   int raw = -1;
   try {
@@ -192,7 +193,7 @@ bool has_digest(const fs::path &file, const std::string &digest) {
     return false;
   }
   const UniqueFd fd(raw);
-  return digest_fd(fd.get(), file) == digest;
+  return Hasher().add_fd(fd.get(), file).hex() == digest;
 }
 
 }  // namespace
