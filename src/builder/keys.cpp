@@ -9,6 +9,7 @@
 #include <kiln/version.hpp>
 
 #include "store/digest.hpp"
+#include "support/json_write.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -131,7 +132,7 @@ void add_recipe_records(const Recipe &recipe, const BuildIdentity &identity, Inp
   const auto canonical = nlohmann::json::parse(recipe.canonical_json());
   for (const auto &[field, value] : canonical.items()) {
     if (field == "consumer" || field == "name" || field == "sources" || field == "headers" || field == "defines") continue;
-    records["input:recipe " + field] = value.dump();
+    records["input:recipe " + field] = support::dump_json(value);
   }
   for (const auto &define : recipe.defines) {
     const auto equals = define.find('=');

@@ -13,6 +13,8 @@
 
 #include "support/fixtures.hpp"
 #include "support/hostile.hpp"
+#include "support/machine.hpp"
+#include "support/preconditions.hpp"
 
 using kiln::test::check_json_error;
 using kiln::test::read_text;
@@ -125,7 +127,8 @@ TEST_CASE("hostile recipe: a recipe with bytes that are not UTF-8 gives a valid 
   check_json_error(dir.plan(), 2, "usage", dir.recipe().string());
 }
 
-TEST_CASE("hostile build output: a compiler failing with bytes that are not UTF-8 gives a valid --json error (exit 7)") {
+TEST_CASE("hostile build output: a compiler failing with bytes that are not UTF-8 gives a valid --json error (exit 7)" *
+          kiln::test::skip_if(kiln::test::no_toolchain)) {
   RecipeDir dir;
   // A compiler that fails every compile with Latin-1 output (its --version stays nvcc's).
   write_text(dir.src() / "latin1-nvcc.sh",
@@ -140,7 +143,8 @@ TEST_CASE("hostile build output: a compiler failing with bytes that are not UTF-
   CHECK(out["error"]["log"].get<std::string>().find("caf\xef\xbf\xbd: erreur") != std::string::npos);
 }
 
-TEST_CASE("hostile paths: a recipe in a Latin-1 directory builds, loads and hits (--json output stays valid)") {
+TEST_CASE("hostile paths: a recipe in a Latin-1 directory builds, loads and hits (--json output stays valid)" *
+          kiln::test::skip_if(kiln::test::no_toolchain)) {
   RecipeDir dir("caf\xe9");
   auto result = run_kiln_bounded({"build", dir.recipe().string(), "--json"}, dir.env(), 300);
   REQUIRE_MESSAGE(result.exit_code == 0, result.out << result.err);
