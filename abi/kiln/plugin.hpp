@@ -244,10 +244,12 @@ inline kiln_status negotiate(const kiln_negotiation_request *request, kiln_negot
 }  // namespace plugin
 }  // namespace kiln
 
-/* The stamp's initial bytes: magic, sizes, a key slot of 32 '0', the compiled archs. */
+/* The stamp's initial bytes: magic, size, the newest ABI version offered (so that kiln can
+ * refuse, before running any code, a plugin that offers only a major it does not speak), a key
+ * slot of 32 '0', the compiled archs. */
 #define KILN_PLUGIN_STAMP_INIT                                                             \
   {{'K', 'I', 'L', 'N', '-', 'B', 'U', 'I', 'L', 'D', '-', 'S', 'T', 'A', 'M', 'P'},        \
-   sizeof(kiln_build_stamp), KILN_ABI_VERSION, "00000000000000000000000000000000", KILN_PLUGIN_ARCHS}
+   sizeof(kiln_build_stamp), KILN_PLUGIN_ABI_MAX, "00000000000000000000000000000000", KILN_PLUGIN_ARCHS}
 
 /* Define the plugin: InstanceType derives from kiln::plugin::Instance and is constructible from
  * const kiln_host_services*; the remaining arguments are the interface ids it offers. Use once
