@@ -8,16 +8,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
 #include "device/driver.hpp"
 #include "load/library.hpp"
-#include "store/digest.hpp"
-#include "store/file_identity.hpp"
+#include "load/verify.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
 
@@ -27,6 +24,9 @@ namespace {
 using support::ms_since;
 
 using Clock = std::chrono::steady_clock;
+
+// A plugin listing more interface ids than this is broken (or lacks the terminating NULL).
+constexpr std::size_t kMaxInterfaceIds = 1024;
 
 std::string version_text(std::uint32_t v) {
   return std::to_string(KILN_ABI_VERSION_MAJOR_OF(v)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(v));
@@ -79,46 +79,22 @@ std::unique_ptr<load::HostKernelsService> make_kernel_service(Instance::Library 
   });
 }
 
-// Files whose digest this process already checked, by their identity (device, inode, size,
-// mtime, ctime). A warm re-load of an unchanged file skips re-hashing; any write to it
-// changes ctime and forces a fresh check. Store files are never modified in place.
-class VerifiedFiles {
- public:
-  bool known(const store::FileIdentity &id, const std::string &digest) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto hit = verified_.find({id.device, id.inode});
-    return hit != verified_.end() && hit->second.first == id && hit->second.second == digest;
+// "/proc/self/fd/N" for a descriptor: the name under which dlopen maps exactly the inode that
+// was checked. Without /proc there is no such name, and reopening by path would let a file
+// swapped in after the checks run unchecked: refuse instead.
+std::string descriptor_path(int fd, const std::string &file) {
+  static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;
+  if (!have_proc) {
+    throw IoError("cannot load " + file + " safely: /proc/self/fd is missing, so kiln cannot dlopen the very file it "
+                  "verified (reopening it by path would let a file swapped in after the check run unverified); "
+                  "mount /proc in this process's mount namespace (e.g. mount -t proc proc /proc, or give the "
+                  "container its /proc) and load again");
   }
-  void remember(const store::FileIdentity &id, const std::string &digest) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    verified_[{id.device, id.inode}] = {id, digest};
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<store::FileIdentity, std::string>> verified_;
-};
-
-VerifiedFiles &verified_files() {
-  static VerifiedFiles files;
-  return files;
-}
-
-void verify_digest(int fd, const Resolution &resolution) {
-  const auto id = store::identify_fd(fd);
-  if (id && verified_files().known(*id, resolution.digest)) return;
-  const std::string actual = store::digest_fd(fd, resolution.file);
-  if (actual != resolution.digest) {
-    throw IntegrityError("artifact " + resolution.consumer + "/" + resolution.name + " file " + resolution.file +
-                         " does not match its recorded digest (recorded " + resolution.digest + ", file " + actual +
-                         "): it is torn or was altered, and was not loaded; republish or rebuild it");
-  }
-  if (id) verified_files().remember(*id, actual);
+  return "/proc/self/fd/" + std::to_string(fd);
 }
 
 // Everything the plugin's answer must satisfy before any of its tables is used.
-void check_answer(const Instance::Library &library, const kiln_negotiation_answer &answer,
-                  std::uint32_t abi_min, const Resolution &resolution) {
+void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, const Resolution &resolution) {
   const std::string who = "plugin " + resolution.file;
   if (answer.abi_version < abi_min || answer.abi_version > kAbiVersion) {
     throw AbiError(who + " answered ABI " + version_text(answer.abi_version) + ", outside the offered range [" +
@@ -135,6 +111,7 @@ void check_answer(const Instance::Library &library, const kiln_negotiation_answe
       entry->destroy == nullptr || entry->get_interface == nullptr) {
     throw AbiError(who + " has a NULL lifecycle function in its entry table; rebuild it with KILN_PLUGIN");
   }
+  // The stamp the running code points to must be the one checked in the file's bytes.
   const kiln_build_stamp *stamp = entry->stamp;
   if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0) {
     throw AbiError(who + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
@@ -145,7 +122,6 @@ void check_answer(const Instance::Library &library, const kiln_negotiation_answe
                          "/" + resolution.name + " names content key " + resolution.content_key +
                          ": the file does not belong to this entry; republish or rebuild the artifact");
   }
-  (void)library;
 }
 
 }  // namespace
@@ -172,7 +148,9 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(error));
   }
   store::check_safe_to_execute(fd.get(), resolution.file, resolution.store_root);
-  verify_digest(fd.get(), resolution);
+  // Digest and build stamp from the file's bytes: nothing of the plugin runs (not even its
+  // constructors, which dlopen would) before both hold.
+  load::verify_before_dlopen(fd.get(), resolution);
   report.timings.verify_ms = ms_since(start);
 
   start = Clock::now();
@@ -183,10 +161,8 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     library->kernel_source = std::move(kernels);
     library->kernel_service = make_kernel_service(library.get());
   }
-  // Map the verified descriptor itself, so a file swapped in after the digest check is never run.
-  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.get());
-  static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;
-  library->handle = ::dlopen(have_proc ? fd_path.c_str() : resolution.file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Map the verified descriptor itself, so a file swapped in after the checks is never run.
+  library->handle = ::dlopen(descriptor_path(fd.get(), resolution.file).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library->handle == nullptr) {
     const char *error = ::dlerror();
     throw AbiError("cannot dlopen " + resolution.file + ": " + (error != nullptr ? error : "unknown error") +
@@ -223,7 +199,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
                    version_text(kAbiVersion) + "] (negotiation status " + std::to_string(status) +
                    "): rebuild it against this kiln's abi/ headers, or use a kiln that speaks its ABI");
   }
-  check_answer(*library, answer, abi_min, resolution);
+  check_answer(answer, abi_min, resolution);
   library->entry = answer.entry;
   library->abi_version = answer.abi_version;
 
