@@ -13,6 +13,7 @@
 #include <kiln/version.hpp>
 
 #include "device/driver.hpp"
+#include "load/boundary.hpp"
 #include "load/library.hpp"
 #include "load/verify.hpp"
 #include "store/safety.hpp"
@@ -107,13 +108,18 @@ void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, 
                    version_text(answer.abi_version) + " needs " + std::to_string(sizeof(kiln_plugin_entry)) +
                    "; rebuild it against this kiln's abi/ headers");
   }
-  if (entry->create == nullptr || entry->activate == nullptr || entry->deactivate == nullptr ||
-      entry->destroy == nullptr || entry->get_interface == nullptr) {
+}
+
+// The stamp the running code points to must be the one checked in the file's bytes.
+void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolution) {
+  const std::string who = "plugin " + resolution.file;
+  if (entry.create == nullptr || entry.activate == nullptr || entry.deactivate == nullptr ||
+      entry.destroy == nullptr || entry.get_interface == nullptr) {
     throw AbiError(who + " has a NULL lifecycle function in its entry table; rebuild it with KILN_PLUGIN");
   }
-  // The stamp the running code points to must be the one checked in the file's bytes.
-  const kiln_build_stamp *stamp = entry->stamp;
-  if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0) {
+  const kiln_build_stamp *stamp = entry.stamp;
+  if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0 ||
+      stamp->struct_size < sizeof(kiln_build_stamp)) {
     throw AbiError(who + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
   }
   const std::string stamped(stamp->content_key, strnlen(stamp->content_key, KILN_STAMP_KEY_SIZE));
@@ -193,22 +199,26 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
   request.host = &library->host;
   kiln_negotiation_answer answer{};
   answer.struct_size = sizeof answer;
-  const kiln_status status = negotiate(&request, &answer);
+  const kiln_status status = load::call_plugin(resolution.file, KILN_PLUGIN_NEGOTIATE_SYMBOL,
+                                               [&] { return negotiate(&request, &answer); });
   if (status != KILN_OK) {
     throw AbiError("plugin " + resolution.file + " offers no ABI version in [" + version_text(abi_min) + ", " +
                    version_text(kAbiVersion) + "] (negotiation status " + std::to_string(status) +
                    "): rebuild it against this kiln's abi/ headers, or use a kiln that speaks its ABI");
   }
   check_answer(answer, abi_min, resolution);
+  check_entry_stamp(*answer.entry, resolution);
   library->entry = answer.entry;
   library->abi_version = answer.abi_version;
 
   report.abi_version = answer.abi_version;
-  report.plugin_id = library->entry->plugin_id != nullptr ? library->entry->plugin_id : "";
-  report.plugin_version = library->entry->plugin_version != nullptr ? library->entry->plugin_version : "";
+  report.plugin_id = load::bounded_string(library->entry->plugin_id);
+  report.plugin_version = load::bounded_string(library->entry->plugin_version);
   report.interfaces.clear();
   if (const char *const *ids = library->entry->interface_ids) {
-    for (; *ids != nullptr; ++ids) report.interfaces.emplace_back(*ids);
+    for (std::size_t i = 0; ids[i] != nullptr && i < kMaxInterfaceIds; ++i) {
+      report.interfaces.push_back(load::bounded_string(ids[i]));
+    }
   }
   report.timings.bind_ms = ms_since(start);
   return Module(std::move(library), std::move(report));
