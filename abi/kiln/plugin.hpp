@@ -251,8 +251,14 @@ struct Glue {
 inline kiln_status negotiate(const kiln_negotiation_request *request, kiln_negotiation_answer *answer,
                              const kiln_plugin_entry *entry, uint32_t offer_min, uint32_t offer_max) noexcept {
   if (request == nullptr || answer == nullptr) return KILN_ERR_INVALID_ARGUMENT;
-  if (request->struct_size < sizeof(kiln_negotiation_request)) return KILN_ERR_INVALID_ARGUMENT;
-  if (answer->struct_size < sizeof(kiln_negotiation_answer)) return KILN_ERR_INVALID_ARGUMENT;
+  /* The sizes ABI 1.0 defined, not this header's sizeof: a host of an older minor sends smaller
+   * structs, and fields it does not have are not needed to answer. */
+  if (request->struct_size < offsetof(kiln_negotiation_request, host) + sizeof request->host) {
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  if (answer->struct_size < offsetof(kiln_negotiation_answer, entry) + sizeof answer->entry) {
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
   answer->entry = nullptr;
   answer->abi_version = 0;
   const uint32_t high = request->abi_max < offer_max ? request->abi_max : offer_max;

@@ -117,6 +117,8 @@ class Module {
   ~Module();
 
   const LoadReport &report() const noexcept;
+  // The plugin's entry table as the host holds it: a copy filled up to the plugin's struct_size
+  // (which it reports, at most the host's sizeof); fields beyond it are NULL (absent).
   const kiln_plugin_entry &entry() const noexcept;
   std::uint32_t abi_version() const noexcept;
 

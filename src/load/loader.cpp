@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <kiln/version.hpp>
 
 #include "device/driver.hpp"
+#include "load/abi_layout.hpp"
 #include "load/boundary.hpp"
 #include "load/library.hpp"
 #include "load/verify.hpp"
@@ -94,7 +96,8 @@ std::string descriptor_path(int fd, const std::string &file) {
   return "/proc/self/fd/" + std::to_string(fd);
 }
 
-// Everything the plugin's answer must satisfy before any of its tables is used.
+// Everything the plugin's answer must satisfy before any of its tables is used. Only fields
+// the negotiated version defines are required; the host reads none past entry->struct_size.
 void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, const Resolution &resolution) {
   const std::string who = "plugin " + resolution.file;
   if (answer.abi_version < abi_min || answer.abi_version > kAbiVersion) {
@@ -103,10 +106,12 @@ void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, 
   }
   const kiln_plugin_entry *entry = answer.entry;
   if (entry == nullptr) throw AbiError(who + " accepted negotiation but returned no entry table; rebuild it");
-  if (entry->struct_size < sizeof(kiln_plugin_entry)) {
+  const load::AbiLayout *layout = load::abi_layout(answer.abi_version);
+  if (layout == nullptr || entry->struct_size < layout->entry_size) {
     throw AbiError(who + " returned a " + std::to_string(entry->struct_size) + "-byte entry table; ABI " +
-                   version_text(answer.abi_version) + " needs " + std::to_string(sizeof(kiln_plugin_entry)) +
-                   "; rebuild it against this kiln's abi/ headers");
+                   version_text(answer.abi_version) + " defines " +
+                   std::to_string(layout != nullptr ? layout->entry_size : 0) +
+                   " bytes: rebuild it against this kiln's abi/ headers");
   }
 }
 
@@ -119,7 +124,7 @@ void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolut
   }
   const kiln_build_stamp *stamp = entry.stamp;
   if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0 ||
-      stamp->struct_size < sizeof(kiln_build_stamp)) {
+      stamp->struct_size < load::kMinStampSize) {
     throw AbiError(who + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
   }
   const std::string stamped(stamp->content_key, strnlen(stamp->content_key, KILN_STAMP_KEY_SIZE));
@@ -207,8 +212,13 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
                    "): rebuild it against this kiln's abi/ headers, or use a kiln that speaks its ABI");
   }
   check_answer(answer, abi_min, resolution);
-  check_entry_stamp(*answer.entry, resolution);
-  library->entry = answer.entry;
+  // The host works on a zeroed copy of the plugin's table, filled up to its struct_size: fields
+  // the plugin's version does not have read as absent (NULL), never as foreign memory.
+  const std::size_t filled = std::min<std::size_t>(answer.entry->struct_size, sizeof(kiln_plugin_entry));
+  std::memcpy(&library->entry_copy, answer.entry, filled);
+  library->entry_copy.struct_size = static_cast<std::uint32_t>(filled);
+  check_entry_stamp(library->entry_copy, resolution);
+  library->entry = &library->entry_copy;
   library->abi_version = answer.abi_version;
 
   report.abi_version = answer.abi_version;
