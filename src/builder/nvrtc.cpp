@@ -94,7 +94,7 @@ struct NvFatbinApi {
 };
 
 std::string env(const char *name) {
-  const char *value = std::getenv(name);
+  const char *value = ::secure_getenv(name);
   return value != nullptr ? value : "";
 }
 

@@ -14,7 +14,7 @@ namespace kiln::cli {
 namespace {
 
 std::string env(const char *name) {
-  const char *value = std::getenv(name);
+  const char *value = ::secure_getenv(name);
   return value != nullptr ? value : "";
 }
 

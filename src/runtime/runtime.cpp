@@ -19,6 +19,7 @@
 #include "store/files.hpp"
 #include "store/manifest.hpp"
 #include "store/names.hpp"
+#include "store/safety.hpp"
 
 namespace kiln {
 namespace {
@@ -48,7 +49,7 @@ const char *to_string(LogLevel level) {
 
 RuntimeOptions RuntimeOptions::from_environment() {
   RuntimeOptions options;
-  if (const char *device = std::getenv("KILN_DEVICE"); device != nullptr && *device != '\0') {
+  if (const char *device = ::secure_getenv("KILN_DEVICE"); device != nullptr && *device != '\0') {
     options.declared_device = device;
   }
   return options;  // stores: filled from the environment by Runtime when left empty
@@ -67,7 +68,10 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_shared<State>()) {
         state_->options.cache_dir.empty() ? store::default_cache_dir() : fs::path(state_->options.cache_dir);
     state_->locations.push_back({cache.lexically_normal(), true, state_->options.cache_dir.empty() ? "environment" : "options"});
   }
-  for (const auto &location : state_->locations) {
+  // Once, here: every later safety walk ends at a root free of symlinks the user chose
+  // (~/.cache -> /data/cache), so a symlink it meets lies inside a store.
+  for (auto &location : state_->locations) {
+    location.root = store::resolve_store_root(location.root);
     state_->infos.push_back({location.root.string(), location.writable, location.origin});
   }
 }
@@ -94,11 +98,15 @@ std::shared_ptr<const store::Manifest> Runtime::State::manifest(const store::Con
     const auto hit = manifests.find(file.string());
     if (hit != manifests.end() && hit->second.id == *id) return hit->second.manifest;
   }
+  // Owner and mode are checked whenever the identity is new (chmod and chown change ctime), so
+  // a warm hit needs no more than the stat above.
+  store::FileIdentity checked_id;
+  store::check_store_file_safe(file.string(), &checked_id);
   auto parsed = store::read_manifest(file, layout.consumer());
   if (!parsed) return nullptr;
   auto shared = std::make_shared<const store::Manifest>(std::move(*parsed));
   std::lock_guard<std::mutex> lock(cache_mutex);
-  manifests[file.string()] = {*id, shared};
+  manifests[file.string()] = {checked_id, shared};
   return shared;
 }
 
@@ -115,6 +123,18 @@ Runtime::State::CachedEntry Runtime::State::entry(const fs::path &entry_dir, con
     }
   }
   CachedEntry fresh;
+  // Both files under the artifact's own rules (owner, mode, no symlink), before they are read;
+  // an absent one is reported by its reader below.
+  const auto check_file = [](const fs::path &file) {
+    store::FileIdentity id;
+    try {
+      store::check_store_file_safe(file.string(), &id);
+    } catch (const NotFoundError &) {
+    }
+    return id;
+  };
+  const store::FileIdentity checked_meta = check_file(entry_dir / store::kMetaFile);
+  check_file(identity_file);
   fresh.meta = store::read_entry_meta(entry_dir);
   std::string identity_text;
   try {
@@ -131,7 +151,7 @@ Runtime::State::CachedEntry Runtime::State::entry(const fs::path &entry_dir, con
   }
   fresh.identity = device::artifact_identity_from_json(identity_json, identity_file.string());
   if (meta_id) {
-    fresh.meta_id = *meta_id;
+    fresh.meta_id = checked_meta;
     std::lock_guard<std::mutex> lock(cache_mutex);
     entries[entry_dir.string()] = fresh;
   }
