@@ -99,12 +99,12 @@ TEST_CASE("load checks: skipped here" * doctest::skip(can_unshare_mounts() && ca
 }
 
 TEST_CASE("load checks: manifest.json, meta.json and identity.json obey the artifact's owner and mode rules") {
-  for (const char *name : {"manifest.json", "meta.json", "identity.json"}) {
+  for (const std::string name : {"manifest.json", "meta.json", "identity.json"}) {
     CAPTURE(name);
     TempDir dir;
     Runtime runtime(kiln::test::store_options(dir, std::nullopt));
     const PublishResult published = kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_HOST_ONLY);
-    const fs::path file = std::string(name) == "manifest.json" ? manifest_of(dir) : fs::path(published.entry_dir) / name;
+    const fs::path file = name == "manifest.json" ? manifest_of(dir) : fs::path(published.entry_dir) / name;
     { Module warm = runtime.load("tests", "example"); }
 
     // Writable by others: anyone could point the name at other code, or roll it back.
@@ -114,7 +114,7 @@ TEST_CASE("load checks: manifest.json, meta.json and identity.json obey the arti
     CHECK(has(message, file.string()));
     CHECK(has(message, "chmod go-w"));
     CHECK(has(message, "roll it back"));
-    if (std::string(name) != "identity.json") {
+    if (name != "identity.json") {
       // A Runtime that loaded before sees it too: the stat its caches take anyway has changed.
       // (identity.json is not stat'ed on a warm load: meta.json stands for the immutable entry.)
       CHECK_THROWS_AS(runtime.load("tests", "example"), IntegrityError);

@@ -54,7 +54,8 @@ TEST_CASE("boundary: negotiate throwing any type is an AbiError naming the file 
   for (const Case &each : {Case{"negotiate-runtime-error", "std::runtime_error: negotiate exploded"},
                            Case{"negotiate-int", "of type int"},
                            Case{"negotiate-custom", "Unnamed"}}) {
-    CAPTURE(each.mode);
+    const std::string shown = each.mode;
+    CAPTURE(shown);
     HostileStore store(each.mode);
     const std::string message = error_of<AbiError>([&] { store.runtime->load("tests", "example"); });
     CHECK(has(message, store.published.file));
@@ -156,7 +157,8 @@ TEST_CASE("boundary: the KILN_PLUGIN helper turns its instance's exceptions into
   }
   SUBCASE("activate throws std::runtime_error and an int") {
     for (const char *mode : {"helper-activate-throws", "helper-activate-int"}) {
-      CAPTURE(mode);
+      const std::string shown = mode;
+      CAPTURE(shown);
       HostileStore store(mode, KILN_TEST_PLUGIN_THROWING_HELPER);
       Module module = store.runtime->load("tests", "example");
       Instance instance = module.create_instance();
@@ -192,7 +194,8 @@ TEST_CASE("boundary: kiln load exits 5 (AbiError), not SIGABRT, when negotiate t
     kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_HOSTILE, "hostile");
   }
   for (const char *mode : {"negotiate-runtime-error", "negotiate-int", "negotiate-custom"}) {
-    CAPTURE(mode);
+    const std::string shown = mode;
+    CAPTURE(shown);
     const auto result = kiln::test::run_kiln({"load", "tests", "hostile"},
                                              {{"KILN_CACHE_DIR", (dir / "cache").string()},
                                               {"KILN_STORE_PATH", ""},

@@ -117,7 +117,8 @@ TEST_CASE("publish checks: a plugin breaking the unload rules is refused, naming
 TEST_CASE("publish checks: every plugin built with kiln_add_plugin passes the same rules") {
   for (const char *file : {KILN_TEST_PLUGIN_HOST_ONLY, KILN_TEST_PLUGIN_EXAMPLE, KILN_TEST_PLUGIN_HOSTILE,
                            KILN_TEST_PLUGIN_THROWING_HELPER, KILN_TEST_PLUGIN_HOST_KERNELS_USER}) {
-    CAPTURE(file);
+    const std::string shown = file;
+    CAPTURE(shown);
     const std::string bytes = kiln::test::read_text(file);
     const load::ElfFacts facts = load::read_elf(bytes, file);
     CHECK(facts.machine == load::host_elf_machine());
