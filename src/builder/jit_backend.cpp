@@ -85,7 +85,7 @@ class JitBackend final : public Backend {
     const std::string what = "cannot build " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file +
                              ", backend nvrtc): ";
     if (!toolchain_.nvrtc().found) {
-      throw NotFoundError(what + toolchain_.nvrtc().detail + "; prepared artifacts still load without NVRTC");
+      throw ToolchainMissingError(what + toolchain_.nvrtc().detail + "; prepared artifacts still load without NVRTC");
     }
     if ((recipe.lto || recipe.sources.size() > 1) && !toolchain_.nvjitlink().found) {
       throw NotFoundError(what + (recipe.lto ? "it asks for LTO" : "it has several sources") +

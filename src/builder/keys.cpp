@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
 
 #include <kiln/version.hpp>
 
@@ -124,15 +125,37 @@ BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &
   return identity;
 }
 
-std::string input_key(const Recipe &recipe, const BuildIdentity &identity) {
+// Sources and headers are recorded per file (by input_key), defines per name; every other
+// recipe field as its JSON.
+void add_recipe_records(const Recipe &recipe, const BuildIdentity &identity, InputRecords &records) {
+  const auto canonical = nlohmann::json::parse(recipe.canonical_json());
+  for (const auto &[field, value] : canonical.items()) {
+    if (field == "consumer" || field == "name" || field == "sources" || field == "headers" || field == "defines") continue;
+    records["input:recipe " + field] = value.dump();
+  }
+  for (const auto &define : recipe.defines) {
+    const auto equals = define.find('=');
+    records["input:define " + define.substr(0, equals)] = equals == std::string::npos ? "(set)" : define.substr(equals + 1);
+  }
+  if (identity.backend == "nvcc") {
+    records["toolchain:nvcc_release"] = identity.toolchain.nvcc_release;
+    records["toolchain:nvcc_path"] = identity.toolchain.nvcc_path;
+    records["toolchain:host_compiler_path"] = identity.toolchain.host_cxx_path;
+  }
+}
+
+std::string input_key(const Recipe &recipe, const BuildIdentity &identity, InputRecords *records) {
   store::Hasher hasher;
   hasher.add_field("key", "input").add_field("recipe", recipe.canonical_json());
   const auto add_files = [&](const char *role, const std::vector<std::string> &files) {
     for (const auto &file : files) {
-      hasher.add_field(role, relative(file, recipe.base_dir));
+      const std::string name = relative(file, recipe.base_dir);
+      hasher.add_field(role, name);
       store::Hasher content;
       content.add_file(file);
-      hasher.add_field("bytes", content.hex());
+      const std::string digest = content.hex();
+      hasher.add_field("bytes", digest);
+      if (records != nullptr) (*records)[std::string("input:") + role + " " + name] = digest;
     }
   };
   add_files("source", recipe.sources);

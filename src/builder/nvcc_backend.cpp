@@ -105,6 +105,14 @@ std::string file_digest(const std::string &file) {
   throw BuildError(what + " failed (" + why + "); nothing was published. Its output:\n" + result.output, result.output);
 }
 
+// A compiler that reports success but wrote nothing is a failed build step, not a missing file.
+void require_output(const std::string &what, const fs::path &output, const ProcessResult &result) {
+  if (fs::is_regular_file(output)) return;
+  throw BuildError(what + " exited 0 but wrote no " + output.filename().string() +
+                       "; nothing was published. Check the compiler (KILN_NVCC) and its output:\n" + result.output,
+                   result.output);
+}
+
 struct Unit {
   std::string source;
   std::string stem;
@@ -225,6 +233,7 @@ class NvccBackend final : public Backend {
         }
         if (run.cancelled) return;
         if (!run.ok()) fail_process("compiling " + unit.report.name, run);
+        require_output("compiling " + unit.report.name, unit.object, run);
         // Into the object cache atomically and durably: a torn object must never be linked.
         const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
         store::copy_file_synced(unit.object, temp);
@@ -258,6 +267,7 @@ class NvccBackend final : public Backend {
     append_log(build.build_log, linked.output);
     if (linked.cancelled) check_cancel();
     if (!linked.ok()) fail_process("linking " + recipe.artifact, linked);
+    require_output("linking " + recipe.artifact, artifact, linked);
     if (options.progress) options.progress({BuildEvent::Kind::link_finished, recipe.artifact, linked.seconds, false});
 
     // The rules kiln_add_plugin checks after its link (one export, no gnu-unique, no NODELETE),

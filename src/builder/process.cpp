@@ -30,17 +30,6 @@ constexpr milliseconds kill_grace{2000};        // SIGTERM → SIGKILL
 constexpr milliseconds drain_after_exit{1000};  // output of leftovers after a normal exit
 constexpr milliseconds drain_idle{100};
 
-// ---- signals ---------------------------------------------------------------------------
-
-std::atomic<CancelToken *> signal_token{nullptr};
-static_assert(std::atomic<CancelToken *>::is_always_lock_free, "read in a signal handler");
-
-extern "C" void kiln_cancel_on_signal(int) {
-  const int saved_errno = errno;
-  if (CancelToken *token = signal_token.load()) token->cancel();
-  errno = saved_errno;
-}
-
 // ---- small helpers ---------------------------------------------------------------------
 
 using Fd = store::UniqueFd;
@@ -181,24 +170,6 @@ int reap(pid_t pid) {
 }
 
 }  // namespace
-
-// ---- CancelOnSignals ---------------------------------------------------------------------
-
-CancelOnSignals::CancelOnSignals(CancelToken &token) {
-  previous_token_ = signal_token.exchange(&token);
-  struct sigaction action {};
-  action.sa_handler = kiln_cancel_on_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &action, &old_int_);
-  ::sigaction(SIGTERM, &action, &old_term_);
-}
-
-CancelOnSignals::~CancelOnSignals() {
-  ::sigaction(SIGINT, &old_int_, nullptr);
-  ::sigaction(SIGTERM, &old_term_, nullptr);
-  signal_token.store(previous_token_);
-}
 
 // ---- run_process ----------------------------------------------------------------------
 

@@ -20,23 +20,6 @@ namespace kiln::builder {
 // any thread; once set it stays set.
 using CancelToken = ::kiln::CancelToken;  // include/kiln/cancel.hpp
 
-// For the CLI: while alive, SIGINT and SIGTERM cancel `token` instead of killing the process
-// (a second Ctrl-C just cancels again). Restores the previous handlers (and a previously
-// installed CancelOnSignals' token) on destruction. Create and destroy on one thread, nested
-// LIFO if nested at all.
-class CancelOnSignals {
- public:
-  explicit CancelOnSignals(CancelToken &token);
-  ~CancelOnSignals();
-  CancelOnSignals(const CancelOnSignals &) = delete;
-  CancelOnSignals &operator=(const CancelOnSignals &) = delete;
-
- private:
-  CancelToken *previous_token_ = nullptr;
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
 struct ProcessSpec {
   // argv[0] is the program: a path when it contains '/' (a relative one is relative to this
   // process's working directory, not to cwd), else looked up in PATH (the PATH of

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,14 @@ std::string version_output(const std::string &executable, const std::string &wha
   return result.output;
 }
 
+std::string release_of(const std::string &nvcc_output) {
+  static const std::regex full(R"(release \d+\.\d+, V(\d+\.\d+\.\d+))");
+  static const std::regex short_form(R"(release (\d+\.\d+))");
+  std::smatch match;
+  if (std::regex_search(nvcc_output, match, full) || std::regex_search(nvcc_output, match, short_form)) return match[1];
+  return "";
+}
+
 struct Memo {
   Key nvcc;
   Key host_cxx;
@@ -167,7 +176,7 @@ std::string find_nvcc() {
   if (const auto explicit_nvcc = env("KILN_NVCC")) {
     const std::string found = find_executable(*explicit_nvcc, path_env());
     if (!found.empty()) return found;
-    throw NotFoundError("KILN_NVCC=" + *explicit_nvcc +
+    throw ToolchainMissingError("KILN_NVCC=" + *explicit_nvcc +
                         " is not an executable file: point it at nvcc (e.g. /usr/local/cuda/bin/nvcc), or unset "
                         "it to search CUDA_HOME, CUDA_PATH, PATH and /usr/local/cuda");
   }
@@ -195,7 +204,7 @@ std::string find_nvcc() {
       "\nInstall the CUDA toolkit, or set KILN_NVCC to nvcc's path (or CUDA_HOME to the toolkit's directory). "
       "Only building needs nvcc: a prepared artifact (already in the store, or published with `kiln publish`) "
       "still loads on a machine without a toolchain.";
-  throw NotFoundError(message);
+  throw ToolchainMissingError(message);
 }
 
 std::string find_host_compiler() {
@@ -253,6 +262,7 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   ToolchainIdentity identity;
   identity.nvcc_path = nvcc_key.real_path;
   identity.nvcc_version = lines_of(nvcc_output).back();
+  identity.nvcc_release = release_of(nvcc_output);
   identity.host_cxx_path = host_key.real_path;
   identity.host_cxx_version = lines_of(host_output).front();
   memos[cache_file.string()] = Memo{nvcc_key, host_key, identity};

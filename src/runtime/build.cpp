@@ -11,8 +11,8 @@ namespace {
 
 builder::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log) {
   builder::BuilderContext context;
-  context.store_root = state.writable().root;
-  context.toolchain_cache = state.writable().root / "toolchain.json";
+  context.storage = state.storage.get();
+  context.toolchain_cache = state.writable().root() / "toolchain.json";
   context.abi_dir = builder::default_abi_dir();
   context.log = log;
   (void)runtime;
@@ -55,14 +55,16 @@ Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &
   BuildResult built;
   try {
     built = build(recipe, options);
-  } catch (const NotFoundError &missing_toolchain) {
-    // A robot without a toolchain still loads what was prepared for it.
+  } catch (const ToolchainMissingError &missing_toolchain) {
+    // A robot without a toolchain still loads what was prepared for it. Only then: a build
+    // that failed any other way (a compiler that wrote nothing, a source gone) is an error to
+    // see, never hidden behind an older artifact.
     Resolution found;
     try {
       found = resolve(recipe.consumer, recipe.name);
     } catch (const NotFoundError &) {
-      throw NotFoundError(std::string(missing_toolchain.what()) + "; and no prepared artifact " + recipe.consumer + "/" +
-                          recipe.name + " exists in the stores to load instead");
+      throw ToolchainMissingError(std::string(missing_toolchain.what()) + "; and no prepared artifact " +
+                                  recipe.consumer + "/" + recipe.name + " exists in the stores to load instead");
     }
     log(LogLevel::warning, std::string("no toolchain (") + missing_toolchain.what() + "): loading the prepared " +
                                recipe.consumer + "/" + recipe.name + " (" + found.content_key +
@@ -72,7 +74,7 @@ Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &
   }
   // Exactly what was built: the writable store's entry, even where a read-only layer holds an
   // artifact of the same name.
-  Resolution resolution = state_->resolve_in(state_->locations.size() - 1, recipe.consumer, recipe.name, nullptr, nullptr);
+  Resolution resolution = state_->storage->resolve_writable(recipe.consumer, recipe.name);
   if (resolution.content_key != built.content_key) {
     throw IntegrityError("after building " + recipe.consumer + "/" + recipe.name + " as " + built.content_key +
                          " the manifest names " + resolution.content_key + ": another writer replaced it meanwhile; retry");

@@ -251,7 +251,7 @@ DeviceKernels Runtime::State::load_images(const Resolution &r, const DeviceLoadO
 
 KernelLibrary Runtime::State::load_images_on(const std::string &consumer, const std::string &name, int device) const {
   const auto start = Clock::now();
-  const std::shared_ptr<const Resolution> resolution = resolve_shared(consumer, name);
+  const std::shared_ptr<const Resolution> resolution = storage->resolve(consumer, name);
   DeviceLoadOptions one;
   one.device_ordinal = device;
   DeviceKernels loaded = load_images(*resolution, one, nullptr, ms_since(start));
@@ -261,7 +261,7 @@ KernelLibrary Runtime::State::load_images_on(const std::string &consumer, const 
 KernelLibrary Runtime::load_kernels(const std::string &consumer, const std::string &name, int device,
                                     KernelLoadReport *report) const {
   const auto start = Clock::now();
-  const std::shared_ptr<const Resolution> resolution = state_->resolve_shared(consumer, name);
+  const std::shared_ptr<const Resolution> resolution = state_->storage->resolve(consumer, name);
   DeviceLoadOptions options;
   options.device_ordinal = device < 0 ? 0 : device;
   DeviceKernels loaded = state_->load_images(*resolution, options, report, ms_since(start));
@@ -271,7 +271,7 @@ KernelLibrary Runtime::load_kernels(const std::string &consumer, const std::stri
 DeviceKernels Runtime::load_kernels_all(const std::string &consumer, const std::string &name,
                                         const DeviceLoadOptions &options, KernelLoadReport *report) const {
   const auto start = Clock::now();
-  const std::shared_ptr<const Resolution> resolution = state_->resolve_shared(consumer, name);
+  const std::shared_ptr<const Resolution> resolution = state_->storage->resolve(consumer, name);
   return state_->load_images(*resolution, options, report, ms_since(start));
 }
 

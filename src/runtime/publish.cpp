@@ -12,11 +12,9 @@
 #include "load/stamp.hpp"
 #include "runtime/state.hpp"
 #include "store/digest.hpp"
-#include "store/entry.hpp"
 #include "store/files.hpp"
-#include "store/manifest.hpp"
 #include "store/names.hpp"
-#include "store/sweep.hpp"
+#include "store/storage.hpp"
 
 namespace kiln {
 namespace {
@@ -27,17 +25,6 @@ std::string joined_archs(const std::vector<Arch> &archs) {
   std::string text;
   for (const auto &arch : archs) text += (text.empty() ? "" : ",") + arch.to_string();
   return text;
-}
-
-// An existing entry with our key must hold exactly our bytes; a damaged one is moved aside
-// (never deleted in place, never trusted) so that the fresh copy can take its name.
-bool existing_entry_intact(const fs::path &entry, const std::string &digest) {
-  try {
-    const store::EntryMeta meta = store::read_entry_meta(entry);
-    return meta.digest == digest && store::entry_files_intact(entry, meta);
-  } catch (const Error &) {
-    return false;
-  }
 }
 
 }  // namespace
@@ -90,41 +77,19 @@ PublishResult Runtime::publish(const PublishRequest &request) {
   load::write_stamp_key(bytes, stamp, content_key);
   const std::string digest = store::digest_hex(bytes);
 
-  const store::ConsumerLayout layout(state_->writable().root, request.consumer);
-  store::create_directories(layout.entries());
-  store::sweep_dead_staging(layout);
-  const fs::path entry = layout.entry(content_key);
-
+  const store::Storage &storage = *state_->storage;
+  store::Staging staging = storage.stage(request.consumer, state_->options.log);
+  staging.write(file_name, bytes, 0755);
+  staging.write_records({content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}},
+                        device::to_json(identity).dump(2) + "\n");
   PublishResult result;
   result.content_key = content_key;
-  result.entry_dir = entry.string();
-  result.file = (entry / file_name).string();
-  result.reused = fs::exists(entry) && existing_entry_intact(entry, digest);
-  if (!result.reused) {
-    if (fs::exists(entry)) {
-      const fs::path aside = layout.entries() / (std::string(store::kStagingPrefix) + store::unique_suffix() + "-damaged");
-      fs::rename(entry, aside);
-      log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
-    }
-    const fs::path staging = layout.new_staging_dir();
-    try {
-      store::create_directories(staging);
-      store::write_staging_file(staging / file_name, bytes, 0755);
-      store::EntryMeta meta{content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}};
-      store::write_staging_file(staging / store::kMetaFile, store::serialize_entry_meta(meta));
-      store::write_staging_file(staging / store::kIdentityFile, device::to_json(identity).dump(2) + "\n");
-      result.reused = !store::commit_staging(staging, entry);
-    } catch (...) {
-      boost::system::error_code ignored;
-      fs::remove_all(staging, ignored);
-      throw;
-    }
-  }
-  store::update_manifest(layout, [&](store::Manifest &manifest) {
-    manifest.artifacts[request.name] = {content_key, "", "plugin", store::utc_now_iso8601()};
-  });
+  result.entry_dir = storage.writable().layout(request.consumer).entry(content_key).string();
+  result.file = (fs::path(result.entry_dir) / file_name).string();
+  result.reused = !storage.commit(std::move(staging), {request.consumer, request.name, content_key, "", "plugin"},
+                                  state_->options.log);
   log(LogLevel::info, "published " + request.consumer + "/" + request.name + " as " + content_key +
-                          (result.reused ? " (entry existed)" : "") + " in " + state_->writable().root.string());
+                          (result.reused ? " (entry existed)" : "") + " in " + storage.writable().root().string());
   return result;
 }
 
