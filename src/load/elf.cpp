@@ -195,7 +195,43 @@ ElfFacts read_host_elf(const Reader &in) {
   return facts;
 }
 
+template <class E>
+std::optional<std::pair<std::uint64_t, std::uint64_t>> find_section_as(const Reader &in, std::string_view name) {
+  if (!in.inside(0, 1, sizeof(typename E::Ehdr))) return std::nullopt;
+  const auto header = in.at<typename E::Ehdr>(0);
+  if (header.e_shoff == 0 || header.e_shnum == 0 || header.e_shentsize != sizeof(typename E::Shdr) ||
+      header.e_shstrndx >= header.e_shnum || !in.inside(header.e_shoff, header.e_shnum, sizeof(typename E::Shdr))) {
+    return std::nullopt;
+  }
+  const auto section_at = [&](std::uint64_t index) {
+    return in.at<typename E::Shdr>(header.e_shoff + index * sizeof(typename E::Shdr));
+  };
+  const auto strings = section_at(header.e_shstrndx);
+  if (strings.sh_type != SHT_STRTAB || !in.inside(strings.sh_offset, 1, strings.sh_size)) return std::nullopt;
+  const std::string_view names = in.bytes().substr(strings.sh_offset, strings.sh_size);
+  for (std::uint64_t index = 0; index < header.e_shnum; ++index) {
+    const auto section = section_at(index);
+    if (section.sh_name >= names.size()) continue;
+    const std::size_t end = names.find('\0', section.sh_name);
+    if (end == std::string_view::npos || names.substr(section.sh_name, end - section.sh_name) != name) continue;
+    if (section.sh_type == SHT_NOBITS || !in.inside(section.sh_offset, 1, section.sh_size)) return std::nullopt;
+    return std::make_pair(static_cast<std::uint64_t>(section.sh_offset), static_cast<std::uint64_t>(section.sh_size));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> find_elf_section(std::string_view bytes,
+                                                                       std::string_view name) noexcept {
+  static const std::string unnamed;
+  if (bytes.size() < EI_NIDENT || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0 ||
+      static_cast<unsigned char>(bytes[EI_CLASS]) != HostElf::kClass ||
+      static_cast<unsigned char>(bytes[EI_DATA]) != kHostData) {
+    return std::nullopt;
+  }
+  return find_section_as<HostElf>(Reader(bytes, unnamed), name);
+}
 
 std::uint16_t host_elf_machine() {
 #if defined(__x86_64__)

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kiln::load {
@@ -30,6 +32,13 @@ struct ElfFacts {
 // both machines) or is not a shared object; IntegrityError when a header, table or string
 // reaches past the end of the file (truncated or damaged).
 ElfFacts read_elf(std::string_view bytes, const std::string &file);
+
+// Where the section called `name` lies in the file ({offset, size}), found through the section
+// headers alone (a few reads instead of a search through every byte). nullopt when the bytes
+// are not a well-formed ELF object of this host's class and byte order or hold no such section.
+// Never throws: it only speeds up what a full search would find.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> find_elf_section(std::string_view bytes,
+                                                                       std::string_view name) noexcept;
 
 // "x86-64", "AArch64", ... or "machine <n>" for the e_machine values kiln does not name.
 std::string elf_machine_name(std::uint16_t machine);

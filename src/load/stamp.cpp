@@ -40,21 +40,26 @@ FileStamp find_stamp(std::string_view bytes, const std::string &file) {
     throw AbiError(file + " holds more than one kiln build stamp (two plugins linked into one file?): link exactly "
                           "one KILN_PLUGIN per shared object");
   }
-  if (bytes.size() - first < kMinStampSize) {
+  return *stamp_at(bytes, first, file);
+}
+
+std::optional<FileStamp> stamp_at(std::string_view bytes, std::size_t offset, const std::string &file) {
+  if (offset > bytes.size() || bytes.substr(offset, kMagic.size()) != kMagic) return std::nullopt;
+  if (bytes.size() - offset < kMinStampSize) {
     throw AbiError(file + ": its kiln build stamp is cut off at the end of the file; the file is truncated");
   }
   // Fields past the stamp's own struct_size (or past the file) read as absent (zero).
   kiln_build_stamp record{};
-  std::memcpy(&record, bytes.data() + first, std::min(sizeof record, bytes.size() - first));
+  std::memcpy(&record, bytes.data() + offset, std::min(sizeof record, bytes.size() - offset));
   if (record.struct_size < kMinStampSize) {
     throw AbiError(file + ": its kiln build stamp is " + std::to_string(record.struct_size) + " bytes, ABI 1.0 defines " +
                    std::to_string(kMinStampSize) + "; rebuild it against this kiln's abi/ headers");
   }
   FileStamp stamp;
-  stamp.offset = first;
+  stamp.offset = offset;
   stamp.abi_version = record.abi_version;
-  stamp.content_key = c_string_field(bytes, first + offsetof(kiln_build_stamp, content_key), KILN_STAMP_KEY_SIZE);
-  stamp.archs = c_string_field(bytes, first + offsetof(kiln_build_stamp, archs), KILN_STAMP_ARCHS_SIZE);
+  stamp.content_key = c_string_field(bytes, offset + offsetof(kiln_build_stamp, content_key), KILN_STAMP_KEY_SIZE);
+  stamp.archs = c_string_field(bytes, offset + offsetof(kiln_build_stamp, archs), KILN_STAMP_ARCHS_SIZE);
   return stamp;
 }
 

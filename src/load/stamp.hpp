@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,11 @@ struct FileStamp {
 // kiln plugin) or more than one (ambiguous: refuse rather than guess), or when it is cut off
 // or smaller than ABI 1.0 defined it. Fields a newer stamp appends are not read.
 FileStamp find_stamp(std::string_view bytes, const std::string &file);
+
+// The stamp at `offset` (where the file's .kiln_stamp section starts), without searching the
+// rest of the bytes: for a file whose single stamp was established when it was published or
+// built. nullopt when no stamp record starts there.
+std::optional<FileStamp> stamp_at(std::string_view bytes, std::size_t offset, const std::string &file);
 
 // The bytes with the stamp's key slot set to `key` (32 hex) — "0"*32 gives the form the
 // content key is computed over.

@@ -7,6 +7,7 @@
 #include <elf.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include <boost/filesystem/operations.hpp>
@@ -123,6 +124,11 @@ TEST_CASE("publish checks: every plugin built with kiln_add_plugin passes the sa
     const load::ElfFacts facts = load::read_elf(bytes, file);
     CHECK(facts.machine == load::host_elf_machine());
     CHECK(load::unload_rule_problems(facts).empty());
+    // The load path reads the stamp where its section starts: the record the full search finds.
+    const auto section = load::find_elf_section(bytes, ".kiln_stamp");
+    REQUIRE(section.has_value());
+    CHECK(section->first == load::find_stamp(bytes, file).offset);
+    CHECK(load::stamp_at(bytes, section->first, file)->content_key == load::kUnstampedKey);
   }
 }
 
@@ -169,6 +175,12 @@ TEST_CASE("elf reader: hostile headers give typed errors, never a read past the 
       bytes[at] = static_cast<char>(random());
     }
     refused += verdict(bytes) != "accepted" ? 1 : 0;
+    // The load path's section lookup never throws and never answers a range outside the bytes.
+    if (const auto section = load::find_elf_section(bytes, ".kiln_stamp")) {
+      CHECK(section->first + section->second <= bytes.size());
+    }
   }
   CHECK(refused > 0);
+  CHECK_FALSE(load::find_elf_section("not an ELF file at all", ".kiln_stamp").has_value());
+  CHECK_FALSE(load::find_elf_section(good, ".no_such_section").has_value());
 }
