@@ -225,7 +225,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   }
 
   // One builder per input key across threads and processes; waiters re-check, then load.
-  const store::FileLock lock = storage.lock_input_key(recipe.consumer, result.input_key);
+  const store::FileLock lock = storage.lock_input_key(recipe.consumer, result.input_key, options.cancel);
   if (!options.force) {
     const Hit hit = lookup(storage, recipe.consumer, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);

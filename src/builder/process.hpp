@@ -3,7 +3,9 @@
 // The child runs in its own process group with stdin on /dev/null and stdout+stderr sent to
 // one pipe that this process reads; only fds 0, 1 and 2 reach it (every other descriptor,
 // including lock files opened without O_CLOEXEC, is closed in the child). Cancelling kills
-// the whole group: the child and everything it started.
+// the whole group: the child and everything it started. So does this process's death, even by
+// SIGKILL: a watchdog process leads the group and kills it when we are gone (process.cpp says
+// how), so a dead host never leaves compiles of several GB running.
 #pragma once
 
 #include <signal.h>

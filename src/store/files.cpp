@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -80,8 +81,24 @@ void fsync_path(const fs::path &path) {
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw_io("cannot fsync", path, errno);
 }
 
+std::string atomic_temp_prefix(const std::string &file_name) { return "." + file_name + ".tmp-"; }
+
+int remove_dead_temps(const fs::path &file, std::chrono::seconds min_age) {
+  const std::string prefix = atomic_temp_prefix(file.filename().string());
+  const std::time_t now = std::time(nullptr);
+  int removed = 0;
+  boost::system::error_code error;
+  for (fs::directory_iterator it(file.parent_path(), error), end; !error && it != end; it.increment(error)) {
+    if (it->path().filename().string().compare(0, prefix.size(), prefix) != 0) continue;
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) != 0 || now - info.st_mtime < min_age.count()) continue;
+    if (::unlink(it->path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 void write_file_atomic(const fs::path &file, std::string_view content, unsigned mode) {
-  const fs::path temp = file.parent_path() / ("." + file.filename().string() + ".tmp-" + unique_suffix());
+  const fs::path temp = file.parent_path() / (atomic_temp_prefix(file.filename().string()) + unique_suffix());
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (fd.get() < 0) throw_io("cannot create", temp, errno);
   try {

@@ -6,7 +6,6 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/files.hpp"
 #include "store/names.hpp"
 
 namespace kiln::store {
@@ -77,9 +76,10 @@ fs::path ConsumerLayout::entry(const std::string &content_key) const {
   }
   return entries() / content_key;
 }
-fs::path ConsumerLayout::bykey(const std::string &input_key) const { return dir() / "bykey" / input_key; }
+fs::path ConsumerLayout::bykey_dir() const { return dir() / "bykey"; }
+fs::path ConsumerLayout::bykey(const std::string &input_key) const { return bykey_dir() / input_key; }
 fs::path ConsumerLayout::objects() const { return dir() / "objects"; }
 fs::path ConsumerLayout::locks() const { return dir() / "locks"; }
-fs::path ConsumerLayout::new_staging_dir() const { return entries() / (kStagingPrefix + unique_suffix()); }
+fs::path ConsumerLayout::build_lock(const std::string &input_key) const { return locks() / (input_key + ".lock"); }
 
 }  // namespace kiln::store

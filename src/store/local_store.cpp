@@ -1,6 +1,7 @@
 #include "store/local_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
@@ -124,20 +125,30 @@ bool LocalStore::entry_intact(const std::string &consumer, const std::string &co
 Staging LocalStore::stage(const std::string &consumer, const LogCallback &log) const {
   const ConsumerLayout paths = layout(consumer);
   store::create_directories(paths.entries());
-  const int swept = sweep_dead_staging(paths);
-  if (swept > 0 && log) {
-    log(LogLevel::info, "removed " + std::to_string(swept) + " staging director(ies) of dead writers in " +
-                            paths.entries().string());
+  const SweepCounts swept = sweep_leftovers(paths);
+  if (swept.total() > 0 && log) {
+    log(LogLevel::info, "removed " + std::to_string(swept.staging_dirs) + " staging director(ies) and " +
+                            std::to_string(swept.temps) + " temporary file(s) of dead writers in " +
+                            paths.dir().string());
   }
-  Staging staging(consumer, paths.new_staging_dir());
-  store::create_directories(staging.dir());
-  return staging;
+  return Staging(consumer, paths.entries());
 }
 
-FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key) const {
+FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key,
+                                    const CancelToken *cancel) const {
   const ConsumerLayout paths = layout(consumer);
   store::create_directories(paths.locks());
-  return FileLock(paths.locks() / (input_key + ".lock"));
+  const fs::path file = paths.build_lock(input_key);
+  if (cancel == nullptr) return FileLock(file);
+  // Another builder of this key (any process) may hold it for minutes: wait, but not past a cancel.
+  for (;;) {
+    if (cancel->cancelled()) {
+      throw Error(ErrorKind::other, "build of " + consumer + " input key " + input_key +
+                                        " cancelled while waiting for another build of the same inputs (holding " +
+                                        file.string() + "); nothing was published");
+    }
+    if (auto lock = FileLock::try_acquire_for(file, std::chrono::milliseconds(50))) return std::move(*lock);
+  }
 }
 
 bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
@@ -150,12 +161,13 @@ bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
   if (fs::exists(entry, error)) {
     if (entry_intact(owned.consumer(), meta.content_key, meta.digest)) return false;  // owned removes staging
     // A damaged entry under our key (a torn or altered file) is moved aside, never modified
-    // in place and never trusted, so that the fresh copy can take its name. The next sweep
-    // removes it (it looks like a dead writer's staging directory).
+    // in place and never trusted, so that the fresh copy can take its name. A sweep removes it
+    // a day later (a lock-less staging directory, sweep.hpp): time to inspect it.
     const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + "-damaged");
     fs::rename(entry, aside);
     if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
   }
+  owned.remove_lock_file();
   const bool fresh = commit_staging(owned.dir(), entry);
   owned.release();  // renamed into place, or removed by commit_staging when another writer won
   return fresh;

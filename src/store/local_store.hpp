@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include <kiln/cancel.hpp>
 #include <kiln/identity.hpp>
 #include <kiln/log.hpp>
 
@@ -59,13 +60,16 @@ class LocalStore {
 
   // A fresh staging directory for a new entry of `consumer`; dead writers' leftovers are swept first.
   Staging stage(const std::string &consumer, const LogCallback &log) const;
-  // The build lock of one input key: one builder per key across threads and processes.
-  FileLock lock_input_key(const std::string &consumer, const std::string &input_key) const;
+  // The build lock of one input key: one builder per key across threads and processes. With a
+  // cancel token, waiting for another holder stops (typed error) once it is cancelled.
+  FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
+                          const CancelToken *cancel = nullptr) const;
   // Renames a filled staging directory into store/<content key>. An intact entry under that key
   // is kept (false is returned and the staging directory removed: entries are identical by
   // key); a damaged one is moved aside first, never modified in place and never trusted.
   bool commit_entry(Staging &&staging, const LogCallback &log) const;
-  // bykey/<input_key> -> content key (written only when it differs).
+  // bykey/<input_key> -> content key (written only when it differs). Its temp files are swept
+  // only once the build lock of input_key is free and they are old (sweep.hpp).
   void write_pointer(const std::string &consumer, const std::string &input_key, const std::string &content_key) const;
   // manifest.json's record for `name`, under the manifest lock (written only when it differs).
   void write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const;

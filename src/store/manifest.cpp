@@ -106,6 +106,7 @@ std::string serialize_manifest(const Manifest &manifest) {
 void update_manifest(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change) {
   create_directories(layout.dir());
   FileLock lock(layout.manifest_lock());
+  remove_dead_temps(layout.manifest());  // every writer holds the lock: only dead temps are old
   Manifest manifest = read_manifest(layout.manifest(), layout.consumer()).value_or(Manifest{layout.consumer(), {}});
   change(manifest);
   write_file_atomic(layout.manifest(), serialize_manifest(manifest));

@@ -1,5 +1,9 @@
 // A private directory where a new store entry is assembled before Storage::commit makes it
 // visible in one rename (DESIGN §4: nothing is modified in place inside store/<key>/).
+//
+// Its liveness is a lock held inside it (kStagingLockFile), never a pid: a pid means nothing to
+// a process in another pid namespace (a container sharing the cache), so a sweeper removes a
+// staging directory only when it can take that lock (sweep.hpp).
 #pragma once
 
 #include <string>
@@ -8,6 +12,7 @@
 #include <boost/filesystem/path.hpp>
 
 #include "store/entry.hpp"
+#include "store/locks.hpp"
 
 namespace kiln::store {
 
@@ -17,8 +22,8 @@ class Staging {
   Staging &operator=(Staging &&other) noexcept;
   Staging(const Staging &) = delete;
   Staging &operator=(const Staging &) = delete;
-  // A staging directory that was not committed is removed: a failed or cancelled writer
-  // leaves nothing behind (a killed one leaves it to the next sweep).
+  // A staging directory that was not committed is removed (still locked while it goes): a
+  // failed or cancelled writer leaves nothing behind (a killed one leaves it to the next sweep).
   ~Staging();
 
   const std::string &consumer() const { return consumer_; }
@@ -34,11 +39,19 @@ class Staging {
 
  private:
   friend class LocalStore;
-  Staging(std::string consumer, boost::filesystem::path dir);
-  void release() { dir_.clear(); }  // committed: the directory is the entry now
+  // Creates <entries>/.staging-v2-<16 random hex digits> with an exclusive mkdir (a name is
+  // never reused) and takes the lock inside it. No number follows the prefix, so kilns that
+  // judged staging directories by the pid in their name never take this one for a dead pid's.
+  Staging(std::string consumer, const boost::filesystem::path &entries);
+  // Just before commit_staging: the lock file leaves the directory so that it never becomes
+  // part of an entry. The lock stays held (by its descriptor) until release; a sweeper that
+  // finds the directory without a lock file sees it modified just now and leaves it alone.
+  void remove_lock_file() const;
+  void release();  // committed: the directory is the entry now (or gone); the lock is dropped
 
   std::string consumer_;
   boost::filesystem::path dir_;
+  FileLock lock_;
   EntryMeta meta_;
 };
 

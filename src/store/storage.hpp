@@ -64,8 +64,9 @@ class Storage {
     return writable().entry_intact(consumer, content_key);
   }
   // One builder per input key across threads and processes.
-  FileLock lock_input_key(const std::string &consumer, const std::string &input_key) const {
-    return writable().lock_input_key(consumer, input_key);
+  FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
+                          const CancelToken *cancel = nullptr) const {
+    return writable().lock_input_key(consumer, input_key, cancel);
   }
   // A fresh private directory to assemble a new entry of `consumer` in.
   Staging stage(const std::string &consumer, const LogCallback &log) const { return writable().stage(consumer, log); }

@@ -261,10 +261,13 @@ TEST_CASE("publish: a crash mid-publish leaves only a staging directory, swept b
   TempDir dir;
   Runtime runtime(options_for(dir));
   const fs::path entries = dir / "cache" / "consumers" / "tests" / "store";
-  fs::create_directories(entries / ".staging-999999999-0-0");
-  kiln::test::write_text(entries / ".staging-999999999-0-0" / "half.so", "partial");
+  // As a killed publisher leaves it: its staging lock file there, the lock gone with it.
+  const fs::path staging = entries / ".staging-v2-0123456789abcdef";
+  fs::create_directories(staging);
+  kiln::test::write_text(staging / ".staging.lock", "");
+  kiln::test::write_text(staging / "half.so", "partial");
   publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
-  CHECK_FALSE(fs::exists(entries / ".staging-999999999-0-0"));
+  CHECK_FALSE(fs::exists(staging));
   CHECK_NOTHROW(runtime.load("tests", "example"));
 }
 

@@ -259,21 +259,6 @@ TEST_CASE("safety: code is refused from a store others can write, or through a s
   CHECK_THROWS_AS(store::check_safe_to_execute(link, store_root), IntegrityError);
 }
 
-TEST_CASE("sweep: staging directories of dead processes go, live ones stay") {
-  TempDir dir;
-  const store::ConsumerLayout layout(dir.path(), "c");
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ::waitpid(child, nullptr, 0);  // a pid that surely is dead now
-  const fs::path dead = layout.entries() / (".staging-" + std::to_string(child) + "-1-2");
-  const fs::path live = layout.new_staging_dir();
-  store::create_directories(dead / "sub");
-  store::create_directories(live);
-  CHECK(store::sweep_dead_staging(layout) == 1);
-  CHECK_FALSE(fs::exists(dead));
-  CHECK(fs::exists(live));
-}
-
 TEST_CASE("layout: stores come from KILN_STORE_PATH then KILN_CACHE_DIR / XDG_CACHE_HOME / HOME") {
   {
     kiln::test::ScopedEnv layers("KILN_STORE_PATH", std::string("/opt/vendor/kiln::/opt/other"));
