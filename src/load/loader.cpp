@@ -226,7 +226,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
   report.plugin_version = load::bounded_string(library->entry->plugin_version);
   report.interfaces.clear();
   if (const char *const *ids = library->entry->interface_ids) {
-    for (std::size_t i = 0; ids[i] != nullptr && i < kMaxInterfaceIds; ++i) {
+    for (std::size_t i = 0; i < kMaxInterfaceIds && ids[i] != nullptr; ++i) {
       report.interfaces.push_back(load::bounded_string(ids[i]));
     }
   }
