@@ -121,7 +121,7 @@ void append_log(const fs::path &file, const std::string &text) {
 }
 
 std::string default_abi_dir() {
-  if (const char *dir = std::getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char *dir = ::secure_getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
   return KILN_ABI_SOURCE_DIR;
 }
 

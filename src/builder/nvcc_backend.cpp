@@ -13,6 +13,8 @@
 #include "builder/backend.hpp"
 #include "builder/jobs.hpp"
 #include "builder/toolchain.hpp"
+#include "load/elf.hpp"
+#include "load/plugin_file.hpp"
 #include "load/stamp.hpp"
 #include "store/digest.hpp"
 #include "store/files.hpp"
@@ -305,9 +307,17 @@ class NvccBackend final : public Backend {
     require_output("linking " + recipe.artifact, artifact, linked);
     if (options.progress) options.progress({BuildEvent::Kind::link_finished, recipe.artifact, linked.seconds, false});
 
-    // Stamp the content key into the plugin.
+    // The rules kiln_add_plugin checks after its link (one export, no gnu-unique, no NODELETE),
+    // from the ELF itself; then stamp the content key into the plugin.
     std::string bytes = store::read_file(artifact);
+    const std::vector<std::string> problems = load::unload_rule_problems(load::read_elf(bytes, artifact.string()));
+    if (!problems.empty()) {
+      const std::string why = load::describe_unload_problems(recipe.artifact, problems);
+      append_log(build.build_log, why + "\n");
+      throw BuildError(why + "\nNothing was published; fix the sources or flags of recipe " + recipe.file, why);
+    }
     const load::FileStamp stamp = load::find_stamp(bytes, artifact.string());
+    load::check_stamp_abi(stamp, artifact.string());
     load::write_stamp_key(bytes, stamp, content_key);
     fs::remove(artifact);
     store::write_staging_file(artifact, bytes, 0755);

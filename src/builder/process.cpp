@@ -56,7 +56,7 @@ std::string search_path_for(const ProcessSpec &spec) {
   for (auto it = spec.env_overrides.rbegin(); it != spec.env_overrides.rend(); ++it) {
     if (it->first == "PATH") return it->second;
   }
-  if (const char *path = std::getenv("PATH")) return path;
+  if (const char *path = ::secure_getenv("PATH")) return path;
   return "/usr/local/bin:/usr/bin:/bin";
 }
 

@@ -188,6 +188,13 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
   for (const auto &flag : recipe.flags) {
     if (kReservedFlags.count(flag) != 0) read.fail("flags", "holds " + flag + ", which kiln sets itself; remove it");
   }
+  for (const auto &flag : recipe.link_flags) {
+    if (kReservedFlags.count(flag) != 0) read.fail("link_flags", "holds " + flag + ", which kiln sets itself; remove it");
+    if (flag.find("nodelete") != std::string::npos) {
+      read.fail("link_flags", "holds " + flag + ", which marks the plugin NODELETE so that it could never be unloaded "
+                              "(abi/README.md \"Build rules\"); remove it");
+    }
+  }
   recipe.archs = read.strings(root, "archs", "");
   if (recipe.archs.empty()) read.fail("archs", "is empty or missing; list targets such as [\"sm_90\", \"sm_87\"] or [\"native\"]");
   for (const auto &arch : recipe.archs) {

@@ -30,7 +30,7 @@ constexpr int cache_format = 1;
 const char *const default_cuda_dir = "/usr/local/cuda";
 
 std::optional<std::string> env(const char *name) {
-  const char *value = std::getenv(name);
+  const char *value = ::secure_getenv(name);
   if (value == nullptr || *value == '\0') return std::nullopt;
   return std::string(value);
 }

@@ -18,7 +18,8 @@ namespace kiln {
 
 struct Instance::Library {
   void *handle = nullptr;
-  const kiln_plugin_entry *entry = nullptr;
+  const kiln_plugin_entry *entry = nullptr;  // &entry_copy once bound
+  kiln_plugin_entry entry_copy{};            // the plugin's table up to its struct_size, the rest zero
   std::uint32_t abi_version = 0;
   std::string file;
   LogCallback log;

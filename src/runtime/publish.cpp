@@ -8,6 +8,7 @@
 #include <kiln/version.hpp>
 
 #include "device/identity_json.hpp"
+#include "load/plugin_file.hpp"
 #include "load/stamp.hpp"
 #include "runtime/state.hpp"
 #include "store/digest.hpp"
@@ -49,12 +50,9 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
   const std::string file_name = source.filename().string();
   if (!store::is_valid_name(file_name)) store::validate_name("artifact file name", file_name);
 
-  const load::FileStamp stamp = load::find_stamp(bytes, source.string());
-  if (KILN_ABI_VERSION_MAJOR_OF(stamp.abi_version) != KILN_ABI_VERSION_MAJOR_OF(kAbiVersion)) {
-    throw AbiError(source.string() + " was compiled against plugin ABI " +
-                   std::to_string(KILN_ABI_VERSION_MAJOR_OF(stamp.abi_version)) + ".x; this kiln speaks " +
-                   std::to_string(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion)) + ".x: rebuild it against this kiln's abi/");
-  }
+  // Everything knowable without running the plugin's code (ELF machine and completeness, the
+  // unload rules, the stamp and its ABI): refused now rather than at every later load.
+  const load::FileStamp stamp = load::check_plugin_file(bytes, source.string());
 
   std::vector<Arch> archs = request.archs;
   std::sort(archs.begin(), archs.end(), [](const Arch &a, const Arch &b) { return a.to_string() < b.to_string(); });

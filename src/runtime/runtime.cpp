@@ -36,7 +36,7 @@ const char *to_string(LogLevel level) {
 
 RuntimeOptions RuntimeOptions::from_environment() {
   RuntimeOptions options;
-  if (const char *device = std::getenv("KILN_DEVICE"); device != nullptr && *device != '\0') {
+  if (const char *device = ::secure_getenv("KILN_DEVICE"); device != nullptr && *device != '\0') {
     options.declared_device = device;
   }
   return options;  // stores: filled from the environment by Runtime when left empty
@@ -56,6 +56,9 @@ Runtime::Runtime(RuntimeOptions options) try : state_(std::make_shared<State>())
         state_->options.cache_dir.empty() ? store::default_cache_dir() : fs::path(state_->options.cache_dir);
     locations.push_back({cache.lexically_normal(), true, state_->options.cache_dir.empty() ? "environment" : "options"});
   }
+  // Once, here: every later safety walk ends at a root free of symlinks the user chose
+  // (~/.cache -> /data/cache), so a symlink it meets lies inside a store.
+  for (auto &location : locations) location.root = store::resolve_store_root(location.root);
   state_->storage = std::make_unique<store::Storage>(locations);
 } catch (...) {
   support::rethrow_typed("setting up kiln (stores, KILN_DEVICE)");

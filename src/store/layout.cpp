@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <boost/filesystem/operations.hpp>
+
 #include <kiln/errors.hpp>
 
 #include "store/names.hpp"
@@ -9,8 +11,10 @@
 namespace kiln::store {
 namespace {
 
+// secure_getenv: in a setuid/setgid process the environment belongs to the caller, who must not
+// choose the stores (and thereby the code) the process loads.
 const char *env(const char *name) {
-  const char *value = std::getenv(name);
+  const char *value = ::secure_getenv(name);
   return (value != nullptr && *value != '\0') ? value : nullptr;
 }
 
@@ -47,6 +51,12 @@ std::vector<StoreLocation> stores_from_environment() {
   std::string origin = env("KILN_CACHE_DIR") ? "KILN_CACHE_DIR" : env("XDG_CACHE_HOME") ? "XDG_CACHE_HOME" : "HOME";
   stores.push_back({default_cache_dir(), true, origin});
   return stores;
+}
+
+fs::path resolve_store_root(const fs::path &root) {
+  boost::system::error_code error;
+  const fs::path resolved = fs::weakly_canonical(root, error);
+  return error ? root.lexically_normal() : resolved.lexically_normal();
 }
 
 ConsumerLayout::ConsumerLayout(fs::path store_root, std::string consumer)

@@ -21,6 +21,12 @@ struct StoreLocation {
 std::vector<StoreLocation> stores_from_environment();
 fs::path default_cache_dir();
 
+// The store root with every symlink in it resolved (realpath), resolved once when a Runtime
+// starts: a symlink the user chose for the root (~/.cache -> /data/cache) is then no longer in
+// the way of the safety walk, which refuses symlinks inside a store. A root that does not exist
+// yet keeps its missing tail as written.
+fs::path resolve_store_root(const fs::path &root);
+
 // The paths of one consumer inside one store.
 class ConsumerLayout {
  public:

@@ -10,6 +10,7 @@
 #include "device/identity_json.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
+#include "store/safety.hpp"
 #include "store/sweep.hpp"
 
 namespace kiln::store {
@@ -26,11 +27,16 @@ std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer
     const auto hit = manifests_.find(consumer);
     if (hit != manifests_.end() && hit->second.id == *id) return hit->second.manifest;
   }
+  // Owner and mode are checked whenever the identity is new (chmod and chown change ctime), so
+  // a warm hit needs no more than the stat above: an others-writable manifest could roll an
+  // artifact back.
+  FileIdentity checked_id;
+  check_store_file_safe(file.string(), &checked_id);
   auto parsed = read_manifest(file, consumer);
   if (!parsed) return nullptr;
   auto shared = std::make_shared<const Manifest>(std::move(*parsed));
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  manifests_[consumer] = {*id, shared};
+  manifests_[consumer] = {checked_id, shared};
   return shared;
 }
 
@@ -47,6 +53,18 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
     if (hit != entries_.end() && hit->second.meta_id == *meta_id) return hit->second;
   }
   EntryRecords fresh;
+  // Both files under the artifact's own rules (owner, mode, no symlink), before they are read;
+  // an absent one is reported by its reader below.
+  const auto check_file = [](const fs::path &file) {
+    FileIdentity checked;
+    try {
+      check_store_file_safe(file.string(), &checked);
+    } catch (const NotFoundError &) {
+    }
+    return checked;
+  };
+  const FileIdentity checked_meta = check_file(entry_dir / kMetaFile);
+  check_file(identity_file);
   fresh.meta = read_entry_meta(entry_dir);
   std::string identity_text;
   try {
@@ -60,7 +78,7 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
                          " but sits under " + content_key + ": the store was altered; republish or rebuild " + what);
   }
   if (meta_id) {
-    fresh.meta_id = *meta_id;
+    fresh.meta_id = checked_meta;
     std::lock_guard<std::mutex> lock(cache_mutex_);
     entries_[entry_dir.string()] = fresh;
   }

@@ -19,7 +19,7 @@ namespace {
 using support::starts_with;
 
 std::string env(const char *name) {
-  const char *value = std::getenv(name);
+  const char *value = ::secure_getenv(name);
   return value != nullptr ? value : "";
 }
 
