@@ -59,6 +59,11 @@ EntryMeta read_entry_meta(const fs::path &entry_dir) {
                          " has no meta.json: the manifest names an entry that is missing or incomplete; republish "
                          "or rebuild the artifact");
   }
+  return parse_entry_meta(content, entry_dir);
+}
+
+EntryMeta parse_entry_meta(const std::string &content, const fs::path &entry_dir) {
+  const fs::path file = entry_dir / kMetaFile;
   const json root = support::parse_json(content, [&](const std::string &why) { corrupt(file, why); });
   const json &schema = member(root, "schema", file, "meta.json");
   const auto schema_number = support::checked_integer<int>(schema, 1);

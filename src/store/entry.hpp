@@ -30,6 +30,8 @@ struct EntryMeta {
 // image, an image with a bad name, digest, kind or arch), IncompatibleError for another
 // artifact schema, IoError when it cannot be read (EACCES, EIO): that is no sign of damage.
 EntryMeta read_entry_meta(const fs::path &entry_dir);
+// The same for meta.json's text already read (`entry_dir` names the entry in messages).
+EntryMeta parse_entry_meta(const std::string &text, const fs::path &entry_dir);
 std::string serialize_entry_meta(const EntryMeta &meta);
 
 // The JSON forms of meta.json's "images" and "kernels" (also the body of an images artifact's
