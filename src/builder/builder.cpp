@@ -27,6 +27,7 @@
 #include "store/manifest.hpp"
 #include "store/names.hpp"
 #include "store/sweep.hpp"
+#include "support/fault_point.hpp"
 
 #ifndef KILN_ABI_SOURCE_DIR
 #define KILN_ABI_SOURCE_DIR ""
@@ -340,7 +341,9 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   }
   const bool fresh = store::commit_staging(staging, entry);
   guard.release();
+  KILN_FAULT_POINT("build.after_entry");
   write_bykey(layout, result.input_key, result.content_key);
+  KILN_FAULT_POINT("build.after_bykey");
   finish_hit(result.content_key, fresh ? BuildResult::Outcome::built : BuildResult::Outcome::reused);
   if (log) {
     log(LogLevel::info, "built " + recipe.consumer + "/" + recipe.name + " as " + result.content_key + " in " +

@@ -16,6 +16,7 @@
 #include "store/manifest.hpp"
 #include "store/names.hpp"
 #include "store/sweep.hpp"
+#include "support/fault_point.hpp"
 
 namespace kiln {
 namespace {
@@ -122,6 +123,7 @@ PublishResult Runtime::publish(const PublishRequest &request) {
       throw;
     }
   }
+  KILN_FAULT_POINT("publish.after_entry");
   store::update_manifest(layout, [&](store::Manifest &manifest) {
     manifest.artifacts[request.name] = {content_key, "", "plugin", store::utc_now_iso8601()};
   });

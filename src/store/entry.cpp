@@ -13,6 +13,7 @@
 #include "store/digest.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
+#include "support/fault_point.hpp"
 
 namespace kiln::store {
 namespace {
@@ -178,6 +179,7 @@ bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
   // Every file and directory below, deepest first (generated headers live in a subdirectory).
   for (fs::recursive_directory_iterator it(staging_dir), end; it != end; ++it) fsync_path(it->path());
   fsync_path(staging_dir);
+  KILN_FAULT_POINT("staging.after_fsync");
   if (::rename(staging_dir.c_str(), entry_dir.c_str()) != 0) {
     const int error = errno;
     if (error == EEXIST || error == ENOTEMPTY) {
@@ -188,6 +190,7 @@ bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
     throw IoError("cannot publish " + staging_dir.string() + " as " + entry_dir.string() + ": " +
                   std::strerror(error));
   }
+  KILN_FAULT_POINT("staging.after_rename");
   fsync_path(entry_dir.parent_path());
   return true;
 }

@@ -10,6 +10,7 @@
 #include "store/files.hpp"
 #include "store/locks.hpp"
 #include "store/names.hpp"
+#include "support/fault_point.hpp"
 
 namespace kiln::store {
 namespace {
@@ -108,6 +109,7 @@ void update_manifest(const ConsumerLayout &layout, const std::function<void(Mani
   FileLock lock(layout.manifest_lock());
   Manifest manifest = read_manifest(layout.manifest(), layout.consumer()).value_or(Manifest{layout.consumer(), {}});
   change(manifest);
+  KILN_FAULT_POINT("manifest.locked");
   write_file_atomic(layout.manifest(), serialize_manifest(manifest));
 }
 

@@ -1,4 +1,5 @@
 #include "store/sweep.hpp"
+#include "support/fault_point.hpp"
 
 #include <signal.h>
 
@@ -40,7 +41,9 @@ int sweep_dead_staging(const ConsumerLayout &layout) {
     }
     if (process_alive(pid)) continue;
     boost::system::error_code ignored;
+    KILN_FAULT_POINT("sweep.before_remove");
     if (fs::remove_all(it->path(), ignored) > 0) ++removed;
+    KILN_FAULT_POINT("sweep.after_remove");
   }
   return removed;
 }
