@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <boost/interprocess/sync/file_lock.hpp>
 
@@ -36,6 +38,22 @@ void ensure_lock_file(const boost::filesystem::path &path) {
   ::close(fd);
 }
 
+// fcntl's deadlock detection sees a whole process as one owner: while one thread of another
+// process waits for a lock held here, asking for a lock that another of its threads holds
+// fails with EDEADLK, though nothing is deadlocked (kiln takes an input-key lock before the
+// manifest lock, never the reverse). That holder finishes without us: wait and ask again.
+void lock_waiting(boost::interprocess::file_lock &file) {
+  for (;;) {
+    try {
+      file.lock();
+      return;
+    } catch (const boost::interprocess::interprocess_exception &error) {
+      if (error.get_native_error() != EDEADLK) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 }  // namespace
 
 struct FileLock::Held {
@@ -56,7 +74,7 @@ FileLock::FileLock(const boost::filesystem::path &lock_file) {
   mutex->lock();
   try {
     boost::interprocess::file_lock file(lock_file.c_str());
-    file.lock();
+    lock_waiting(file);
     held_.reset(new Held{mutex, std::move(file)});
   } catch (const boost::interprocess::interprocess_exception &error) {
     mutex->unlock();
