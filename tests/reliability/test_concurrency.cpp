@@ -89,8 +89,12 @@ TEST_SUITE("concurrency") {
     const std::vector<std::string> published = {"pub-a", "pub-b"};
     std::vector<std::string> all_names = {"fake-a", "fake-b", "pub-a", "pub-b"};
     if (nvrtc) all_names.push_back("kern");
+    // The long variant also builds with the real nvcc (through tests/data/build/nvcc-wrapper.sh,
+    // which logs every call to the same compile log).
+    const bool real_nvcc = long_run() && !toolchains().nvcc.empty() && setting("KILN_RELIABILITY_REAL_NVCC", 1) != 0;
+    if (real_nvcc) all_names.push_back("nvcc");
 
-    // Every variant's recipe, written before anyone starts; the host gets them as a plan.
+    // Every variant's recipe, written before anyone starts; the host gets its own as a plan.
     const int epochs = static_cast<int>(seconds / period) + 1;
     {
       std::ofstream plan((dir / "host-plan.txt").string());
@@ -99,10 +103,11 @@ TEST_SUITE("concurrency") {
           plan << epoch << " fake-nvcc " << name << " " << ws.recipe(Backend::fake_nvcc, name, epoch, kConsumer).string() << "\n";
         }
         if (nvrtc) plan << epoch << " nvrtc kern " << ws.recipe(Backend::nvrtc, "kern", epoch, kConsumer).string() << "\n";
+        if (real_nvcc) ws.recipe(Backend::real_nvcc, "nvcc", epoch, kConsumer);  // CLI processes only
       }
     }
     const auto env_of = [&](std::map<std::string, std::string> env) {
-      env["KILN_NVCC"] = (fs::path(KILN_TEST_SOURCE_DIR) / "tests" / "reliability" / "fake-nvcc.sh").string();
+      env.emplace("KILN_NVCC", (fs::path(KILN_TEST_SOURCE_DIR) / "tests" / "reliability" / "fake-nvcc.sh").string());
       env["KILN_TEST_FAKE_DELAY"] = "0.2";  // compiles overlap: the racers really race
       return env;
     };
@@ -144,9 +149,12 @@ TEST_SUITE("concurrency") {
             std::lock_guard<std::mutex> lock(tally.mutex);
             ++tally.ops["publish"];
           } else if (pick < 10) {  // build the current variant, sometimes the one before
-            const bool kernels = nvrtc && random() % 3 == 0;
+            const int which = static_cast<int>(random() % 6);
+            const bool kernels = nvrtc && which < 2;
+            const bool real = real_nvcc && which == 2;
             const int epoch = std::max(0, epoch_now() - (random() % 5 == 0 ? 1 : 0));
             const Op op = kernels ? ws.build(Backend::nvrtc, "kern", epoch, kConsumer)
+                          : real  ? ws.build(Backend::real_nvcc, "nvcc", epoch, kConsumer)
                                   : ws.build(Backend::fake_nvcc, plugin_builds[random() % plugin_builds.size()], epoch, kConsumer);
             const Outcome outcome = run_op(op.argv, env_of(op.env));
             if (!outcome.ok()) {
@@ -224,10 +232,15 @@ TEST_SUITE("concurrency") {
     std::map<std::string, std::string> key_kinds;  // input key -> "plugin" / "images"
     const fs::path consumer = ws.store() / "consumers" / kConsumer;
     for (fs::directory_iterator it(consumer / "bykey"), end; it != end; ++it) {
+      if (it->path().filename().string()[0] == '.') continue;  // a leftover: check_store reports it
       std::string content_key = kiln::test::read_text(it->path());
       content_key.erase(content_key.find_last_not_of("\n ") + 1);
-      const json meta = json::parse(kiln::test::read_text(consumer / "store" / content_key / "meta.json"));
-      key_kinds[it->path().filename().string()] = meta.at("kind").get<std::string>();
+      try {
+        const json meta = json::parse(kiln::test::read_text(consumer / "store" / content_key / "meta.json"));
+        key_kinds[it->path().filename().string()] = meta.at("kind").get<std::string>();
+      } catch (const std::exception &error) {
+        tally.unexpected.push_back("bykey " + it->path().string() + " -> \"" + content_key + "\": " + error.what());
+      }
     }
     const CompileLog log = read_compile_log(kiln::test::read_text(ws.compile_log()));
     // A builder that compiled reports "built", or "reused" when it found the entry committed by
@@ -277,9 +290,9 @@ TEST_SUITE("concurrency") {
       for (const auto &[outcome, count] : totals) text += " " + outcome + " " + std::to_string(count);
       say("  build outcomes:%s", text.c_str());
     }
-    say("  input keys: %d plugin (stand-in nvcc), %d device images (NVRTC); unit compiles %zu, each once: %s; links %d "
+    say("  input keys: %d plugin (stand-in%s nvcc), %d device images (NVRTC); unit compiles %zu, each once: %s; links %d "
         "(one per plugin key: %s); keys compiled by two builders: %d; NVRTC keys not compiled exactly once: %d",
-        plugin_keys, image_keys, log.units.size(), log.repeated().empty() ? "yes" : "NO", log.links,
+        plugin_keys, real_nvcc ? " and real" : "", image_keys, log.units.size(), log.repeated().empty() ? "yes" : "NO", log.links,
         log.links == plugin_keys ? "yes" : "NO", compiled_twice, image_keys_not_compiled_once);
     for (std::size_t i = 0; i < tally.unexpected.size() && i < 20; ++i) say("  UNEXPECTED %s", tally.unexpected[i].c_str());
 

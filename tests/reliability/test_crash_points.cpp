@@ -166,7 +166,7 @@ TEST_SUITE("crash") {
       say("crash scenario \"%s\": %d kills", scenario.title.c_str(), scenario_kills);
     }
     for (const char *point : kiln::support::kFaultPoints) {
-      CHECK_MESSAGE(covered.count(point) == 1, "fault point " << point << " was killed in no scenario");
+      CHECK_MESSAGE(covered.count(point) == 1, "fault point " << std::string(point) << " was killed in no scenario");
     }
     say("crash points: %d kills at %zu fault points (%d checks, %d reruns all succeeding) in %.1f s", kills,
         kills_at.size(), checks, reruns, now_seconds() - start);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
@@ -85,6 +86,10 @@ Op Workspace::publish(const std::string &name, const std::string &arch, const st
 fs::path Workspace::recipe(Backend backend, const std::string &name, int variant, const std::string &consumer) const {
   const fs::path dir = root_ / "recipes" / (consumer + "-" + name + "-" + to_string(backend) + "-" + std::to_string(variant));
   const fs::path file = dir / "recipe.json";
+  // Threads of the concurrency test ask at once: a recipe directory is written once, whole,
+  // before anyone builds from it (a source copied over while hashed would be another key).
+  static std::mutex writing;
+  std::lock_guard<std::mutex> lock(writing);
   if (fs::exists(file)) return file;
   fs::create_directories(dir);
   nlohmann::json recipe;
