@@ -181,6 +181,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
                    " (a missing dependency must be installed on this machine; a file that is not a shared "
                    "object must be republished)");
   }
+  library->mapped_fd = fd.release();  // see Library::mapped_fd
   report.timings.dlopen_ms = ms_since(start);
 
   start = Clock::now();

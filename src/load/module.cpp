@@ -1,6 +1,10 @@
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include <kiln/errors.hpp>
 #include <kiln/module.hpp>
@@ -16,6 +20,29 @@ void destroy_quietly(const Instance::Library &library, kiln_instance *instance) 
   load::call_plugin_quietly(library.log, library.file, "destroy", [&] { library.entry->destroy(instance); });
 }
 
+// glibc answers dlopen("/proc/self/fd/<n>") with any loaded library it once opened under that
+// name, so <n> must not name another file while such a library is loaded: a descriptor is
+// closed only once no library is loaded under its name or from its file. One loaded twice (two
+// Modules of one entry) outlives the first dlclose; its descriptor is kept until a later call
+// finds it gone.
+void release_mapped_fd(int fd) {
+  static std::mutex guard;
+  static std::vector<int> kept;
+  std::lock_guard<std::mutex> lock(guard);
+  if (fd >= 0) kept.push_back(fd);
+  for (auto it = kept.begin(); it != kept.end();) {
+    const std::string name = "/proc/self/fd/" + std::to_string(*it);
+    if (void *still = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      ::dlclose(still);
+      ++it;
+    } else {
+      ::dlerror();
+      ::close(*it);
+      it = kept.erase(it);
+    }
+  }
+}
+
 }  // namespace
 
 Instance::Library::~Library() {
@@ -24,6 +51,7 @@ Instance::Library::~Library() {
   kernel_service.reset();
   kernels.clear();
   if (handle != nullptr) ::dlclose(handle);
+  if (mapped_fd >= 0) release_mapped_fd(mapped_fd);
 }
 
 // ---- Instance ----

@@ -17,6 +17,8 @@
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
 
+#include "support/fault_point.hpp"
+
 namespace kiln::store {
 namespace {
 
@@ -215,6 +217,13 @@ bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
   // Every file and directory below, deepest first (generated headers live in a subdirectory).
   for (fs::recursive_directory_iterator it(staging_dir), end; it != end; ++it) fsync_path(it->path());
   fsync_path(staging_dir);
+  KILN_FAULT_POINT("staging.after_fsync");
+  // The writer's liveness lock goes last, just before the rename, so that a writer killed at
+  // any earlier step leaves a directory whose free lock tells the next sweep it is dead.
+  const fs::path lock_file = staging_dir / kStagingLockFile;
+  if (::unlink(lock_file.c_str()) != 0 && errno != ENOENT) {
+    throw IoError("cannot remove " + lock_file.string() + " before committing its directory: " + std::strerror(errno));
+  }
   if (::rename(staging_dir.c_str(), entry_dir.c_str()) != 0) {
     const int error = errno;
     if (error == EEXIST || error == ENOTEMPTY) {
@@ -225,6 +234,8 @@ bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
     throw IoError("cannot publish " + staging_dir.string() + " as " + entry_dir.string() + ": " +
                   std::strerror(error));
   }
+  KILN_FAULT_POINT("staging.after_rename");
+  fsync_path(entry_dir);  // the lock file's removal
   fsync_path(entry_dir.parent_path());
   return true;
 }

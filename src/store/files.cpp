@@ -1,5 +1,6 @@
 #include "store/files.hpp"
 #include "store/unique_fd.hpp"
+#include "support/fault_point.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -137,15 +138,19 @@ void write_file_atomic(const fs::path &file, std::string_view content, unsigned 
   if (fd.get() < 0) throw_io("cannot create", temp, errno);
   try {
     write_all(fd.get(), content.data(), content.size(), temp);
+    KILN_FAULT_POINT("file.after_temp_write");
     if (::fchmod(fd.get(), mode) != 0) throw_io("cannot chmod", temp, errno);
     if (::fsync(fd.get()) != 0) throw_io("cannot fsync", temp, errno);
     close_checked(fd, temp);
+    KILN_FAULT_POINT("file.after_temp_fsync");
     if (::rename(temp.c_str(), file.c_str()) != 0) throw_io("cannot rename into", file, errno);
+    KILN_FAULT_POINT("file.after_rename");
   } catch (...) {
     ::unlink(temp.c_str());  // never leave a partial temp behind
     throw;
   }
   fsync_path(file.parent_path());
+  KILN_FAULT_POINT("file.after_dir_fsync");
 }
 
 void write_staging_file(const fs::path &file, std::string_view content, unsigned mode) {
@@ -173,6 +178,7 @@ void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
   if (::fchmod(out.get(), mode) != 0) throw_io("cannot chmod", to, errno);
   if (::fsync(out.get()) != 0) throw_io("cannot fsync", to, errno);
   close_checked(out, to);
+  KILN_FAULT_POINT("file.after_copy_fsync");
 }
 
 void create_directories(const fs::path &dir) {

@@ -166,7 +166,6 @@ bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
     fs::rename(entry, aside);
     if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
   }
-  owned.remove_lock_file();
   const bool fresh = commit_staging(owned.dir(), entry);
   owned.release();  // renamed into place, or removed by commit_staging when another writer won
   return fresh;

@@ -13,6 +13,8 @@
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
 
+#include "support/fault_point.hpp"
+
 namespace kiln::store {
 namespace {
 
@@ -108,6 +110,7 @@ void update_manifest(const ConsumerLayout &layout, const std::function<void(Mani
   remove_dead_temps(layout.manifest());  // every writer holds the lock: only dead temps are old
   Manifest manifest = read_manifest(layout.manifest(), layout.consumer()).value_or(Manifest{layout.consumer(), {}});
   change(manifest);
+  KILN_FAULT_POINT("manifest.locked");
   write_file_atomic(layout.manifest(), serialize_manifest(manifest));
 }
 

@@ -100,13 +100,6 @@ void Staging::write_records(const EntryMeta &meta, const std::string &identity_j
   meta_ = meta;
 }
 
-void Staging::remove_lock_file() const {
-  const fs::path file = dir_ / kStagingLockFile;
-  if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-    throw IoError("cannot remove " + file.string() + " before committing its directory: " + std::strerror(errno));
-  }
-}
-
 void Staging::release() {
   dir_.clear();
   const FileLock dropped(std::move(lock_));

@@ -43,10 +43,6 @@ class Staging {
   // never reused) and takes the lock inside it. No number follows the prefix, so kilns that
   // judged staging directories by the pid in their name never take this one for a dead pid's.
   Staging(std::string consumer, const boost::filesystem::path &entries);
-  // Just before commit_staging: the lock file leaves the directory so that it never becomes
-  // part of an entry. The lock stays held (by its descriptor) until release; a sweeper that
-  // finds the directory without a lock file sees it modified just now and leaves it alone.
-  void remove_lock_file() const;
   void release();  // committed: the directory is the entry now (or gone); the lock is dropped
 
   std::string consumer_;

@@ -9,6 +9,8 @@
 
 #include "store/names.hpp"
 
+#include "support/fault_point.hpp"
+
 namespace kiln::store {
 namespace {
 
@@ -160,6 +162,11 @@ bool Storage::commit(Staging &&staging, const Publication &publication, const Lo
                                       " committed as " + publication.consumer + "/" + publication.content_key);
   }
   const bool fresh = writable().commit_entry(std::move(staging), log);
+  if (publication.input_key.empty()) {
+    KILN_FAULT_POINT("publish.after_entry");
+  } else {
+    KILN_FAULT_POINT("build.after_entry");
+  }
   point(publication);
   return fresh;
 }
@@ -168,6 +175,7 @@ void Storage::point(const Publication &publication) const {
   const LocalStore &cache = writable();
   if (!publication.input_key.empty()) {
     cache.write_pointer(publication.consumer, publication.input_key, publication.content_key);
+    KILN_FAULT_POINT("build.after_bykey");
   }
   cache.write_record(publication.consumer, publication.name,
                      {publication.content_key, publication.input_key, publication.kind, utc_now_iso8601()});

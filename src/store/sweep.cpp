@@ -1,4 +1,5 @@
 #include "store/sweep.hpp"
+#include "support/fault_point.hpp"
 
 #include <sys/stat.h>
 
@@ -42,7 +43,9 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
       const auto lock = FileLock::try_acquire_existing(dir / kStagingLockFile, &missing);
       if (!lock && !(missing && unchanged_for(dir, lockless_grace))) continue;  // live
       boost::system::error_code ignored;
+      KILN_FAULT_POINT("sweep.before_remove");
       if (fs::remove_all(dir, ignored) > 0) ++removed;
+      KILN_FAULT_POINT("sweep.after_remove");
     } catch (const Error &) {
       // A lock file that is not a regular file, a directory we may not read: not ours to judge.
     }
