@@ -2,7 +2,9 @@
  *
  * Write an instance class and one macro; the helper supplies the build stamp, the entry
  * table, the negotiation function and the C trampolines that keep every C++ exception on
- * the plugin's side of the boundary:
+ * the plugin's side of the boundary (functions with a status return KILN_ERR_INTERNAL or
+ * KILN_ERR_OUT_OF_MEMORY with the exception's what() as message; deactivate and get_interface
+ * log it through the host and carry on):
  *
  *   class Solver final : public kiln::plugin::Instance {
  *    public:
@@ -88,10 +90,12 @@ class Instance {
     (void)message;
     return KILN_OK;
   }
-  /* [setup-thread] Release what activate took. */
-  virtual void deactivate() noexcept {}
-  /* [any-thread] The table for interface_id, or nullptr. */
-  virtual const void *get_interface(const char *interface_id) const noexcept = 0;
+  /* [setup-thread] Release what activate took. Should not throw; if it does, the helper logs the
+   * exception through the host and carries on (the ABI's deactivate returns nothing). */
+  virtual void deactivate() {}
+  /* [any-thread] The table for interface_id, or nullptr. Should not throw; if it does, the helper
+   * logs the exception through the host and answers nullptr. */
+  virtual const void *get_interface(const char *interface_id) const = 0;
   /* [setup-thread] State for hot swap; unsupported unless overridden. */
   virtual kiln_status export_state(void *buffer, size_t capacity, size_t *size, Message &message) const {
     (void)buffer, (void)capacity, (void)size;
@@ -153,6 +157,22 @@ struct Glue {
     }
   }
 
+  /* For the functions the ABI gives no status: an exception is logged through the host (when it
+   * offers a log) and swallowed, so that it never crosses into the host. */
+  template <class F>
+  static void logged(const Instance *object, const char *function, F &&body) noexcept {
+    char text[512];
+    try {
+      body();
+      return;
+    } catch (const std::exception &error) {
+      std::snprintf(text, sizeof text, "%s threw: %s", function, error.what());
+    } catch (...) {
+      std::snprintf(text, sizeof text, "%s threw an exception of unknown type", function);
+    }
+    if (object != nullptr) object->log(KILN_LOG_ERROR, text);
+  }
+
   static kiln_status create(const kiln_create_params *params, kiln_instance **instance, char *msg,
                             size_t msg_size) noexcept {
     Message message(msg, msg_size);
@@ -183,7 +203,7 @@ struct Glue {
     if (status == KILN_OK) {
       object->active_ = true;
     } else {
-      object->deactivate();  // activate must leave nothing behind on failure
+      logged(object, "deactivate", [&] { object->deactivate(); });  // a failed activate leaves nothing behind
     }
     return status;
   }
@@ -191,17 +211,19 @@ struct Glue {
     if (instance == nullptr) return;
     Instance *object = self(instance);
     if (!object->active_) return;
-    object->deactivate();
+    logged(object, "deactivate", [&] { object->deactivate(); });
     object->active_ = false;
   }
   static void destroy(kiln_instance *instance) noexcept {
     if (instance == nullptr) return;
     deactivate(instance);
-    delete self(instance);
+    delete self(instance);  // destructors are noexcept: one that throws ends in std::terminate
   }
   static const void *get_interface(const kiln_instance *instance, const char *id) noexcept {
     if (instance == nullptr || id == nullptr) return nullptr;
-    return self(instance)->get_interface(id);
+    const void *table = nullptr;
+    logged(self(instance), "get_interface", [&] { table = self(instance)->get_interface(id); });
+    return table;
   }
   static kiln_status export_state(const kiln_instance *instance, void *buffer, size_t capacity, size_t *size,
                                   char *msg, size_t msg_size) noexcept {
@@ -229,8 +251,14 @@ struct Glue {
 inline kiln_status negotiate(const kiln_negotiation_request *request, kiln_negotiation_answer *answer,
                              const kiln_plugin_entry *entry, uint32_t offer_min, uint32_t offer_max) noexcept {
   if (request == nullptr || answer == nullptr) return KILN_ERR_INVALID_ARGUMENT;
-  if (request->struct_size < sizeof(kiln_negotiation_request)) return KILN_ERR_INVALID_ARGUMENT;
-  if (answer->struct_size < sizeof(kiln_negotiation_answer)) return KILN_ERR_INVALID_ARGUMENT;
+  /* The sizes ABI 1.0 defined, not this header's sizeof: a host of an older minor sends smaller
+   * structs, and fields it does not have are not needed to answer. */
+  if (request->struct_size < offsetof(kiln_negotiation_request, host) + sizeof request->host) {
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  if (answer->struct_size < offsetof(kiln_negotiation_answer, entry) + sizeof answer->entry) {
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
   answer->entry = nullptr;
   answer->abi_version = 0;
   const uint32_t high = request->abi_max < offer_max ? request->abi_max : offer_max;
@@ -244,10 +272,12 @@ inline kiln_status negotiate(const kiln_negotiation_request *request, kiln_negot
 }  // namespace plugin
 }  // namespace kiln
 
-/* The stamp's initial bytes: magic, sizes, a key slot of 32 '0', the compiled archs. */
+/* The stamp's initial bytes: magic, size, the newest ABI version offered (so that kiln can
+ * refuse, before running any code, a plugin that offers only a major it does not speak), a key
+ * slot of 32 '0', the compiled archs. */
 #define KILN_PLUGIN_STAMP_INIT                                                             \
   {{'K', 'I', 'L', 'N', '-', 'B', 'U', 'I', 'L', 'D', '-', 'S', 'T', 'A', 'M', 'P'},        \
-   sizeof(kiln_build_stamp), KILN_ABI_VERSION, "00000000000000000000000000000000", KILN_PLUGIN_ARCHS}
+   sizeof(kiln_build_stamp), KILN_PLUGIN_ABI_MAX, "00000000000000000000000000000000", KILN_PLUGIN_ARCHS}
 
 /* Define the plugin: InstanceType derives from kiln::plugin::Instance and is constructible from
  * const kiln_host_services*; the remaining arguments are the interface ids it offers. Use once

@@ -23,7 +23,8 @@
 typedef struct kiln_build_stamp {
   char magic[KILN_STAMP_MAGIC_SIZE];
   uint32_t struct_size;   /* sizeof(kiln_build_stamp) of the plugin */
-  uint32_t abi_version;   /* KILN_ABI_VERSION the plugin was compiled against */
+  uint32_t abi_version;   /* the newest ABI version the plugin offers: KILN_PLUGIN_ABI_MAX of the
+                           * helper, which is KILN_ABI_VERSION of its headers unless narrowed */
   /* The store entry's content key, written by kiln into the stored copy; NUL-terminated. */
   char content_key[KILN_STAMP_KEY_SIZE + 1];
   /* Device architectures the plugin was compiled for, as nvcc's __CUDA_ARCH_LIST__

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 
 namespace kiln {
 
@@ -23,6 +24,22 @@ class CancelToken {
   static_assert(std::atomic<bool>::is_always_lock_free, "a signal handler sets the flag");
   std::atomic<bool> flag_{false};
   const CancelToken *parent_;
+};
+
+// For a command-line host: while alive, SIGINT and SIGTERM cancel `token` instead of killing the
+// process (a second Ctrl-C just cancels again), so that Ctrl-C stops a build and the compilers
+// it started. Restores the previous handlers (and a previously installed CancelOnSignals'
+// token) on destruction. Create and destroy on one thread, nested LIFO if nested at all.
+class CancelOnSignals {
+ public:
+  explicit CancelOnSignals(CancelToken &token);
+  ~CancelOnSignals();
+  CancelOnSignals(const CancelOnSignals &) = delete;
+  CancelOnSignals &operator=(const CancelOnSignals &) = delete;
+
+ private:
+  struct Saved;  // the previous token and handlers
+  std::unique_ptr<Saved> saved_;
 };
 
 }  // namespace kiln

@@ -46,6 +46,13 @@ struct UsageError : Error {
 struct NotFoundError : Error {
   explicit NotFoundError(const std::string &m) : Error(ErrorKind::not_found, m) {}
 };
+// No build toolchain at all for a recipe's backend: no nvcc (nvcc recipes), no NVRTC library
+// (nvrtc recipes). The one build failure after which Runtime::ensure / ensure_kernels load the
+// prepared artifact instead; any other failure (a compiler that runs but writes nothing, a
+// missing source, a half-installed toolchain) is reported as it is.
+struct ToolchainMissingError : NotFoundError {
+  explicit ToolchainMissingError(const std::string &m) : NotFoundError(m) {}
+};
 struct AbiError : Error {
   explicit AbiError(const std::string &m) : Error(ErrorKind::abi, m) {}
 };

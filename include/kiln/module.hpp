@@ -78,16 +78,19 @@ class Instance {
  public:
   Instance(Instance &&) noexcept;
   Instance &operator=(Instance &&) noexcept;
-  ~Instance();  // deactivates and destroys
+  ~Instance();  // deactivates and destroys; a plugin throwing there is logged, never fatal
 
-  // [setup-thread] device_ordinal -1 = host only. Throws kiln::Error with the plugin's message.
+  // [setup-thread] device_ordinal -1 = host only. Throws AbiError with the plugin's message
+  // (kiln::Error of kind other for KILN_ERR_DEVICE); an exception escaping the plugin is an AbiError.
   void activate(int device_ordinal, std::uint32_t max_batch);
   void deactivate() noexcept;
   bool active() const noexcept { return active_; }
 
   // The interface table for id ("kiln.example/1"), or nullptr when not offered. Interface
-  // tables begin with struct_size; a table smaller than T's first-revision size is refused
-  // (AbiError), since reading past it would read foreign memory.
+  // tables begin with struct_size; a table smaller than min_size is refused (AbiError), since
+  // reading past it would read foreign memory. Pass the first revision's size once T has grown
+  // (abi/README.md "Interfaces"), and check struct_size before using a function appended later.
+  // A plugin that throws from get_interface gives an AbiError naming it.
   template <class T>
   const T *interface(const char *id, std::size_t min_size = sizeof(T)) const {
     return static_cast<const T *>(interface_table(id, min_size));
@@ -114,10 +117,13 @@ class Module {
   ~Module();
 
   const LoadReport &report() const noexcept;
+  // The plugin's entry table as the host holds it: a copy filled up to the plugin's struct_size
+  // (which it reports, at most the host's sizeof); fields beyond it are NULL (absent).
   const kiln_plugin_entry &entry() const noexcept;
   std::uint32_t abi_version() const noexcept;
 
-  // [setup-thread] Create an instance. Throws kiln::Error with the plugin's message.
+  // [setup-thread] Create an instance. Throws AbiError with the plugin's message (or naming the
+  // exception that escaped its create).
   Instance create_instance() const;
 
  private:

@@ -13,6 +13,7 @@
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 #include <kiln/recipe.hpp>
+#include <kiln/toolchain.hpp>
 
 namespace kiln {
 
@@ -136,7 +137,8 @@ class Runtime {
   DeviceKernels load_kernels_all(const std::string &consumer, const std::string &name,
                                  const DeviceLoadOptions &options = {}, KernelLoadReport *report = nullptr) const;
   // build(recipe) on miss (an "nvrtc" recipe), then load_kernels of exactly what was built;
-  // where NVRTC is absent, the prepared artifact of the recipe's consumer/name (logged).
+  // where NVRTC is absent (ToolchainMissingError), the prepared artifact of the recipe's
+  // consumer/name (logged). Every other build failure is thrown as it is.
   KernelLibrary ensure_kernels(const Recipe &recipe, const BuildOptions &build_options = {}, int device = -1,
                                KernelLoadReport *report = nullptr);
 
@@ -145,12 +147,20 @@ class Runtime {
 
   // Build on miss (recipe.hpp). plan has no side effect; build builds at most once across
   // processes (per input key) and publishes into the writable cache; ensure = build, then
-  // load what was built. Where no toolchain exists, ensure loads the prepared artifact of
-  // the recipe's consumer/name (a robot without nvcc) and says so in the log.
+  // load what was built. Where no toolchain exists (ToolchainMissingError: no nvcc, or no
+  // NVRTC for an "nvrtc" recipe), ensure loads the prepared artifact of the recipe's
+  // consumer/name (a robot without nvcc) and says so in the log; every other build failure
+  // is thrown as it is. plan's state is "stale" with a reason per differing field when the
+  // writable store holds consumer/name built from other inputs.
   BuildPlan plan(const Recipe &recipe, const BuildOptions &options = {}) const;
   BuildResult build(const Recipe &recipe, const BuildOptions &options = {});
   Module ensure(const Recipe &recipe, const BuildOptions &build_options = {}, const LoadOptions &load_options = {});
   // (For "nvrtc" recipes use ensure_kernels.)
+
+  // The build toolchain, found as a build finds it: nvcc and the host compiler (their
+  // --version run, remembered in memory only: nothing is written), NVRTC, nvJitLink and
+  // nvFatbin. Never throws: what is missing says why in its detail.
+  ToolchainReport toolchain() const;
 
   // Every artifact of consumer (all consumers when empty), in store order.
   std::vector<ArtifactSummary> list(const std::string &consumer = "") const;

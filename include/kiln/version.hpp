@@ -8,7 +8,9 @@ namespace kiln {
 inline constexpr const char *kVersion = "0.1.0";
 
 // Bumped when the input/content key computation changes: every key changes with it.
-inline constexpr int kKeySchema = 1;
+// 2: command lines are hashed argument by argument (length-prefixed), not joined by spaces;
+//    recipe paths are hashed as raw bytes too.
+inline constexpr int kKeySchema = 2;
 // Bumped when the layout of a store entry (meta.json, identity.json, files) changes.
 inline constexpr int kArtifactSchema = 1;
 // Bumped when manifest.json's format changes.

@@ -57,8 +57,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  // The build identity (keys both stages, recorded beside the artifact). Throws NotFoundError
-  // when the backend's toolchain is absent (nothing else is touched then). `remember`: whether
+  // The build identity (keys both stages, recorded beside the artifact). Throws
+  // ToolchainMissingError when the backend's toolchain is absent (nothing else is touched then). `remember`: whether
   // toolchain probes may be remembered on disk (false for plan: no side effect).
   virtual BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool remember) = 0;
   // Lines for build.log's header: the toolchain used.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include <boost/filesystem/operations.hpp>
@@ -19,14 +20,11 @@
 #include "builder/keys.hpp"
 #include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
+#include "builder/stale.hpp"
 #include "device/identity_json.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
 #include "store/files.hpp"
-#include "store/locks.hpp"
-#include "store/manifest.hpp"
-#include "store/names.hpp"
-#include "store/sweep.hpp"
 
 #ifndef KILN_ABI_SOURCE_DIR
 #define KILN_ABI_SOURCE_DIR ""
@@ -41,24 +39,6 @@ using support::seconds_since;
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// Removes a staging directory unless released: a failed or cancelled build leaves nothing.
-class StagingGuard {
- public:
-  explicit StagingGuard(fs::path dir) : dir_(std::move(dir)) {}
-  ~StagingGuard() {
-    if (!dir_.empty()) {
-      boost::system::error_code ignored;
-      fs::remove_all(dir_, ignored);
-    }
-  }
-  StagingGuard(const StagingGuard &) = delete;
-  StagingGuard &operator=(const StagingGuard &) = delete;
-  void release() { dir_.clear(); }
-
- private:
-  fs::path dir_;
-};
-
 std::unique_ptr<Backend> make_backend(const Recipe &recipe, const BuilderContext &context) {
   if (recipe.backend == "nvcc") return make_nvcc_backend(context);
   if (recipe.backend == "nvrtc") return make_jit_backend(context);
@@ -71,65 +51,59 @@ struct Hit {
   bool found = false;
 };
 
-Hit lookup(const store::ConsumerLayout &layout, const std::string &input_key, const BuildIdentity &identity,
-           const LogCallback &log) {
+// An entry's recorded provenance (identity.json): what it was built from.
+std::map<std::string, std::string> recorded_provenance(const store::Storage &storage, const std::string &consumer,
+                                                       const std::string &content_key) {
+  const store::EntryRecords entry = storage.entry(consumer, content_key, consumer + " entry " + content_key);
+  return {entry.identity.provenance.begin(), entry.identity.provenance.end()};
+}
+
+Hit lookup(const store::Storage &storage, const std::string &consumer, const std::string &input_key,
+           const BuildIdentity &identity, const LogCallback &log) {
   Hit hit;
-  std::string key;
+  const auto key = storage.pointer(consumer, input_key, log);
+  if (!key) return hit;
   try {
-    key = store::read_file(layout.bykey(input_key));
-  } catch (const NotFoundError &) {
-    return hit;
-  }
-  key.erase(std::remove_if(key.begin(), key.end(), [](char c) { return c == '\n' || c == ' '; }), key.end());
-  if (!store::is_valid_key(key)) {
-    if (log) log(LogLevel::warning, "bykey pointer " + layout.bykey(input_key).string() + " is damaged; rebuilding");
-    return hit;
-  }
-  const fs::path entry = layout.entry(key);
-  try {
-    const store::EntryMeta meta = store::read_entry_meta(entry);
-    const auto recorded_json = nlohmann::json::parse(store::read_file(entry / store::kIdentityFile));
-    const ArtifactIdentity recorded = device::artifact_identity_from_json(recorded_json, (entry / store::kIdentityFile).string());
-    std::map<std::string, std::string> fields(recorded.provenance.begin(), recorded.provenance.end());
+    const store::EntryRecords entry = storage.entry(consumer, *key, consumer + " build " + input_key);
+    std::map<std::string, std::string> fields(entry.identity.provenance.begin(), entry.identity.provenance.end());
     hit.stale = identity_differences(fields, identity.fields());
-    if (!store::entry_files_present(entry, meta)) hit.stale.push_back({"artifact_file", meta.file, "(missing)", "entry damaged"});
+    const fs::path dir = storage.writable().layout(consumer).entry(*key);
+    if (!store::entry_files_present(dir, entry.meta)) hit.stale.push_back({"artifact_file", entry.meta.file, "(missing)", "entry damaged"});
+  } catch (const IoError &) {
+    throw;  // EACCES, EIO: the entry is not known to be stale, and no reason to compile
   } catch (const std::exception &error) {
-    hit.stale.push_back({"entry", key, "(unreadable)", error.what()});
+    hit.stale.push_back({"entry", *key, "(unreadable)", error.what()});
   }
-  hit.content_key = key;
+  hit.content_key = *key;
   hit.found = hit.stale.empty();
   if (!hit.found && log) {
-    for (const auto &reason : hit.stale) log(LogLevel::info, "stale build of " + layout.consumer() + ": " + reason.to_string());
+    for (const auto &reason : hit.stale) log(LogLevel::info, "stale build of " + consumer + ": " + reason.to_string());
   }
   return hit;
 }
 
-void point_manifest(const store::ConsumerLayout &layout, const Recipe &recipe, const std::string &content_key,
-                    const std::string &input_key) {
-  const std::string kind = recipe.backend == "nvcc" ? "plugin" : "images";
-  const auto manifest = store::read_manifest(layout.manifest(), layout.consumer());
-  if (manifest) {
-    const auto it = manifest->artifacts.find(recipe.name);
-    if (it != manifest->artifacts.end() && it->second.content_key == content_key && it->second.input_key == input_key &&
-        it->second.kind == kind) {
-      return;  // already current: the hit path writes nothing
-    }
-  }
-  store::update_manifest(layout, [&](store::Manifest &m) {
-    m.artifacts[recipe.name] = {content_key, input_key, kind, store::utc_now_iso8601()};
-  });
-}
+std::string kind_of(const Recipe &recipe) { return recipe.backend == "nvcc" ? "plugin" : "images"; }
 
-void write_bykey(const store::ConsumerLayout &layout, const std::string &input_key, const std::string &content_key) {
-  store::create_directories(layout.bykey(input_key).parent_path());
-  store::write_file_atomic(layout.bykey(input_key), content_key + "\n");
-}
-
-bool entry_intact(const fs::path &entry) {
+// No bykey pointer for these inputs: why the entry the writable store's manifest names for
+// consumer/name (built from other inputs) does not serve them. Empty when there is none, or
+// when it was built from these very inputs (only its pointer is gone: the build reuses it).
+std::vector<Reason> replaced_entry_reasons(const store::Storage &storage, const std::string &consumer,
+                                           const std::string &name, const std::string &input_key,
+                                           const BuildIdentity &identity, const InputRecords &records) {
+  std::shared_ptr<const store::Manifest> manifest;
   try {
-    return store::entry_files_intact(entry, store::read_entry_meta(entry));
+    manifest = storage.writable().manifest(consumer);
   } catch (const Error &) {
-    return false;
+    return {};  // an unreadable manifest is the build's to report (and replace), not the plan's
+  }
+  if (!manifest) return {};
+  const auto named = manifest->artifacts.find(name);
+  if (named == manifest->artifacts.end() || named->second.input_key == input_key) return {};
+  const std::string &content_key = named->second.content_key;
+  try {
+    return stale_reasons(recorded_provenance(storage, consumer, content_key), identity, records, input_key);
+  } catch (const std::exception &error) {
+    return {{"entry", content_key, "(unreadable)", error.what()}};
   }
 }
 
@@ -147,7 +121,7 @@ void append_log(const fs::path &file, const std::string &text) {
 }
 
 std::string default_abi_dir() {
-  if (const char *dir = std::getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char *dir = ::secure_getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
   return KILN_ABI_SOURCE_DIR;
 }
 
@@ -189,9 +163,11 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   plan.archs = resolve_archs(recipe, options, context.devices);
   const auto backend = make_backend(recipe, context);
   const BuildIdentity identity = backend->identity(recipe, plan.archs, /*remember=*/false);
-  plan.input_key = input_key(recipe, identity);
-  const store::ConsumerLayout layout(context.store_root, recipe.consumer);
-  const Hit hit = lookup(layout, plan.input_key, identity, LogCallback());
+  InputRecords records;
+  plan.input_key = input_key(recipe, identity, &records);
+  const store::Storage &storage = *context.storage;
+  const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
+  const Hit hit = lookup(storage, recipe.consumer, plan.input_key, identity, LogCallback());
   backend->plan(recipe, options, plan);  // toolchain fields
   if (hit.found && !options.force) {
     plan.state = "cached";
@@ -199,13 +175,19 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
     plan.steps = {"load " + layout.entry(hit.content_key).string()};
     return plan;
   }
-  plan.state = hit.content_key.empty() ? "missing" : (hit.found ? "cached" : "stale");
-  if (!hit.content_key.empty()) plan.content_key = hit.content_key;
-  plan.stale_reasons = hit.stale;
+  if (hit.content_key.empty()) {
+    add_recipe_records(recipe, identity, records);
+    plan.stale_reasons = replaced_entry_reasons(storage, recipe.consumer, recipe.name, plan.input_key, identity, records);
+    plan.state = plan.stale_reasons.empty() ? "missing" : "stale";
+  } else {
+    plan.state = hit.found ? "cached" : "stale";
+    plan.content_key = hit.content_key;
+    plan.stale_reasons = hit.stale;
+  }
   std::vector<std::string> steps;
   for (const auto &generator : recipe.generators) steps.push_back("generate " + generator.name + ": " + join_words(generator.command));
   steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
-  steps.push_back("publish " + recipe.consumer + "/" + recipe.name + " into " + context.store_root.string());
+  steps.push_back("publish " + recipe.consumer + "/" + recipe.name + " into " + storage.writable().root().string());
   plan.steps = std::move(steps);
   return plan;
 }
@@ -219,36 +201,46 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   result.archs = resolve_archs(recipe, options, context.devices);
   const auto backend = make_backend(recipe, context);
   const BuildIdentity identity = backend->identity(recipe, result.archs, /*remember=*/true);
-  result.input_key = input_key(recipe, identity);
-  const store::ConsumerLayout layout(context.store_root, recipe.consumer);
+  InputRecords records;
+  result.input_key = input_key(recipe, identity, &records);
+  const store::Storage &storage = *context.storage;
+  const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
+  const store::Publication publication{recipe.consumer, recipe.name, "", result.input_key, kind_of(recipe)};
 
-  const auto finish_hit = [&](const std::string &content_key, BuildResult::Outcome outcome) {
-    point_manifest(layout, recipe, content_key, result.input_key);
+  const auto finish = [&](const std::string &content_key, BuildResult::Outcome outcome) {
     result.content_key = content_key;
     result.entry_dir = layout.entry(content_key).string();
     result.outcome = outcome;
     result.seconds = seconds_since(start);
     return result;
   };
+  // An entry already there: only the pointers to it are written (where they differ).
+  const auto finish_hit = [&](const std::string &content_key, BuildResult::Outcome outcome) {
+    store::Publication pointed = publication;
+    pointed.content_key = content_key;
+    storage.point(pointed);
+    return finish(content_key, outcome);
+  };
   if (!options.force) {
-    const Hit hit = lookup(layout, result.input_key, identity, log);
+    const Hit hit = lookup(storage, recipe.consumer, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
   }
 
   // One builder per input key across threads and processes; waiters re-check, then load.
-  store::create_directories(layout.locks());
-  store::FileLock lock(layout.locks() / (result.input_key + ".lock"));
+  const store::FileLock lock = storage.lock_input_key(recipe.consumer, result.input_key, options.cancel);
   if (!options.force) {
-    const Hit hit = lookup(layout, result.input_key, identity, log);
+    const Hit hit = lookup(storage, recipe.consumer, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
   }
+  add_recipe_records(recipe, identity, records);
+  if (log) {
+    for (const auto &reason : replaced_entry_reasons(storage, recipe.consumer, recipe.name, result.input_key, identity, records)) {
+      log(LogLevel::info, "rebuilding " + recipe.consumer + "/" + recipe.name + ": " + reason.to_string());
+    }
+  }
 
-  store::create_directories(layout.entries());
-  const int swept = store::sweep_dead_staging(layout);
-  if (swept > 0 && log) log(LogLevel::info, "removed " + std::to_string(swept) + " staging director(ies) of dead builds");
-  const fs::path staging = layout.new_staging_dir();
-  const fs::path gen = staging / "gen", build_log = staging / store::kBuildLogFile;
-  StagingGuard guard(staging);
+  store::Staging staging = storage.stage(recipe.consumer, log);
+  const fs::path gen = staging.dir() / "gen", build_log = staging.dir() / store::kBuildLogFile;
   store::create_directories(gen);
   CancelToken cancel(options.cancel);  // cancelled by the caller, or by the first failing step
   append_log(build_log, "kiln " + std::string(kVersion) + " build of " + recipe.consumer + "/" + recipe.name + " from " +
@@ -287,13 +279,11 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
     for (const auto &output : generator.outputs) generated.push_back((gen / output).string());
   }
   std::sort(generated.begin(), generated.end());
-  const StagedBuild staged{recipe, options, context, result.archs, identity, layout, staging, gen, build_log, generated, cancel};
+  const StagedBuild staged{recipe, options, context, result.archs, identity, layout, staging.dir(), gen, build_log, generated, cancel};
   result.content_key = backend->content_key(staged);
-  const fs::path entry = layout.entry(result.content_key);
   append_log(build_log, "content key " + result.content_key + "\n");
 
-  if (!options.force && fs::exists(entry) && entry_intact(entry)) {
-    write_bykey(layout, result.input_key, result.content_key);
+  if (!options.force && storage.entry_intact(recipe.consumer, result.content_key)) {
     if (log) log(LogLevel::info, recipe.consumer + "/" + recipe.name + ": inputs changed but compile the same; reusing " + result.content_key);
     return finish_hit(result.content_key, BuildResult::Outcome::reused);
   }
@@ -323,25 +313,18 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   }
   artifact_identity.cuda_toolkit_version = produced.cuda_toolkit_version;
   for (const auto &[field, value] : identity.fields()) artifact_identity.provenance[field] = value;
+  for (const auto &[field, value] : records) artifact_identity.provenance[field] = value;
   for (const auto &[field, value] : produced.provenance) artifact_identity.provenance[field] = value;
   artifact_identity.provenance["input_key"] = result.input_key;
   artifact_identity.provenance["recipe"] = recipe.file;
   store::EntryMeta meta{result.content_key, produced.kind, produced.file, produced.bytes_digest, produced.size,
                         store::utc_now_iso8601(), produced.images, produced.kernels};
-  store::write_staging_file(staging / store::kMetaFile, store::serialize_entry_meta(meta));
-  store::write_staging_file(staging / store::kIdentityFile, device::to_json(artifact_identity).dump(2) + "\n");
   append_log(build_log, "built in " + std::to_string(seconds_since(start)) + " s\n");
-  if (fs::exists(entry) && !entry_intact(entry)) {
-    // A damaged entry under our key (a torn or altered file; --force got us here) is moved
-    // aside, never modified in place and never trusted, so that the fresh build takes its name.
-    const fs::path aside = layout.entries() / (std::string(store::kStagingPrefix) + store::unique_suffix() + "-damaged");
-    fs::rename(entry, aside);
-    if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
-  }
-  const bool fresh = store::commit_staging(staging, entry);
-  guard.release();
-  write_bykey(layout, result.input_key, result.content_key);
-  finish_hit(result.content_key, fresh ? BuildResult::Outcome::built : BuildResult::Outcome::reused);
+  staging.write_records(meta, device::identity_file_text(artifact_identity));
+  store::Publication published = publication;
+  published.content_key = result.content_key;
+  const bool fresh = storage.commit(std::move(staging), published, log);
+  finish(result.content_key, fresh ? BuildResult::Outcome::built : BuildResult::Outcome::reused);
   if (log) {
     log(LogLevel::info, "built " + recipe.consumer + "/" + recipe.name + " as " + result.content_key + " in " +
                             std::to_string(result.seconds) + " s");

@@ -14,12 +14,12 @@
 #include <kiln/log.hpp>
 #include <kiln/recipe.hpp>
 
-#include "store/layout.hpp"
+#include "store/storage.hpp"
 
 namespace kiln::builder {
 
 struct BuilderContext {
-  boost::filesystem::path store_root;     // the writable store
+  const store::Storage *storage = nullptr;  // builds publish into its writable cache
   boost::filesystem::path toolchain_cache;  // remembered toolchain identity (JSON)
   std::string abi_dir;                    // kiln's abi/ include directory
   std::vector<DeviceIdentity> devices;    // for "native"

@@ -32,6 +32,7 @@
 #include "store/entry.hpp"
 #include "store/files.hpp"
 #include "store/unique_fd.hpp"
+#include "support/json_write.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -85,7 +86,7 @@ class JitBackend final : public Backend {
     const std::string what = "cannot build " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file +
                              ", backend nvrtc): ";
     if (!toolchain_.nvrtc().found) {
-      throw NotFoundError(what + toolchain_.nvrtc().detail + "; prepared artifacts still load without NVRTC");
+      throw ToolchainMissingError(what + toolchain_.nvrtc().detail + "; prepared artifacts still load without NVRTC");
     }
     if ((recipe.lto || recipe.sources.size() > 1) && !toolchain_.nvjitlink().found) {
       throw NotFoundError(what + (recipe.lto ? "it asks for LTO" : "it has several sources") +
@@ -117,7 +118,7 @@ class JitBackend final : public Backend {
   std::string content_key(const StagedBuild &build) override {
     const Recipe &recipe = build.recipe;
     request_ = JitRequest();
-    for (const auto &source : recipe.sources) request_.sources.push_back({relative_to(source, recipe.base_dir), store::read_file(source)});
+    for (const auto &source : recipe.sources) request_.sources.push_back({relative_to(source, recipe.base_dir), store::read_file(source, store::FileOrigin::input)});
 
     // Headers by content, under every name an #include may use (see the top of this file).
     std::map<std::string, std::string> bytes_of;  // file -> bytes
@@ -130,7 +131,7 @@ class JitBackend final : public Backend {
         return;
       }
       auto found = bytes_of.find(file);
-      if (found == bytes_of.end()) found = bytes_of.emplace(file, store::read_file(file)).first;
+      if (found == bytes_of.end()) found = bytes_of.emplace(file, store::read_file(file, store::FileOrigin::input)).first;
       request_.headers.push_back({name, found->second});
       map_log += "  \"" + name + "\" -> " + file + "\n";
     };
@@ -245,7 +246,7 @@ class JitBackend final : public Backend {
                                   {"cuda_toolkit_version", result.nvrtc_version},
                                   {"kernels", store::kernels_json(produced.kernels)},
                                   {"images", store::images_json(produced.images)}};
-    const std::string bytes = index.dump(2) + "\n";
+    const std::string bytes = support::dump_json(index, 2) + "\n";
     write_staged(build.staging / recipe.artifact, bytes);
     produced.bytes_digest = store::digest_hex(bytes);
     produced.size = bytes.size();

@@ -138,7 +138,7 @@ unsigned usable_cores() {
 }  // namespace
 
 unsigned default_jobs() {
-  const char *value = std::getenv("KILN_JOBS");
+  const char *value = ::secure_getenv("KILN_JOBS");
   if (value == nullptr || *value == '\0') return usable_cores();
   const std::string text = value;
   const bool digits = text.find_first_not_of("0123456789") == std::string::npos;

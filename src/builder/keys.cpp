@@ -4,10 +4,12 @@
 #include <mutex>
 
 #include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
 
 #include <kiln/version.hpp>
 
 #include "store/digest.hpp"
+#include "support/json_write.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -124,20 +126,50 @@ BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &
   return identity;
 }
 
-std::string input_key(const Recipe &recipe, const BuildIdentity &identity) {
+// Sources and headers are recorded per file (by input_key), defines per name; every other
+// recipe field as its JSON.
+void add_recipe_records(const Recipe &recipe, const BuildIdentity &identity, InputRecords &records) {
+  const auto canonical = nlohmann::json::parse(recipe.canonical_json());
+  for (const auto &[field, value] : canonical.items()) {
+    if (field == "consumer" || field == "name" || field == "sources" || field == "headers" || field == "defines") continue;
+    records["input:recipe " + field] = support::dump_json(value);
+  }
+  for (const auto &define : recipe.defines) {
+    const auto equals = define.find('=');
+    records["input:define " + define.substr(0, equals)] = equals == std::string::npos ? "(set)" : define.substr(equals + 1);
+  }
+  if (identity.backend == "nvcc") {
+    records["toolchain:nvcc_release"] = identity.toolchain.nvcc_release;
+    records["toolchain:nvcc_path"] = identity.toolchain.nvcc_path;
+    records["toolchain:host_compiler_path"] = identity.toolchain.host_cxx_path;
+  }
+}
+
+std::string input_key(const Recipe &recipe, const BuildIdentity &identity, InputRecords *records) {
   store::Hasher hasher;
   hasher.add_field("key", "input").add_field("recipe", recipe.canonical_json());
   const auto add_files = [&](const char *role, const std::vector<std::string> &files) {
     for (const auto &file : files) {
-      hasher.add_field(role, relative(file, recipe.base_dir));
+      const std::string name = relative(file, recipe.base_dir);
+      hasher.add_field(role, name);
       store::Hasher content;
       content.add_file(file);
-      hasher.add_field("bytes", content.hex());
+      const std::string digest = content.hex();
+      hasher.add_field("bytes", digest);
+      if (records != nullptr) (*records)[std::string("input:") + role + " " + name] = digest;
     }
   };
   add_files("source", recipe.sources);
   add_files("header", expand_headers(recipe));
   for (const auto &generator : recipe.generators) add_files("generator_input", generator.inputs);
+  // The canonical JSON holds bytes that are not UTF-8 (a Latin-1 path given through the API) as
+  // U+FFFD: the paths it holds that no field above covers key here once more, as raw bytes.
+  std::vector<std::string> paths;
+  for (const auto &dir : recipe.include_dirs) paths.push_back(relative(dir, recipe.base_dir));
+  for (const auto &header : recipe.headers) paths.push_back(relative(header, recipe.base_dir));
+  for (const auto &generator : recipe.generators) paths.push_back(relative(generator.tool, recipe.base_dir));
+  for (const auto &kernel : recipe.kernels) paths.push_back(relative(kernel.source, recipe.base_dir));
+  hasher.add_list("paths", paths);
   for (const auto &[field, value] : identity.fields()) hasher.add_field(field, value);
   return hasher.hex();
 }

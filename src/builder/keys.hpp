@@ -38,9 +38,19 @@ BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &arch
 // compile against them); the JIT libraries' versions instead.
 BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain);
 
+// What a build saw, input by input, for identity.json's provenance: "input:source plugin.cu" ->
+// its digest, "input:header ...", "input:generator_input ...", "input:define N" -> its value,
+// "input:recipe flags" -> the recipe field as JSON (one per other recipe field), and
+// "toolchain:nvcc_release" / "toolchain:nvcc_path" / "toolchain:host_compiler_path". Keys
+// nothing (the input key covers all of it): it lets a later build name what changed (stale.hpp).
+using InputRecords = std::map<std::string, std::string>;
+
 // Canonical recipe + bytes of every input file (sources, headers, generator inputs and tools)
-// + the build identity. Cheap: hashing only, no process.
-std::string input_key(const Recipe &recipe, const BuildIdentity &identity);
+// + the build identity. Cheap: hashing only, no process. `records` (optional) receives the
+// files' records, of exactly the bytes hashed.
+std::string input_key(const Recipe &recipe, const BuildIdentity &identity, InputRecords *records = nullptr);
+// The recipe's and the toolchain's records (only a miss needs them: a hit compares nothing).
+void add_recipe_records(const Recipe &recipe, const BuildIdentity &identity, InputRecords &records);
 
 // Reasons a recorded build identity differs from the current one (empty when equal).
 std::vector<Reason> identity_differences(const std::map<std::string, std::string> &recorded,

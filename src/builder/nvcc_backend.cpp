@@ -13,6 +13,8 @@
 #include "builder/backend.hpp"
 #include "builder/jobs.hpp"
 #include "builder/toolchain.hpp"
+#include "load/elf.hpp"
+#include "load/plugin_file.hpp"
 #include "load/stamp.hpp"
 #include "store/digest.hpp"
 #include "store/files.hpp"
@@ -97,10 +99,44 @@ std::string file_digest(const std::string &file) {
   return hasher.hex();
 }
 
+// objects/<unit>-<key>.o has its digest beside it, written after it: an object is reused only
+// when its bytes have that digest. A torn or altered object (or one whose digest never got
+// written) is compiled again, never linked in. Two builds caching one unit at once may leave one's
+// digest beside the other's object (nvcc output is not byte-reproducible): that costs a compile.
+fs::path digest_beside(const fs::path &object) { return object.string() + ".digest"; }
+
+// Whether the cached object may be linked: it exists and its bytes have the digest recorded
+// beside it. When it exists but may not be linked, *why says why (a plain miss is not worth a word).
+bool cached_object_usable(const fs::path &object, std::string *why) {
+  boost::system::error_code error;
+  if (!fs::exists(object, error)) return false;
+  try {
+    std::string recorded = store::read_file(digest_beside(object), store::FileOrigin::store, 4096);
+    while (!recorded.empty() && (recorded.back() == '\n' || recorded.back() == ' ')) recorded.pop_back();
+    const std::string actual = file_digest(object.string());  // streamed: a shrinking file is no SIGBUS
+    if (actual == recorded) return true;
+    *why = "does not match its recorded digest (recorded " + recorded.substr(0, 40) + ", file " + actual +
+           "): it is torn or was altered";
+  } catch (const NotFoundError &) {
+    *why = "has no recorded digest (its writer died before recording it)";
+  } catch (const Error &failure) {
+    *why = std::string("cannot be checked: ") + failure.what();
+  }
+  return false;
+}
+
 [[noreturn]] void fail_process(const std::string &what, const ProcessResult &result) {
   std::string why = result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
                                        : "exit code " + std::to_string(result.exit_code);
   throw BuildError(what + " failed (" + why + "); nothing was published. Its output:\n" + result.output, result.output);
+}
+
+// A compiler that reports success but wrote nothing is a failed build step, not a missing file.
+void require_output(const std::string &what, const fs::path &output, const ProcessResult &result) {
+  if (fs::is_regular_file(output)) return;
+  throw BuildError(what + " exited 0 but wrote no " + output.filename().string() +
+                       "; nothing was published. Check the compiler (KILN_NVCC) and its output:\n" + result.output,
+                   result.output);
 }
 
 struct Unit {
@@ -162,7 +198,7 @@ class NvccBackend final : public Backend {
           .add_field("headers", headers_digest)
           .add_field("source", abstract_path(source, recipe.base_dir))
           .add_field("bytes", file_digest(source))
-          .add_field("command", join_words(unit.command));
+          .add_list("command", unit.command);
       unit.key = key.hex();
       unit.cached_object = build.layout.objects() / (unit.stem + "-" + unit.key + ".o");
       unit.report.name = fs::path(source).filename().string();
@@ -177,7 +213,7 @@ class NvccBackend final : public Backend {
         .add_field("toolchain", toolchain_.digest())
         .add_field("headers", headers_digest)
         .add_field("artifact", recipe.artifact)
-        .add_field("link", join_words(link));
+        .add_list("link", link);
     for (const auto &unit : units_) content.add_field("unit", unit.key);
     return content.hex();
   }
@@ -204,7 +240,16 @@ class NvccBackend final : public Backend {
       Unit &unit = units_[index];
       if (options.progress) options.progress({BuildEvent::Kind::unit_started, unit.report.name, 0, false});
       const auto unit_start = Clock::now();
-      if (!options.force && fs::is_regular_file(unit.cached_object)) {
+      std::string unusable;
+      const bool reuse = !options.force && cached_object_usable(unit.cached_object, &unusable);
+      if (!unusable.empty()) {
+        const std::string message = "object cache: " + unit.cached_object.string() + " " + unusable + "; compiling " +
+                                    unit.report.name + " again";
+        std::lock_guard<std::mutex> guard_log(log_mutex);
+        append_log(build.build_log, message + "\n");
+        if (context_.log) context_.log(LogLevel::warning, message);
+      }
+      if (reuse) {
         unit.object = unit.cached_object;
         unit.report.cached = true;
       } else {
@@ -223,10 +268,13 @@ class NvccBackend final : public Backend {
         }
         if (run.cancelled) return;
         if (!run.ok()) fail_process("compiling " + unit.report.name, run);
+        require_output("compiling " + unit.report.name, unit.object, run);
         // Into the object cache atomically and durably: a torn object must never be linked.
         const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
         store::copy_file_synced(unit.object, temp);
+        const std::string digest = file_digest(temp.string());
         fs::rename(temp, unit.cached_object);
+        store::write_file_atomic(digest_beside(unit.cached_object), digest + "\n");
       }
       unit.report.seconds = seconds_since(unit_start);
       {
@@ -256,11 +304,20 @@ class NvccBackend final : public Backend {
     append_log(build.build_log, linked.output);
     if (linked.cancelled) check_cancel();
     if (!linked.ok()) fail_process("linking " + recipe.artifact, linked);
+    require_output("linking " + recipe.artifact, artifact, linked);
     if (options.progress) options.progress({BuildEvent::Kind::link_finished, recipe.artifact, linked.seconds, false});
 
-    // Stamp the content key into the plugin.
+    // The rules kiln_add_plugin checks after its link (one export, no gnu-unique, no NODELETE),
+    // from the ELF itself; then stamp the content key into the plugin.
     std::string bytes = store::read_file(artifact);
+    const std::vector<std::string> problems = load::unload_rule_problems(load::read_elf(bytes, artifact.string()));
+    if (!problems.empty()) {
+      const std::string why = load::describe_unload_problems(recipe.artifact, problems);
+      append_log(build.build_log, why + "\n");
+      throw BuildError(why + "\nNothing was published; fix the sources or flags of recipe " + recipe.file, why);
+    }
     const load::FileStamp stamp = load::find_stamp(bytes, artifact.string());
+    load::check_stamp_abi(stamp, artifact.string());
     load::write_stamp_key(bytes, stamp, content_key);
     fs::remove(artifact);
     store::write_staging_file(artifact, bytes, 0755);

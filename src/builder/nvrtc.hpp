@@ -18,6 +18,9 @@
 // Headers are given by content only (JitRequest::headers): NVRTC never reads an include
 // directory, so what was compiled is exactly what the content key hashes. Include-path options
 // (-I, --include-path, -include, --pre-include) are refused.
+//
+// Implemented in builder/jit/, one file per job: libraries.cpp (search, dlopen, status),
+// request_checks.cpp, compile.cpp (NVRTC), link.cpp (nvJitLink), fatbin.cpp (nvFatbin).
 #pragma once
 
 #include <memory>
@@ -141,8 +144,9 @@ class JitToolchain {
 
   // Compile (and link) a request. Thread-safe: several compiles may run at once.
   // Throws UsageError (bad request: no source, no arch, a duplicate or unsupported arch, a
-  // kernel whose source is not named when there are several, a refused option), NotFoundError
-  // (NVRTC absent, or nvJitLink absent when the request needs linking: says where it looked),
+  // kernel whose source is not named when there are several, a refused option),
+  // ToolchainMissingError (NVRTC absent) or NotFoundError (nvJitLink absent when the request
+  // needs linking), each saying where it looked,
   // BuildError (compilation or link failed: the message names the source and arch and gives the
   // first error line, log() the whole log).
   JitResult compile(const JitRequest &request) const;

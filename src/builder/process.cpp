@@ -30,17 +30,6 @@ constexpr milliseconds kill_grace{2000};        // SIGTERM → SIGKILL
 constexpr milliseconds drain_after_exit{1000};  // output of leftovers after a normal exit
 constexpr milliseconds drain_idle{100};
 
-// ---- signals ---------------------------------------------------------------------------
-
-std::atomic<CancelToken *> signal_token{nullptr};
-static_assert(std::atomic<CancelToken *>::is_always_lock_free, "read in a signal handler");
-
-extern "C" void kiln_cancel_on_signal(int) {
-  const int saved_errno = errno;
-  if (CancelToken *token = signal_token.load()) token->cancel();
-  errno = saved_errno;
-}
-
 // ---- small helpers ---------------------------------------------------------------------
 
 using Fd = store::UniqueFd;
@@ -67,7 +56,7 @@ std::string search_path_for(const ProcessSpec &spec) {
   for (auto it = spec.env_overrides.rbegin(); it != spec.env_overrides.rend(); ++it) {
     if (it->first == "PATH") return it->second;
   }
-  if (const char *path = std::getenv("PATH")) return path;
+  if (const char *path = ::secure_getenv("PATH")) return path;
   return "/usr/local/bin:/usr/bin:/bin";
 }
 
@@ -162,9 +151,8 @@ void check_spawn_call(int rc, const char *what) {
   if (rc != 0) throw IoError(std::string("cannot prepare a child process (") + what + "): " + std::strerror(rc));
 }
 
-// Has the child exited? Observed without reaping it, so that its pid (the group id) stays
-// reserved while we may still signal the group.
-bool leader_exited(pid_t pid) {
+// Has the child exited? Observed without reaping it (its status is read once, at the end).
+bool child_exited(pid_t pid) {
   siginfo_t info{};
   for (;;) {
     if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0) return info.si_pid == pid;
@@ -180,25 +168,72 @@ int reap(pid_t pid) {
   }
 }
 
+// ---- the watchdog ------------------------------------------------------------------------
+//
+// Leads the process group the child then joins, and SIGKILLs that group (itself included) the
+// moment this process dies, however it dies: it blocks reading a pipe whose only write end is
+// ours (O_CLOEXEC, and every child gets only fds 0-2), and the kernel closes that end when we
+// exit or are killed, so its read returns EOF. nvcc's own children (cicc, ptxas, gcc) are in the
+// group too. It ignores SIGTERM, so a cancel's SIGTERM to the group leaves it there to finish
+// the job if we die during the grace period. It is a shell started with posix_spawn: no fork of
+// the host (whose page tables may span GBs, whose pthread_atfork handlers we do not control,
+// where a forked child could only make async-signal-safe calls), and no dependency on the
+// forking thread as PR_SET_PDEATHSIG would have (it fires when that *thread* exits, and reaches
+// only the direct child). While it lives, unreaped, its pid, the group's id, cannot be reused,
+// so signalling the group can never hit a stranger. (A host that forks without exec while we
+// run keeps a copy of our write end: the watchdog then fires when that copy closes too.)
+constexpr const char *watchdog_shell = "/bin/sh";
+constexpr const char *watchdog_script = "trap '' HUP INT QUIT TERM; read -r _; kill -s KILL 0";
+
+class Watchdog {
+ public:
+  Watchdog() {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw IoError(std::string("cannot create a pipe: ") + std::strerror(errno));
+    Fd read_end(above_std(pipe_fds[0]));
+    alive_.reset(above_std(pipe_fds[1]));
+    if (read_end.get() < 0 || alive_.get() < 0) throw IoError(std::string("cannot create a pipe: ") + std::strerror(errno));
+    SpawnResources spawn;
+    check_spawn_call(posix_spawn_file_actions_adddup2(&spawn.actions, read_end.get(), 0), "watchdog stdin");
+    check_spawn_call(posix_spawn_file_actions_addopen(&spawn.actions, 1, "/dev/null", O_WRONLY, 0), "watchdog stdout");
+    check_spawn_call(posix_spawn_file_actions_addopen(&spawn.actions, 2, "/dev/null", O_WRONLY, 0), "watchdog stderr");
+    check_spawn_call(posix_spawn_file_actions_addclosefrom_np(&spawn.actions, 3), "watchdog fds");
+    sigset_t no_signals;
+    sigemptyset(&no_signals);
+    sigset_t all_signals;
+    sigfillset(&all_signals);
+    check_spawn_call(posix_spawnattr_setflags(&spawn.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                               POSIX_SPAWN_SETSIGDEF),
+                     "watchdog flags");
+    check_spawn_call(posix_spawnattr_setpgroup(&spawn.attr, 0), "watchdog process group");
+    check_spawn_call(posix_spawnattr_setsigmask(&spawn.attr, &no_signals), "watchdog signal mask");
+    check_spawn_call(posix_spawnattr_setsigdefault(&spawn.attr, &all_signals), "watchdog signal dispositions");
+    char arg0[] = "kiln-watchdog", arg1[] = "-c";
+    std::string script = watchdog_script;
+    char *argv[] = {arg0, arg1, script.data(), nullptr};
+    char path[] = "PATH=/usr/bin:/bin";
+    char *envp[] = {path, nullptr};
+    const int error = ::posix_spawn(&pid_, watchdog_shell, &spawn.actions, &spawn.attr, argv, envp);
+    if (error != 0) {
+      throw IoError(std::string("cannot start ") + watchdog_shell + ", the watchdog that stops a compile if this "
+                    "process dies: " + std::strerror(error) + " (kiln needs a POSIX shell at " + watchdog_shell + ")");
+    }
+  }
+  ~Watchdog() {
+    ::kill(pid_, SIGKILL);  // it alone: a normally finished child's leftovers are left running
+    reap(pid_);
+  }
+  Watchdog(const Watchdog &) = delete;
+  Watchdog &operator=(const Watchdog &) = delete;
+
+  pid_t group() const { return pid_; }
+
+ private:
+  Fd alive_;  // the only write end of the watchdog's pipe
+  pid_t pid_ = -1;
+};
+
 }  // namespace
-
-// ---- CancelOnSignals ---------------------------------------------------------------------
-
-CancelOnSignals::CancelOnSignals(CancelToken &token) {
-  previous_token_ = signal_token.exchange(&token);
-  struct sigaction action {};
-  action.sa_handler = kiln_cancel_on_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &action, &old_int_);
-  ::sigaction(SIGTERM, &action, &old_term_);
-}
-
-CancelOnSignals::~CancelOnSignals() {
-  ::sigaction(SIGINT, &old_int_, nullptr);
-  ::sigaction(SIGTERM, &old_term_, nullptr);
-  signal_token.store(previous_token_);
-}
 
 // ---- run_process ----------------------------------------------------------------------
 
@@ -273,6 +308,8 @@ ProcessResult run_process(const ProcessSpec &spec) {
   for (auto &arg : argv_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
 
+  const Watchdog watchdog;
+  const pid_t group = watchdog.group();
   SpawnResources spawn;
   check_spawn_call(posix_spawn_file_actions_addopen(&spawn.actions, 0, "/dev/null", O_RDONLY, 0), "stdin");
   check_spawn_call(posix_spawn_file_actions_adddup2(&spawn.actions, write_end.get(), 1), "stdout");
@@ -290,7 +327,7 @@ ProcessResult run_process(const ProcessSpec &spec) {
   check_spawn_call(posix_spawnattr_setflags(&spawn.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                                              POSIX_SPAWN_SETSIGDEF),
                    "flags");
-  check_spawn_call(posix_spawnattr_setpgroup(&spawn.attr, 0), "process group");
+  check_spawn_call(posix_spawnattr_setpgroup(&spawn.attr, group), "process group");
   check_spawn_call(posix_spawnattr_setsigmask(&spawn.attr, &no_signals), "signal mask");
   check_spawn_call(posix_spawnattr_setsigdefault(&spawn.attr, &all_signals), "signal dispositions");
 
@@ -324,23 +361,22 @@ ProcessResult run_process(const ProcessSpec &spec) {
       if (!cancel_sent && spec.cancel != nullptr && spec.cancel->cancelled()) {
         cancel_sent = true;
         term_time = now;
-        ::kill(-pid, SIGTERM);
+        ::kill(-group, SIGTERM);
       }
       if (cancel_sent && !kill_sent && now - term_time >= kill_grace) {
         kill_sent = true;
-        ::kill(-pid, SIGKILL);
+        ::kill(-group, SIGKILL);
       }
-      if (!exited && leader_exited(pid)) {
+      if (!exited && child_exited(pid)) {
         exited = true;
         exit_time = now;
         last_data = now;
       }
       if (exited) {
         if (!pipe_open) {
-          // Cancelled: the leader is gone and nothing holds its output; whatever of its group
-          // ignored SIGTERM does not get the grace the leader had. (The unreaped leader keeps
-          // the group id from being reused, so this signal cannot hit anyone else.)
-          if (cancel_sent && !kill_sent) ::kill(-pid, SIGKILL);
+          // Cancelled: the child is gone and nothing holds its output; whatever of its group
+          // ignored SIGTERM does not get the grace the child had.
+          if (cancel_sent && !kill_sent) ::kill(-group, SIGKILL);
           break;
         }
         if (cancel_sent) {
@@ -375,7 +411,7 @@ ProcessResult run_process(const ProcessSpec &spec) {
       if (log.get() >= 0 && log_error == 0) log_error = write_all(log.get(), buffer.data(), size);
     }
   } catch (...) {
-    ::kill(-pid, SIGKILL);
+    ::kill(-group, SIGKILL);
     reap(pid);
     throw;
   }

@@ -3,7 +3,9 @@
 // The child runs in its own process group with stdin on /dev/null and stdout+stderr sent to
 // one pipe that this process reads; only fds 0, 1 and 2 reach it (every other descriptor,
 // including lock files opened without O_CLOEXEC, is closed in the child). Cancelling kills
-// the whole group: the child and everything it started.
+// the whole group: the child and everything it started. So does this process's death, even by
+// SIGKILL: a watchdog process leads the group and kills it when we are gone (process.cpp says
+// how), so a dead host never leaves compiles of several GB running.
 #pragma once
 
 #include <signal.h>
@@ -19,23 +21,6 @@ namespace kiln::builder {
 // A flag that asks running work to stop. cancel() is async-signal-safe and may be called from
 // any thread; once set it stays set.
 using CancelToken = ::kiln::CancelToken;  // include/kiln/cancel.hpp
-
-// For the CLI: while alive, SIGINT and SIGTERM cancel `token` instead of killing the process
-// (a second Ctrl-C just cancels again). Restores the previous handlers (and a previously
-// installed CancelOnSignals' token) on destruction. Create and destroy on one thread, nested
-// LIFO if nested at all.
-class CancelOnSignals {
- public:
-  explicit CancelOnSignals(CancelToken &token);
-  ~CancelOnSignals();
-  CancelOnSignals(const CancelOnSignals &) = delete;
-  CancelOnSignals &operator=(const CancelOnSignals &) = delete;
-
- private:
-  CancelToken *previous_token_ = nullptr;
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
 
 struct ProcessSpec {
   // argv[0] is the program: a path when it contains '/' (a relative one is relative to this

@@ -11,6 +11,9 @@
 
 #include "store/files.hpp"
 #include "store/names.hpp"
+#include "support/json_read.hpp"
+#include "support/json_write.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -38,7 +41,7 @@ class Reader {
       if (required) fail(where + key, "is missing");
       return fallback;
     }
-    if (!value->is_string()) fail(where + key, "must be a string, not " + value->dump());
+    if (!value->is_string()) fail(where + key, "must be a string, not " + support::describe_json(*value));
     return value->get<std::string>();
   }
 
@@ -48,7 +51,7 @@ class Reader {
     if (!value->is_array()) fail(where + key, "must be a list of strings");
     std::vector<std::string> out;
     for (const auto &item : *value) {
-      if (!item.is_string()) fail(where + key, "must be a list of strings; found " + item.dump());
+      if (!item.is_string()) fail(where + key, "must be a list of strings; found " + support::describe_json(item));
       const std::string text = item.get<std::string>();
       if (text.find('\0') != std::string::npos || text.find('\n') != std::string::npos) {
         fail(where + key, "holds a string with a NUL or newline");
@@ -73,7 +76,11 @@ class Reader {
     }
     const bool is_dir = fs::is_directory(status);
     if (want_dir && !is_dir) fail(field, "names " + p.string() + ", which is not a directory");
-    if (!want_dir && !may_be_dir && !fs::is_regular_file(status)) fail(field, "names " + p.string() + ", which is not a file");
+    if (!want_dir && !may_be_dir && !fs::is_regular_file(status)) fail(field, "names " + p.string() + ", which is not a regular file");
+    // A FIFO or device (/dev/zero) would hang or never end the hashing of the inputs.
+    if (may_be_dir && !is_dir && !fs::is_regular_file(status)) {
+      fail(field, "names " + p.string() + ", which is neither a regular file nor a directory");
+    }
     return p.string();
   }
 
@@ -99,6 +106,7 @@ bool valid_define(const std::string &define) {
 const std::set<std::string> kFields = {"schema", "consumer", "name", "backend", "sources", "headers", "include_dirs",
                                        "defines", "flags", "link_flags", "archs", "artifact", "generators",
                                        "unit_memory_mb", "kernels", "lto"};
+constexpr std::uint64_t kMaxUnitMemoryMb = 1ull << 24;  // 16 TiB
 const std::set<std::string> kGeneratorFields = {"name", "command", "inputs", "outputs", "tool", "tool_identity"};
 // Flags kiln sets itself: a recipe that sets them would break the object/link layout.
 const std::set<std::string> kReservedFlags = {"-o", "-c", "--shared", "-shared", "--output-file", "-dc", "-rdc=true",
@@ -111,24 +119,23 @@ std::string relative_to(const std::string &path, const std::string &base) {
 
 }  // namespace
 
-Recipe Recipe::load(const std::string &path) {
+Recipe Recipe::load(const std::string &path) try {
   const fs::path file = fs::absolute(path).lexically_normal();
   std::string text;
   try {
-    text = store::read_file(file);
+    text = store::read_file(file, store::FileOrigin::input, store::kMaxJsonFileBytes);
   } catch (const NotFoundError &) {
     throw NotFoundError("recipe " + file.string() + " does not exist");
   }
   return parse(text, file.parent_path().string(), file.string());
+} catch (...) {
+  support::rethrow_typed("reading recipe " + path);
 }
 
-Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error &error) {
-    throw UsageError("recipe " + file_for_errors + " is not valid JSON: " + error.what());
-  }
+Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors) try {
+  const json root = support::parse_json(json_text, [&](const std::string &why) {
+    throw UsageError("recipe " + file_for_errors + ": " + why + "; fix the file (a recipe is one JSON object, see README)");
+  });
   if (!root.is_object()) throw UsageError("recipe " + file_for_errors + " must be a JSON object");
   const Reader read(root, file_for_errors, fs::path(base_dir));
   for (const auto &item : root.items()) {
@@ -143,8 +150,8 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
   recipe.base_dir = base_dir;
   const json *schema = read.find(root, "schema");
   if (schema == nullptr || !schema->is_number_integer()) read.fail("schema", "must be the integer 1");
-  if (schema->get<int>() != kRecipeSchema) {
-    read.fail("schema", "is " + schema->dump() + "; this kiln reads recipe schema " + std::to_string(kRecipeSchema));
+  if (support::checked_integer<int>(*schema) != kRecipeSchema) {
+    read.fail("schema", "is " + support::describe_json(*schema) + "; this kiln reads recipe schema " + std::to_string(kRecipeSchema));
   }
   recipe.consumer = read.string(root, "consumer", "", true);
   recipe.name = read.string(root, "name", "", true);
@@ -180,6 +187,13 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
   recipe.link_flags = read.strings(root, "link_flags", "");
   for (const auto &flag : recipe.flags) {
     if (kReservedFlags.count(flag) != 0) read.fail("flags", "holds " + flag + ", which kiln sets itself; remove it");
+  }
+  for (const auto &flag : recipe.link_flags) {
+    if (kReservedFlags.count(flag) != 0) read.fail("link_flags", "holds " + flag + ", which kiln sets itself; remove it");
+    if (flag.find("nodelete") != std::string::npos) {
+      read.fail("link_flags", "holds " + flag + ", which marks the plugin NODELETE so that it could never be unloaded "
+                              "(abi/README.md \"Build rules\"); remove it");
+    }
   }
   recipe.archs = read.strings(root, "archs", "");
   if (recipe.archs.empty()) read.fail("archs", "is empty or missing; list targets such as [\"sm_90\", \"sm_87\"] or [\"native\"]");
@@ -263,10 +277,13 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
     }
   }
   if (const json *memory = read.find(root, "unit_memory_mb")) {
-    if (!memory->is_number_unsigned() || memory->get<std::uint64_t>() == 0) {
-      read.fail("unit_memory_mb", "must be a positive integer (MiB one compile may use)");
+    // Bounded so that the byte count (MiB * 2^20) cannot overflow.
+    const auto mib = support::checked_integer<std::uint64_t>(*memory, 1, kMaxUnitMemoryMb);
+    if (!mib) {
+      read.fail("unit_memory_mb", "is " + support::describe_json(*memory) + "; it must be an integer from 1 to " +
+                                      std::to_string(kMaxUnitMemoryMb) + " (MiB one compile may use)");
     }
-    recipe.unit_memory_mb = memory->get<std::uint64_t>();
+    recipe.unit_memory_mb = *mib;
   }
 
   if (const json *generators = read.find(root, "generators")) {
@@ -306,6 +323,8 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
     }
   }
   return recipe;
+} catch (...) {
+  support::rethrow_typed("reading recipe " + file_for_errors);
 }
 
 std::string Recipe::canonical_json() const {
@@ -342,7 +361,7 @@ std::string Recipe::canonical_json() const {
     root["kernels"] = kernels_json;
     root["lto"] = lto;
   }
-  return root.dump();
+  return support::dump_json(root);
 }
 
 const char *to_string(BuildResult::Outcome outcome) {

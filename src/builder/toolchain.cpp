@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
 #include "store/files.hpp"
+#include "support/json_read.hpp"
+#include "support/json_write.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -27,7 +30,7 @@ constexpr int cache_format = 1;
 const char *const default_cuda_dir = "/usr/local/cuda";
 
 std::optional<std::string> env(const char *name) {
-  const char *value = std::getenv(name);
+  const char *value = ::secure_getenv(name);
   if (value == nullptr || *value == '\0') return std::nullopt;
   return std::string(value);
 }
@@ -58,17 +61,20 @@ json identity_json(const store::FileIdentity &id) {
 }
 
 std::optional<store::FileIdentity> identity_from_json(const json &entry) {
-  try {
-    store::FileIdentity id;
-    id.device = entry.at("device").get<std::uint64_t>();
-    id.inode = entry.at("inode").get<std::uint64_t>();
-    id.size = entry.at("size").get<std::uint64_t>();
-    id.mtime_ns = entry.at("mtime_ns").get<std::int64_t>();
-    id.ctime_ns = entry.at("ctime_ns").get<std::int64_t>();
-    return id;
-  } catch (const json::exception &) {
-    return std::nullopt;
-  }
+  const auto field = [&](const char *key) { return entry.contains(key) ? entry[key] : json(); };
+  const auto device = support::checked_integer<std::uint64_t>(field("device"));
+  const auto inode = support::checked_integer<std::uint64_t>(field("inode"));
+  const auto size = support::checked_integer<std::uint64_t>(field("size"));
+  const auto mtime = support::checked_integer<std::int64_t>(field("mtime_ns"));
+  const auto ctime = support::checked_integer<std::int64_t>(field("ctime_ns"));
+  if (!device || !inode || !size || !mtime || !ctime) return std::nullopt;
+  store::FileIdentity id;
+  id.device = *device;
+  id.inode = *inode;
+  id.size = *size;
+  id.mtime_ns = *mtime;
+  id.ctime_ns = *ctime;
+  return id;
 }
 
 std::vector<std::string> lines_of(const std::string &text) {
@@ -88,14 +94,17 @@ std::vector<std::string> lines_of(const std::string &text) {
 // The cache file's entries: real path → {identity fields, "version_output"}. A missing or
 // unreadable or corrupt file reads as empty.
 json read_cache(const fs::path &cache_file) {
+  struct Unusable {};
   try {
-    json cache = json::parse(store::read_file(cache_file));
-    if (cache.is_object() && cache.value("format", 0) == cache_format && cache.contains("executables") &&
+    json cache = support::parse_json(store::read_file(cache_file, store::FileOrigin::store, store::kMaxJsonFileBytes),
+                                     [](const std::string &) { throw Unusable{}; });
+    if (cache.is_object() && cache.contains("format") &&
+        support::checked_integer<int>(cache["format"]) == cache_format && cache.contains("executables") &&
         cache["executables"].is_object()) {
       return cache["executables"];
     }
   } catch (const Error &) {
-  } catch (const json::exception &) {
+  } catch (const Unusable &) {
   }
   return json::object();
 }
@@ -131,7 +140,7 @@ void write_cache(const fs::path &cache_file, json entries, const std::vector<std
   const json cache = {{"format", cache_format}, {"executables", std::move(entries)}};
   try {
     store::create_directories(cache_file.parent_path());
-    store::write_file_atomic(cache_file, cache.dump(2) + "\n");
+    store::write_file_atomic(cache_file, support::dump_json(cache, 2) + "\n");
   } catch (const Error &) {
     // Only a cache: a read-only store still builds, it just asks the toolchain again next time.
   }
@@ -152,6 +161,14 @@ std::string version_output(const std::string &executable, const std::string &wha
   return result.output;
 }
 
+std::string release_of(const std::string &nvcc_output) {
+  static const std::regex full(R"(release \d+\.\d+, V(\d+\.\d+\.\d+))");
+  static const std::regex short_form(R"(release (\d+\.\d+))");
+  std::smatch match;
+  if (std::regex_search(nvcc_output, match, full) || std::regex_search(nvcc_output, match, short_form)) return match[1];
+  return "";
+}
+
 struct Memo {
   Key nvcc;
   Key host_cxx;
@@ -167,7 +184,7 @@ std::string find_nvcc() {
   if (const auto explicit_nvcc = env("KILN_NVCC")) {
     const std::string found = find_executable(*explicit_nvcc, path_env());
     if (!found.empty()) return found;
-    throw NotFoundError("KILN_NVCC=" + *explicit_nvcc +
+    throw ToolchainMissingError("KILN_NVCC=" + *explicit_nvcc +
                         " is not an executable file: point it at nvcc (e.g. /usr/local/cuda/bin/nvcc), or unset "
                         "it to search CUDA_HOME, CUDA_PATH, PATH and /usr/local/cuda");
   }
@@ -195,7 +212,7 @@ std::string find_nvcc() {
       "\nInstall the CUDA toolkit, or set KILN_NVCC to nvcc's path (or CUDA_HOME to the toolkit's directory). "
       "Only building needs nvcc: a prepared artifact (already in the store, or published with `kiln publish`) "
       "still loads on a machine without a toolchain.";
-  throw NotFoundError(message);
+  throw ToolchainMissingError(message);
 }
 
 std::string find_host_compiler() {
@@ -253,6 +270,7 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   ToolchainIdentity identity;
   identity.nvcc_path = nvcc_key.real_path;
   identity.nvcc_version = lines_of(nvcc_output).back();
+  identity.nvcc_release = release_of(nvcc_output);
   identity.host_cxx_path = host_key.real_path;
   identity.host_cxx_version = lines_of(host_output).front();
   memos[cache_file.string()] = Memo{nvcc_key, host_key, identity};

@@ -12,15 +12,16 @@
 namespace kiln::builder {
 
 // The nvcc to use, searched in order: $KILN_NVCC (when set it must be an executable: else
-// NotFoundError naming it), $CUDA_HOME/bin/nvcc, $CUDA_PATH/bin/nvcc, nvcc in PATH, and last
-// $KILN_CUDA_FALLBACK_DIR/bin/nvcc, that directory being /usr/local/cuda unless the variable
-// is set (tests set it to simulate a machine without CUDA). Throws NotFoundError listing every
-// place looked at, and saying that prepared artifacts still load without a toolchain.
+// ToolchainMissingError naming it), $CUDA_HOME/bin/nvcc, $CUDA_PATH/bin/nvcc, nvcc in PATH, and
+// last $KILN_CUDA_FALLBACK_DIR/bin/nvcc, that directory being /usr/local/cuda unless the variable
+// is set (tests set it to simulate a machine without CUDA). Throws ToolchainMissingError listing
+// every place looked at, and saying that prepared artifacts still load without a toolchain.
 std::string find_nvcc();
 
 // The host C++ compiler nvcc will use: $KILN_HOST_CXX, else $CXX, else g++ in PATH (nvcc's
 // own default). A value without '/' is looked up in PATH. Throws NotFoundError naming the
-// variable (or PATH) that led nowhere.
+// variable (or PATH) that led nowhere: a plain one, since nvcc without its host compiler is a
+// broken installation to repair, not a machine without a toolchain.
 std::string find_host_compiler();
 
 struct ToolchainIdentity {
@@ -28,12 +29,15 @@ struct ToolchainIdentity {
   std::string nvcc_version;      // last line of `nvcc --version`, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
   std::string host_cxx_path;     // real path of the host compiler found
   std::string host_cxx_version;  // first line of `<cxx> --version`
+  // "13.0.48" from "Cuda compilation tools, release 13.0, V13.0.48" (else "13.0", else empty):
+  // only for messages (stale reasons name it); the four fields above identify the toolchain.
+  std::string nvcc_release;
 
-  // XXH3-128 (32 hex digits) over the four fields, each length-prefixed.
+  // XXH3-128 (32 hex digits) over the four identifying fields, each length-prefixed.
   std::string digest() const;
   friend bool operator==(const ToolchainIdentity &a, const ToolchainIdentity &b) {
     return a.nvcc_path == b.nvcc_path && a.nvcc_version == b.nvcc_version && a.host_cxx_path == b.host_cxx_path &&
-           a.host_cxx_version == b.host_cxx_version;
+           a.host_cxx_version == b.host_cxx_version && a.nvcc_release == b.nvcc_release;
   }
   friend bool operator!=(const ToolchainIdentity &a, const ToolchainIdentity &b) { return !(a == b); }
 };
@@ -43,8 +47,8 @@ struct ToolchainIdentity {
 // the executables' real paths and file identities, so replacing or touching either executable
 // (or pointing KILN_NVCC elsewhere) re-runs `--version`. A missing, stale or corrupt cache is
 // recomputed and rewritten; failing to write it is not an error. When KILN_NVCC names a
-// wrapper script, the wrapper's file identity is the key. Throws NotFoundError (no toolchain)
-// or BuildError (a `--version` run failed; carries its output). Thread-safe. An empty
+// wrapper script, the wrapper's file identity is the key. Throws ToolchainMissingError (no
+// nvcc), NotFoundError (no host compiler) or BuildError (a `--version` run failed; carries its output). Thread-safe. An empty
 // cache_file touches no file: only the per-process memo remembers (for side-effect-free plans).
 ToolchainIdentity identify_toolchain(const boost::filesystem::path &cache_file);
 

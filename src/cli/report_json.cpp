@@ -1,6 +1,6 @@
-#include "cli/report_json.hpp"
+#include "report_json.hpp"
 
-#include "device/identity_json.hpp"
+#include <kiln/json.hpp>
 
 namespace kiln::cli {
 
@@ -11,7 +11,7 @@ json to_json(const Resolution &r) {
               {"input_key", r.input_key}, {"kind", r.kind},         {"store", r.store_root},
               {"store_writable", r.store_writable}, {"entry", r.entry_dir}, {"file", r.file},
               {"digest", r.digest},       {"size", r.size},         {"updated", r.updated},
-              {"identity", kiln::device::to_json(r.identity)}};
+              {"identity", kiln::to_json(r.identity)}};
   if (r.kind == "images") {
     json images = json::array();
     for (const auto &image : r.images) images.push_back(to_json(image));
@@ -36,7 +36,7 @@ json to_json(const ArtifactImage &image) {
 
 json to_json(const ImageChoice &choice) {
   json reasons = json::array();
-  for (const auto &reason : choice.reasons) reasons.push_back(kiln::device::to_json(reason));
+  for (const auto &reason : choice.reasons) reasons.push_back(kiln::to_json(reason));
   return {{"ok", choice.ok}, {"arch", choice.arch ? json(choice.arch->to_string()) : json(nullptr)},
           {"how", choice.how}, {"reasons", reasons}};
 }
@@ -49,7 +49,7 @@ json to_json(const KernelLoadTimings &t) {
 json to_json(const KernelLoadReport &report) {
   json loads = json::array();
   for (const auto &load : report.loads) {
-    loads.push_back({{"device", kiln::device::to_json(load.device)}, {"image", to_json(load.image)},
+    loads.push_back({{"device", kiln::to_json(load.device)}, {"image", to_json(load.image)},
                      {"choice", to_json(load.choice)}});
   }
   json skipped = json::array();
@@ -67,14 +67,14 @@ json to_json(const LoadTimings &t) {
 
 json to_json(const LoadReport &report) {
   json out = {{"resolution", to_json(report.resolution)},
-              {"compatibility", kiln::device::to_json(report.compatibility)},
+              {"compatibility", kiln::to_json(report.compatibility)},
               {"abi_version", std::to_string(KILN_ABI_VERSION_MAJOR_OF(report.abi_version)) + "." +
                                   std::to_string(KILN_ABI_VERSION_MINOR_OF(report.abi_version))},
               {"plugin_id", report.plugin_id},
               {"plugin_version", report.plugin_version},
               {"interfaces", report.interfaces},
               {"timings", to_json(report.timings)}};
-  out["device"] = report.device ? kiln::device::to_json(*report.device) : json(nullptr);
+  out["device"] = report.device ? kiln::to_json(*report.device) : json(nullptr);
   return out;
 }
 
@@ -104,6 +104,10 @@ json error_json(const std::exception &error) {
   }
   if (const auto *build = dynamic_cast<const BuildError *>(&error)) out["log"] = build->log();
   return out;
+}
+
+std::string json_text(const json &value) {
+  return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace kiln::cli

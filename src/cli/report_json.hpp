@@ -18,4 +18,8 @@ nlohmann::json to_json(const KernelLoadReport &report);
 nlohmann::json to_json(const StoreInfo &store);
 nlohmann::json error_json(const std::exception &error);
 
+// JSON text for stdout that never throws: bytes that are not UTF-8 (a Latin-1 store path, a
+// compiler's output in an error) become U+FFFD. --json output is always valid JSON.
+std::string json_text(const nlohmann::json &value);
+
 }  // namespace kiln::cli

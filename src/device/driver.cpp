@@ -147,7 +147,7 @@ std::string driver_version_text(int version) {
 }
 
 std::string Driver::default_path() {
-  const char *env = std::getenv("KILN_LIBCUDA");
+  const char *env = ::secure_getenv("KILN_LIBCUDA");
   if (env != nullptr && *env != '\0') return env;
   return "libcuda.so.1";
 }
@@ -190,7 +190,7 @@ CUresult Driver::lookup(const char *name, int cuda_version, void **out, std::str
 }
 
 void Driver::open() {
-  const char *env = std::getenv("KILN_LIBCUDA");
+  const char *env = ::secure_getenv("KILN_LIBCUDA");
   const bool from_env = env != nullptr && library_ == env;
   dlerror();
   handle_ = dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);

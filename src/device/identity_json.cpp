@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "support/json_read.hpp"
+#include "support/json_write.hpp"
+
 namespace kiln::device {
 namespace {
 
@@ -21,14 +24,13 @@ const nlohmann::json &required(const nlohmann::json &json, const char *field,
   return *found;
 }
 
+// A count or version: an integer in 0 ... 2^31-1 (1.9, "1", 2^32+1 and -5 are refused).
 int read_int(const nlohmann::json &json, const char *field, const std::string &source) {
   const auto &value = required(json, field, source);
-  if (!value.is_number_integer()) malformed(source, field, "is not an integer: " + value.dump());
-  const auto number = value.get<std::int64_t>();
-  if (number < 0 || number > std::numeric_limits<int>::max()) {
-    malformed(source, field, "is out of range: " + value.dump());
-  }
-  return static_cast<int>(number);
+  if (!value.is_number_integer()) malformed(source, field, "is not an integer: " + support::describe_json(value));
+  const auto number = support::checked_integer<int>(value, 0);
+  if (!number) malformed(source, field, "is out of range (0 ... 2^31-1): " + support::describe_json(value));
+  return *number;
 }
 
 }  // namespace
@@ -111,16 +113,15 @@ ArtifactIdentity artifact_identity_from_json(const nlohmann::json &json,
   artifact.cuda_toolkit_version = read_int(json, "cuda_toolkit_version", source);
 
   const auto &abi = required(json, "abi_version", source);
-  if (!abi.is_number_unsigned() || abi.get<std::uint64_t>() > 0xffffffffu) {
-    malformed(source, "abi_version", "is not an unsigned 32-bit number: " + abi.dump());
-  }
-  artifact.abi_version = static_cast<std::uint32_t>(abi.get<std::uint64_t>());
+  const auto abi_version = support::checked_integer<std::uint32_t>(abi);
+  if (!abi_version) malformed(source, "abi_version", "is not an unsigned 32-bit number: " + support::describe_json(abi));
+  artifact.abi_version = *abi_version;
 
   const auto &archs = required(json, "archs", source);
   if (!archs.is_array()) malformed(source, "archs", "is not an array of arch names");
   for (std::size_t i = 0; i < archs.size(); ++i) {
     const std::string field = "archs[" + std::to_string(i) + "]";
-    if (!archs[i].is_string()) malformed(source, field, "is not a string: " + archs[i].dump());
+    if (!archs[i].is_string()) malformed(source, field, "is not a string: " + support::describe_json(archs[i]));
     try {
       artifact.archs.push_back(Arch::parse(archs[i].get<std::string>()));
     } catch (const UsageError &error) {
@@ -131,12 +132,25 @@ ArtifactIdentity artifact_identity_from_json(const nlohmann::json &json,
   const auto provenance = json.find("provenance");
   if (provenance != json.end() && !provenance->is_null()) {
     if (!provenance->is_object()) malformed(source, "provenance", "is not an object");
-    // Provenance is informational: non-string values are kept in their JSON spelling.
+    // Provenance is informational: other values are kept as a short description (a scalar's
+    // JSON spelling), never a recursive dump of what the file holds.
     for (const auto &[key, value] : provenance->items()) {
-      artifact.provenance[key] = value.is_string() ? value.get<std::string>() : value.dump();
+      artifact.provenance[key] = value.is_string() ? value.get<std::string>() : support::describe_json(value);
     }
   }
   return artifact;
+}
+
+std::string identity_file_text(const ArtifactIdentity &artifact) {
+  return support::dump_json(to_json(artifact), 2) + "\n";
+}
+
+ArtifactIdentity parse_artifact_identity(std::string_view text, const std::string &source_for_errors) {
+  const nlohmann::json json = support::parse_json(text, [&](const std::string &why) {
+    throw IntegrityError("identity " + source_for_errors + " is damaged (" + why +
+                         "); the entry cannot be trusted: rebuild or republish the artifact");
+  });
+  return artifact_identity_from_json(json, source_for_errors);
 }
 
 }  // namespace kiln::device

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +10,8 @@
 
 namespace kiln::device {
 
-// Keys are snake_case; archs are written as their names ("sm_90", "compute_90").
+// Keys are snake_case; archs are written as their names ("sm_90", "compute_90"). Write them
+// with support::dump_json (bytes that are not UTF-8, e.g. in a provenance path, must not throw).
 nlohmann::json to_json(const DeviceIdentity &device);
 nlohmann::json to_json(const DeviceReport &report);
 nlohmann::json to_json(const ArtifactIdentity &artifact);
@@ -21,5 +23,11 @@ nlohmann::json to_json(const Reason &reason);
 // Unknown keys are ignored; "provenance" is optional.
 ArtifactIdentity artifact_identity_from_json(const nlohmann::json &json,
                                              const std::string &source_for_errors);
+// identity.json's text (bytes that are not UTF-8, e.g. a Latin-1 recipe path in provenance,
+// become U+FFFD: provenance is informative only).
+std::string identity_file_text(const ArtifactIdentity &artifact);
+// The same from identity.json's text: malformed JSON, nesting deeper than 64 or a number out of
+// range are IntegrityError naming the file too.
+ArtifactIdentity parse_artifact_identity(std::string_view text, const std::string &source_for_errors);
 
 }  // namespace kiln::device

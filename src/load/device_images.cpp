@@ -1,14 +1,13 @@
-// kiln: choosing and loading device images; KernelLibrary (include/kiln/kernels.hpp).
-#include "support/elapsed.hpp"
+// kiln: loading device images through the driver -- the chosen image of a set on one device,
+// or on every device (KernelLibrary, DeviceKernels in include/kiln/kernels.hpp).
 #include "load/device_images.hpp"
 
 #include <cuda.h>
-#include <elf.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,321 +18,21 @@
 
 #include "device/discover.hpp"
 #include "device/driver.hpp"
-
-#ifndef EM_CUDA
-#define EM_CUDA 190
-#endif
+#include "load/image_text.hpp"
+#include "load/kernel_library.hpp"
+#include "support/elapsed.hpp"
+#include "support/text.hpp"
 
 namespace kiln {
+namespace load {
 namespace {
 
+using support::joined;
 using support::ms_since;
-
-constexpr std::uint32_t kFatbinMagic = 0xBA55ED50u;
-
-std::string joined(const std::vector<Arch> &archs) {
-  std::string text;
-  for (const auto &arch : archs) {
-    if (!text.empty()) text += ',';
-    text += arch.to_string();
-  }
-  return text;
-}
-
-std::string joined(const std::vector<std::string> &names) {
-  std::string text;
-  for (const auto &name : names) {
-    if (!text.empty()) text += ", ";
-    text += name;
-  }
-  return text;
-}
-
-std::string device_text(const DeviceIdentity &device) {
-  return "device " + std::to_string(device.ordinal) + " (" +
-         (device.name.empty() ? std::string("unnamed") : device.name) + ", " + device.arch_name() + ")";
-}
 
 std::string set_text(const KernelImages &images) {
   return images.label.empty() ? std::string("device images") : "device images " + images.label;
 }
-
-// Overflow-safe "offset + size <= total".
-bool inside(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
-  return offset <= total && size <= total - offset;
-}
-
-template <class T>
-T read_at(const std::string &bytes, std::uint64_t offset) {
-  T value;
-  std::memcpy(&value, bytes.data() + offset, sizeof(T));
-  return value;
-}
-
-}  // namespace
-
-// --- DeviceImage ------------------------------------------------------------------------------
-
-std::vector<Arch> DeviceImage::offers() const {
-  if (kind == "fatbin") return contains;
-  return {arch};
-}
-
-std::string DeviceImage::describe() const {
-  const std::string size = bytes.empty() ? std::string() : " (" + std::to_string(bytes.size()) + " bytes)";
-  if (kind == "fatbin") return "fatbin [" + joined(contains) + "]" + size;
-  return arch.to_string() + " " + (kind.empty() ? std::string("image") : kind) + size;
-}
-
-// --- choice -----------------------------------------------------------------------------------
-
-ImageChoice choose_image(const std::vector<DeviceImage> &images, const DeviceIdentity &device,
-                         int cuda_toolkit_version) {
-  ImageChoice choice;
-  const auto host = HostRequirements::current();
-  ArtifactIdentity artifact;
-  artifact.key_schema = host.key_schema;
-  artifact.artifact_schema = host.artifact_schema;
-  artifact.abi_version = 0;  // device images: no plugin ABI
-  artifact.cuda_toolkit_version = cuda_toolkit_version;
-  for (const auto &image : images) {
-    if (image.kind == "fatbin" && image.contains.empty()) {
-      throw UsageError("a fatbin image must list the archs it contains (DeviceImage::contains)");
-    }
-    for (const auto &arch : image.offers()) {
-      if (std::find(artifact.archs.begin(), artifact.archs.end(), arch) == artifact.archs.end()) {
-        artifact.archs.push_back(arch);
-      }
-    }
-  }
-  if (artifact.archs.empty()) {
-    choice.reasons.push_back({"cuda_arch", "", device.arch_name(),
-                              "the artifact has no device image; rebuild with --arch " +
-                                  device.arch_name()});
-    return choice;
-  }
-  const Compatibility result = check_compatibility(artifact, host, &device);
-  if (!result.ok || !result.image) {
-    choice.reasons = result.reasons;
-    return choice;
-  }
-  const Arch chosen = *result.image;
-  std::optional<std::size_t> fatbin;
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    const auto &image = images[i];
-    if (image.kind != "fatbin" && image.arch == chosen) {
-      choice.ok = true;
-      choice.index = i;
-      choice.arch = chosen;
-      choice.how = result.how;
-      return choice;
-    }
-    if (image.kind == "fatbin" && !fatbin) {
-      const auto offers = image.offers();
-      if (std::find(offers.begin(), offers.end(), chosen) != offers.end()) fatbin = i;
-    }
-  }
-  choice.ok = true;
-  choice.index = *fatbin;  // the arch came from some image: a fatbin when no single one
-  choice.arch = chosen;
-  choice.how = result.how + ", from fatbin [" + joined(images[*fatbin].contains) +
-               "] (the driver picks inside it)";
-  return choice;
-}
-
-namespace load {
-
-// --- validation -------------------------------------------------------------------------------
-
-void validate_image(const DeviceImage &image) {
-  const std::string name = image.describe();
-  const auto corrupt = [&](const std::string &why) {
-    throw IntegrityError("image " + name + " is damaged or not what its label says: " + why +
-                         "; rebuild the artifact (kiln refuses it before the driver reads it)");
-  };
-  const std::string &bytes = image.bytes;
-  if (image.kind == "cubin") {
-    if (image.arch.kind != Arch::Kind::sass) {
-      throw UsageError("image " + name + ": a cubin is SASS, its arch must be sm_XY, not " +
-                       image.arch.to_string());
-    }
-    if (bytes.size() < sizeof(Elf64_Ehdr)) corrupt("shorter than an ELF header");
-    if (std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) corrupt("no ELF magic (\\x7fELF)");
-    if (static_cast<unsigned char>(bytes[EI_CLASS]) != ELFCLASS64) corrupt("not a 64-bit ELF object");
-    if (static_cast<unsigned char>(bytes[EI_DATA]) != ELFDATA2LSB) corrupt("not a little-endian ELF object");
-    const auto header = read_at<Elf64_Ehdr>(bytes, 0);
-    if (header.e_machine != EM_CUDA) {
-      corrupt("ELF machine " + std::to_string(header.e_machine) + ", not EM_CUDA (190)");
-    }
-    const std::uint64_t total = bytes.size();
-    if (header.e_shnum > 0) {
-      if (header.e_shentsize != sizeof(Elf64_Shdr)) corrupt("unexpected ELF section header size");
-      if (!inside(header.e_shoff, std::uint64_t{header.e_shnum} * sizeof(Elf64_Shdr), total)) {
-        corrupt("ELF section headers lie past the end (truncated?)");
-      }
-      if (header.e_shstrndx >= header.e_shnum) corrupt("ELF section name table index out of range");
-      for (std::uint64_t i = 0; i < header.e_shnum; ++i) {
-        const auto section = read_at<Elf64_Shdr>(bytes, header.e_shoff + i * sizeof(Elf64_Shdr));
-        if (section.sh_type != SHT_NOBITS && section.sh_type != SHT_NULL &&
-            !inside(section.sh_offset, section.sh_size, total)) {
-          corrupt("ELF section " + std::to_string(i) + " lies past the end (truncated?)");
-        }
-      }
-    }
-    if (header.e_phnum > 0) {
-      if (header.e_phentsize != sizeof(Elf64_Phdr)) corrupt("unexpected ELF program header size");
-      if (!inside(header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(Elf64_Phdr), total)) {
-        corrupt("ELF program headers lie past the end (truncated?)");
-      }
-      for (std::uint64_t i = 0; i < header.e_phnum; ++i) {
-        const auto segment = read_at<Elf64_Phdr>(bytes, header.e_phoff + i * sizeof(Elf64_Phdr));
-        if (!inside(segment.p_offset, segment.p_filesz, total)) {
-          corrupt("ELF segment " + std::to_string(i) + " lies past the end (truncated?)");
-        }
-      }
-    }
-    if (header.e_shnum == 0) corrupt("ELF object without sections");
-    return;
-  }
-  if (image.kind == "ptx") {
-    if (image.arch.kind != Arch::Kind::ptx) {
-      throw UsageError("image " + name + ": PTX is for a virtual arch compute_XY, not " +
-                       image.arch.to_string());
-    }
-    if (bytes.empty()) corrupt("empty");
-    if (bytes.find('\0') != std::string::npos) corrupt("a NUL byte inside the PTX text");
-    if (bytes.find(".version") == std::string::npos || bytes.find(".target") == std::string::npos) {
-      corrupt("no .version / .target directive: not PTX");
-    }
-    return;
-  }
-  if (image.kind == "fatbin") {
-    if (image.contains.empty()) {
-      throw UsageError("image " + name + ": a fatbin must list the archs it contains");
-    }
-    if (bytes.size() < 16) corrupt("shorter than a fatbin header");
-    if (read_at<std::uint32_t>(bytes, 0) != kFatbinMagic) corrupt("no fatbin magic (0xBA55ED50)");
-    const auto header_size = read_at<std::uint16_t>(bytes, 6);
-    const auto fat_size = read_at<std::uint64_t>(bytes, 8);
-    if (header_size < 16 || !inside(header_size, fat_size, bytes.size())) {
-      corrupt("the fatbin's declared size lies past the end (truncated?)");
-    }
-    return;
-  }
-  throw UsageError("image " + name + ": unknown kind \"" + image.kind +
-                   "\" (expected cubin, ptx or fatbin)");
-}
-
-}  // namespace load
-
-// --- KernelLibrary ----------------------------------------------------------------------------
-
-struct KernelLibrary::State {
-  device::Driver *driver = nullptr;
-  DeviceIdentity device;
-  CUdevice cu_device = 0;
-  CUcontext context = nullptr;
-  bool retained = false;
-  CUlibrary library = nullptr;
-  DeviceImage image;  // the chosen image without its bytes (the driver keeps its own copy)
-  std::string image_text;  // its describe(), with the size it had
-  ImageChoice choice;
-  std::string label;
-  std::vector<std::string> names;
-  std::vector<std::string> expressions;  // parallel to names, or empty
-  std::vector<CUkernel> kernels;
-  std::vector<CUfunction> functions;
-  double load_ms = 0;
-  double resolve_ms = 0;
-  std::vector<char> jit_log;  // PTX JIT error log; the driver may write it until unload
-  // While loading: the thread's context before ours, put back if the load fails.
-  CUcontext previous = nullptr;
-  bool restore_previous = false;
-
-  decltype(&::cuLibraryUnload) library_unload = nullptr;
-  decltype(&::cuDevicePrimaryCtxRelease) primary_release = nullptr;
-  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
-  decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
-  decltype(&::cuLaunchKernel) launch_kernel = nullptr;
-
-  State() = default;
-  State(const State &) = delete;
-  State &operator=(const State &) = delete;
-  ~State() {
-    if (library != nullptr && library_unload != nullptr) library_unload(library);
-    if (restore_previous && ctx_set_current != nullptr) ctx_set_current(previous);
-    if (retained && primary_release != nullptr) primary_release(cu_device);
-  }
-
-  std::size_t find(std::string_view name) const {
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name) return i;
-    }
-    for (std::size_t i = 0; i < expressions.size(); ++i) {
-      if (expressions[i] == name) return i;
-    }
-    throw NotFoundError("kernel \"" + std::string(name) + "\" is not among the kernels loaded from " +
-                        (label.empty() ? std::string("these device images") : label) + " on " +
-                        device_text(device) + " (" + joined(names) + ")");
-  }
-};
-
-KernelLibrary KernelLibraryAccess::make(std::unique_ptr<KernelLibrary::State> state) {
-  return KernelLibrary(std::move(state));
-}
-
-KernelLibrary::KernelLibrary(std::unique_ptr<State> state) : state_(std::move(state)) {}
-KernelLibrary::KernelLibrary(KernelLibrary &&) noexcept = default;
-KernelLibrary &KernelLibrary::operator=(KernelLibrary &&) noexcept = default;
-KernelLibrary::~KernelLibrary() = default;
-
-int KernelLibrary::device_ordinal() const noexcept { return state_->device.ordinal; }
-const DeviceIdentity &KernelLibrary::device() const noexcept { return state_->device; }
-const DeviceImage &KernelLibrary::image() const noexcept { return state_->image; }
-const ImageChoice &KernelLibrary::choice() const noexcept { return state_->choice; }
-const std::vector<std::string> &KernelLibrary::kernel_names() const noexcept { return state_->names; }
-double KernelLibrary::load_ms() const noexcept { return state_->load_ms; }
-double KernelLibrary::resolve_ms() const noexcept { return state_->resolve_ms; }
-CUcontext KernelLibrary::context() const noexcept { return state_->context; }
-CUlibrary KernelLibrary::handle() const noexcept { return state_->library; }
-
-CUkernel KernelLibrary::kernel(std::string_view name) const {
-  return state_->kernels[state_->find(name)];
-}
-
-CUfunction KernelLibrary::function(std::string_view name) const {
-  return state_->functions[state_->find(name)];
-}
-
-void KernelLibrary::launch(std::string_view name, Dim3 grid, Dim3 block, unsigned shared_bytes,
-                           CUstream stream, void **args) const {
-  const State &s = *state_;
-  const CUfunction function = s.functions[s.find(name)];
-  CUcontext current = nullptr;
-  CUresult result = s.ctx_get_current(&current);
-  if (result == CUDA_SUCCESS && current != s.context) result = s.ctx_set_current(s.context);
-  if (result == CUDA_SUCCESS) {
-    result = s.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                             shared_bytes, stream, args, nullptr);
-  }
-  if (result != CUDA_SUCCESS) {
-    throw Error(ErrorKind::other, "launching kernel \"" + std::string(name) + "\" on " +
-                                      device_text(s.device) + " failed: " +
-                                      s.driver->error_text(result));
-  }
-}
-
-const KernelLibrary *DeviceKernels::on(int ordinal) const noexcept {
-  for (const auto &library : libraries) {
-    if (library.device_ordinal() == ordinal) return &library;
-  }
-  return nullptr;
-}
-
-// --- loading ----------------------------------------------------------------------------------
-
-namespace load {
-namespace {
 
 // A failed driver call while loading or resolving: the typed error DESIGN §2 step 3 asks for.
 [[noreturn]] void refuse(const KernelLibrary::State &s, const std::string &what, CUresult result,
@@ -346,7 +45,7 @@ namespace {
   switch (static_cast<int>(result)) {
     case 209:  // CUDA_ERROR_NO_BINARY_FOR_GPU
       throw IncompatibleError(
-          what, {{"cuda_arch", s.image.kind == "fatbin" ? joined(s.image.contains) : s.image.arch.to_string(),
+          what, {{"cuda_arch", s.image.kind == "fatbin" ? arch_list(s.image.contains) : s.image.arch.to_string(),
                   s.device.arch_name(),
                   "the driver finds no code for this GPU in image " + image + ": " + error +
                       "; the image is mislabelled or damaged; rebuild the artifact"}});
@@ -469,7 +168,7 @@ KernelLibrary load_chosen(device::Driver &driver, const KernelImages &images, co
   s.load_ms = ms_since(load_started);
   if (result != CUDA_SUCCESS) {
     s.library = nullptr;
-    refuse(s, "loading " + image_text + " (kernels: " + joined(images.kernels) + ")" + on, result,
+    refuse(s, "loading " + image_text + " (kernels: " + joined(images.kernels, ", ") + ")" + on, result,
            images.cuda_toolkit_version);
   }
 

@@ -1,10 +1,10 @@
-// kiln internal: loading device images (include/kiln/kernels.hpp) against a given driver.
+// kiln internal: device images (include/kiln/kernels.hpp): checking their bytes
+// (image_validation.cpp) and loading them against a given driver (device_images.cpp).
 //
 // The public load_kernels / load_for_devices use device::Driver::instance(); tests and the
 // runtime may pass their own driver. Every driver call goes through Driver::proc.
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include <kiln/kernels.hpp>
@@ -13,10 +13,6 @@ namespace kiln {
 namespace device {
 class Driver;
 }
-
-struct KernelLibraryAccess {
-  static KernelLibrary make(std::unique_ptr<KernelLibrary::State> state);
-};
 
 namespace load {
 

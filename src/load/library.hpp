@@ -18,7 +18,11 @@ namespace kiln {
 
 struct Instance::Library {
   void *handle = nullptr;
-  const kiln_plugin_entry *entry = nullptr;
+  // The verified descriptor dlopen mapped as /proc/self/fd/<n>: it stays open while a library
+  // may be loaded under that name (module.cpp says why), so <n> never names another file.
+  int mapped_fd = -1;
+  const kiln_plugin_entry *entry = nullptr;  // &entry_copy once bound
+  kiln_plugin_entry entry_copy{};            // the plugin's table up to its struct_size, the rest zero
   std::uint32_t abi_version = 0;
   std::string file;
   LogCallback log;

@@ -5,19 +5,19 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
 #include "device/driver.hpp"
+#include "load/abi_layout.hpp"
+#include "load/boundary.hpp"
 #include "load/library.hpp"
-#include "store/digest.hpp"
-#include "store/file_identity.hpp"
+#include "load/verify.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
 
@@ -27,6 +27,9 @@ namespace {
 using support::ms_since;
 
 using Clock = std::chrono::steady_clock;
+
+// A plugin listing more interface ids than this is broken (or lacks the terminating NULL).
+constexpr std::size_t kMaxInterfaceIds = 1024;
 
 std::string version_text(std::uint32_t v) {
   return std::to_string(KILN_ABI_VERSION_MAJOR_OF(v)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(v));
@@ -79,46 +82,23 @@ std::unique_ptr<load::HostKernelsService> make_kernel_service(Instance::Library 
   });
 }
 
-// Files whose digest this process already checked, by their identity (device, inode, size,
-// mtime, ctime). A warm re-load of an unchanged file skips re-hashing; any write to it
-// changes ctime and forces a fresh check. Store files are never modified in place.
-class VerifiedFiles {
- public:
-  bool known(const store::FileIdentity &id, const std::string &digest) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto hit = verified_.find({id.device, id.inode});
-    return hit != verified_.end() && hit->second.first == id && hit->second.second == digest;
+// "/proc/self/fd/N" for a descriptor: the name under which dlopen maps exactly the inode that
+// was checked. Without /proc there is no such name, and reopening by path would let a file
+// swapped in after the checks run unchecked: refuse instead.
+std::string descriptor_path(int fd, const std::string &file) {
+  static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;
+  if (!have_proc) {
+    throw IoError("cannot load " + file + " safely: /proc/self/fd is missing, so kiln cannot dlopen the very file it "
+                  "verified (reopening it by path would let a file swapped in after the check run unverified); "
+                  "mount /proc in this process's mount namespace (e.g. mount -t proc proc /proc, or give the "
+                  "container its /proc) and load again");
   }
-  void remember(const store::FileIdentity &id, const std::string &digest) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    verified_[{id.device, id.inode}] = {id, digest};
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<store::FileIdentity, std::string>> verified_;
-};
-
-VerifiedFiles &verified_files() {
-  static VerifiedFiles files;
-  return files;
+  return "/proc/self/fd/" + std::to_string(fd);
 }
 
-void verify_digest(int fd, const Resolution &resolution) {
-  const auto id = store::identify_fd(fd);
-  if (id && verified_files().known(*id, resolution.digest)) return;
-  const std::string actual = store::digest_fd(fd, resolution.file);
-  if (actual != resolution.digest) {
-    throw IntegrityError("artifact " + resolution.consumer + "/" + resolution.name + " file " + resolution.file +
-                         " does not match its recorded digest (recorded " + resolution.digest + ", file " + actual +
-                         "): it is torn or was altered, and was not loaded; republish or rebuild it");
-  }
-  if (id) verified_files().remember(*id, actual);
-}
-
-// Everything the plugin's answer must satisfy before any of its tables is used.
-void check_answer(const Instance::Library &library, const kiln_negotiation_answer &answer,
-                  std::uint32_t abi_min, const Resolution &resolution) {
+// Everything the plugin's answer must satisfy before any of its tables is used. Only fields
+// the negotiated version defines are required; the host reads none past entry->struct_size.
+void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, const Resolution &resolution) {
   const std::string who = "plugin " + resolution.file;
   if (answer.abi_version < abi_min || answer.abi_version > kAbiVersion) {
     throw AbiError(who + " answered ABI " + version_text(answer.abi_version) + ", outside the offered range [" +
@@ -126,17 +106,25 @@ void check_answer(const Instance::Library &library, const kiln_negotiation_answe
   }
   const kiln_plugin_entry *entry = answer.entry;
   if (entry == nullptr) throw AbiError(who + " accepted negotiation but returned no entry table; rebuild it");
-  if (entry->struct_size < sizeof(kiln_plugin_entry)) {
+  const load::AbiLayout *layout = load::abi_layout(answer.abi_version);
+  if (layout == nullptr || entry->struct_size < layout->entry_size) {
     throw AbiError(who + " returned a " + std::to_string(entry->struct_size) + "-byte entry table; ABI " +
-                   version_text(answer.abi_version) + " needs " + std::to_string(sizeof(kiln_plugin_entry)) +
-                   "; rebuild it against this kiln's abi/ headers");
+                   version_text(answer.abi_version) + " defines " +
+                   std::to_string(layout != nullptr ? layout->entry_size : 0) +
+                   " bytes: rebuild it against this kiln's abi/ headers");
   }
-  if (entry->create == nullptr || entry->activate == nullptr || entry->deactivate == nullptr ||
-      entry->destroy == nullptr || entry->get_interface == nullptr) {
+}
+
+// The stamp the running code points to must be the one checked in the file's bytes.
+void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolution) {
+  const std::string who = "plugin " + resolution.file;
+  if (entry.create == nullptr || entry.activate == nullptr || entry.deactivate == nullptr ||
+      entry.destroy == nullptr || entry.get_interface == nullptr) {
     throw AbiError(who + " has a NULL lifecycle function in its entry table; rebuild it with KILN_PLUGIN");
   }
-  const kiln_build_stamp *stamp = entry->stamp;
-  if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0) {
+  const kiln_build_stamp *stamp = entry.stamp;
+  if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0 ||
+      stamp->struct_size < load::kMinStampSize) {
     throw AbiError(who + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
   }
   const std::string stamped(stamp->content_key, strnlen(stamp->content_key, KILN_STAMP_KEY_SIZE));
@@ -145,7 +133,6 @@ void check_answer(const Instance::Library &library, const kiln_negotiation_answe
                          "/" + resolution.name + " names content key " + resolution.content_key +
                          ": the file does not belong to this entry; republish or rebuild the artifact");
   }
-  (void)library;
 }
 
 }  // namespace
@@ -157,8 +144,9 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
       abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
 
   auto start = Clock::now();
-  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed.
-  store::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed. O_NONBLOCK: a FIFO in
+  // its place is refused by the safety check below instead of hanging the host in open().
+  store::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == ENOENT) {
@@ -172,7 +160,9 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(error));
   }
   store::check_safe_to_execute(fd.get(), resolution.file, resolution.store_root);
-  verify_digest(fd.get(), resolution);
+  // Digest and build stamp from the file's bytes: nothing of the plugin runs (not even its
+  // constructors, which dlopen would) before both hold.
+  load::verify_before_dlopen(fd.get(), resolution);
   report.timings.verify_ms = ms_since(start);
 
   start = Clock::now();
@@ -183,16 +173,15 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     library->kernel_source = std::move(kernels);
     library->kernel_service = make_kernel_service(library.get());
   }
-  // Map the verified descriptor itself, so a file swapped in after the digest check is never run.
-  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.get());
-  static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;
-  library->handle = ::dlopen(have_proc ? fd_path.c_str() : resolution.file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Map the verified descriptor itself, so a file swapped in after the checks is never run.
+  library->handle = ::dlopen(descriptor_path(fd.get(), resolution.file).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library->handle == nullptr) {
     const char *error = ::dlerror();
     throw AbiError("cannot dlopen " + resolution.file + ": " + (error != nullptr ? error : "unknown error") +
                    " (a missing dependency must be installed on this machine; a file that is not a shared "
                    "object must be republished)");
   }
+  library->mapped_fd = fd.release();  // see Library::mapped_fd
   report.timings.dlopen_ms = ms_since(start);
 
   start = Clock::now();
@@ -217,22 +206,31 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
   request.host = &library->host;
   kiln_negotiation_answer answer{};
   answer.struct_size = sizeof answer;
-  const kiln_status status = negotiate(&request, &answer);
+  const kiln_status status = load::call_plugin(resolution.file, KILN_PLUGIN_NEGOTIATE_SYMBOL,
+                                               [&] { return negotiate(&request, &answer); });
   if (status != KILN_OK) {
     throw AbiError("plugin " + resolution.file + " offers no ABI version in [" + version_text(abi_min) + ", " +
                    version_text(kAbiVersion) + "] (negotiation status " + std::to_string(status) +
                    "): rebuild it against this kiln's abi/ headers, or use a kiln that speaks its ABI");
   }
-  check_answer(*library, answer, abi_min, resolution);
-  library->entry = answer.entry;
+  check_answer(answer, abi_min, resolution);
+  // The host works on a zeroed copy of the plugin's table, filled up to its struct_size: fields
+  // the plugin's version does not have read as absent (NULL), never as foreign memory.
+  const std::size_t filled = std::min<std::size_t>(answer.entry->struct_size, sizeof(kiln_plugin_entry));
+  std::memcpy(&library->entry_copy, answer.entry, filled);
+  library->entry_copy.struct_size = static_cast<std::uint32_t>(filled);
+  check_entry_stamp(library->entry_copy, resolution);
+  library->entry = &library->entry_copy;
   library->abi_version = answer.abi_version;
 
   report.abi_version = answer.abi_version;
-  report.plugin_id = library->entry->plugin_id != nullptr ? library->entry->plugin_id : "";
-  report.plugin_version = library->entry->plugin_version != nullptr ? library->entry->plugin_version : "";
+  report.plugin_id = load::bounded_string(library->entry->plugin_id);
+  report.plugin_version = load::bounded_string(library->entry->plugin_version);
   report.interfaces.clear();
   if (const char *const *ids = library->entry->interface_ids) {
-    for (; *ids != nullptr; ++ids) report.interfaces.emplace_back(*ids);
+    for (std::size_t i = 0; i < kMaxInterfaceIds && ids[i] != nullptr; ++i) {
+      report.interfaces.push_back(load::bounded_string(ids[i]));
+    }
   }
   report.timings.bind_ms = ms_since(start);
   return Module(std::move(library), std::move(report));

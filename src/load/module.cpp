@@ -1,13 +1,49 @@
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include <kiln/errors.hpp>
 #include <kiln/module.hpp>
 
+#include "load/boundary.hpp"
 #include "load/library.hpp"
 
 namespace kiln {
+namespace {
+
+// destroy from a destructor or a move: a throwing plugin is logged, never fatal to the host.
+void destroy_quietly(const Instance::Library &library, kiln_instance *instance) noexcept {
+  load::call_plugin_quietly(library.log, library.file, "destroy", [&] { library.entry->destroy(instance); });
+}
+
+// glibc answers dlopen("/proc/self/fd/<n>") with any loaded library it once opened under that
+// name, so <n> must not name another file while such a library is loaded: a descriptor is
+// closed only once no library is loaded under its name or from its file. One loaded twice (two
+// Modules of one entry) outlives the first dlclose; its descriptor is kept until a later call
+// finds it gone.
+void release_mapped_fd(int fd) {
+  static std::mutex guard;
+  static std::vector<int> kept;
+  std::lock_guard<std::mutex> lock(guard);
+  if (fd >= 0) kept.push_back(fd);
+  for (auto it = kept.begin(); it != kept.end();) {
+    const std::string name = "/proc/self/fd/" + std::to_string(*it);
+    if (void *still = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      ::dlclose(still);
+      ++it;
+    } else {
+      ::dlerror();
+      ::close(*it);
+      it = kept.erase(it);
+    }
+  }
+}
+
+}  // namespace
 
 Instance::Library::~Library() {
   // No instance is left: nothing of the plugin runs any more. Unload the kernels it was handed
@@ -15,6 +51,7 @@ Instance::Library::~Library() {
   kernel_service.reset();
   kernels.clear();
   if (handle != nullptr) ::dlclose(handle);
+  if (mapped_fd >= 0) release_mapped_fd(mapped_fd);
 }
 
 // ---- Instance ----
@@ -30,7 +67,7 @@ Instance::Instance(Instance &&other) noexcept
 
 Instance &Instance::operator=(Instance &&other) noexcept {
   if (this != &other) {
-    if (instance_ != nullptr) library_->entry->destroy(instance_);
+    if (instance_ != nullptr) destroy_quietly(*library_, instance_);
     library_ = std::move(other.library_);
     instance_ = other.instance_;
     active_ = other.active_;
@@ -41,7 +78,7 @@ Instance &Instance::operator=(Instance &&other) noexcept {
 }
 
 Instance::~Instance() {
-  if (instance_ != nullptr) library_->entry->destroy(instance_);  // destroy deactivates first
+  if (instance_ != nullptr) destroy_quietly(*library_, instance_);  // destroy deactivates first
 }
 
 void Instance::activate(int device_ordinal, std::uint32_t max_batch) {
@@ -50,23 +87,30 @@ void Instance::activate(int device_ordinal, std::uint32_t max_batch) {
   params.device_ordinal = device_ordinal;
   params.max_batch = max_batch;
   char message[1024] = "";
-  const kiln_status status = library_->entry->activate(instance_, &params, message, sizeof message);
+  const kiln_status status = load::call_plugin(library_->file, "activate", [&] {
+    return library_->entry->activate(instance_, &params, message, sizeof message);
+  });
   if (status != KILN_OK) {
-    throw Error(status == KILN_ERR_DEVICE ? ErrorKind::other : ErrorKind::abi,
-                "plugin " + library_->file + " refused activate (device " + std::to_string(device_ordinal) +
-                    ", max batch " + std::to_string(max_batch) + ", status " + std::to_string(status) +
-                    "): " + (message[0] != '\0' ? message : "no message"));
+    const std::string text = "plugin " + library_->file + " refused activate (device " + std::to_string(device_ordinal) +
+                             ", max batch " + std::to_string(max_batch) + ", status " + std::to_string(status) +
+                             "): " + load::message_text(message);
+    if (status == KILN_ERR_DEVICE) throw Error(ErrorKind::other, text);
+    throw AbiError(text);
   }
   active_ = true;
 }
 
 void Instance::deactivate() noexcept {
-  if (instance_ != nullptr && active_) library_->entry->deactivate(instance_);
+  if (instance_ != nullptr && active_) {
+    load::call_plugin_quietly(library_->log, library_->file, "deactivate",
+                              [&] { library_->entry->deactivate(instance_); });
+  }
   active_ = false;
 }
 
 const void *Instance::interface_table(const char *id, std::size_t min_size) const {
-  const void *table = library_->entry->get_interface(instance_, id);
+  const void *table = load::call_plugin(library_->file, "get_interface",
+                                        [&] { return library_->entry->get_interface(instance_, id); });
   if (table == nullptr) return nullptr;
   std::uint32_t size = 0;
   std::memcpy(&size, table, sizeof size);  // every interface table starts with struct_size
@@ -96,10 +140,13 @@ Instance Module::create_instance() const {
   params.host = &library_->host;
   kiln_instance *instance = nullptr;
   char message[1024] = "";
-  const kiln_status status = library_->entry->create(&params, &instance, message, sizeof message);
+  const kiln_status status = load::call_plugin(library_->file, "create", [&] {
+    return library_->entry->create(&params, &instance, message, sizeof message);
+  });
   if (status != KILN_OK || instance == nullptr) {
+    if (instance != nullptr) destroy_quietly(*library_, instance);  // a failed create keeps nothing
     throw AbiError("plugin " + library_->file + " failed to create an instance (status " + std::to_string(status) +
-                   "): " + (message[0] != '\0' ? message : "no message"));
+                   (status == KILN_OK ? ", yet no instance" : "") + "): " + load::message_text(message));
   }
   return Instance(library_, instance);
 }

@@ -5,14 +5,15 @@
 
 #include "builder/builder.hpp"
 #include "runtime/state.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
 
 builder::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log) {
   builder::BuilderContext context;
-  context.store_root = state.writable().root;
-  context.toolchain_cache = state.writable().root / "toolchain.json";
+  context.storage = state.storage.get();
+  context.toolchain_cache = state.writable().root() / "toolchain.json";
   context.abi_dir = builder::default_abi_dir();
   context.log = log;
   (void)runtime;
@@ -21,13 +22,15 @@ builder::BuilderContext context_for(const Runtime::State &state, const Runtime &
 
 }  // namespace
 
-BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const {
+BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const try {
   builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
   if (options.archs.empty()) context.devices = state_->check_devices();
   return builder::plan_build(recipe, options, context);
+} catch (...) {
+  support::rethrow_typed("planning the build of " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
-BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) {
+BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) try {
   builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
   bool native = options.archs.empty();
   if (native) {
@@ -36,9 +39,11 @@ BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) {
   }
   if (native) context.devices = state_->check_devices();  // cuInit only when "native" needs it
   return builder::run_build(recipe, options, context);
+} catch (...) {
+  support::rethrow_typed("building " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
-Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) {
+Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) try {
   if (recipe.backend != "nvcc") {
     throw UsageError("recipe " + recipe.file + " builds device images (backend " + recipe.backend +
                      "), not a plugin: use Runtime::ensure_kernels");
@@ -48,6 +53,8 @@ Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, 
   Resolution resolution = built_or_prepared(recipe, build_options, &prepared);
   const double resolve_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return load_resolved(std::move(resolution), load_options, prepared ? 0 : resolve_ms);
+} catch (...) {
+  support::rethrow_typed("ensuring " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
 Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &options, bool *prepared) {
@@ -55,14 +62,16 @@ Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &
   BuildResult built;
   try {
     built = build(recipe, options);
-  } catch (const NotFoundError &missing_toolchain) {
-    // A robot without a toolchain still loads what was prepared for it.
+  } catch (const ToolchainMissingError &missing_toolchain) {
+    // A robot without a toolchain still loads what was prepared for it. Only then: a build
+    // that failed any other way (a compiler that wrote nothing, a source gone) is an error to
+    // see, never hidden behind an older artifact.
     Resolution found;
     try {
       found = resolve(recipe.consumer, recipe.name);
     } catch (const NotFoundError &) {
-      throw NotFoundError(std::string(missing_toolchain.what()) + "; and no prepared artifact " + recipe.consumer + "/" +
-                          recipe.name + " exists in the stores to load instead");
+      throw ToolchainMissingError(std::string(missing_toolchain.what()) + "; and no prepared artifact " +
+                                  recipe.consumer + "/" + recipe.name + " exists in the stores to load instead");
     }
     log(LogLevel::warning, std::string("no toolchain (") + missing_toolchain.what() + "): loading the prepared " +
                                recipe.consumer + "/" + recipe.name + " (" + found.content_key +
@@ -72,7 +81,7 @@ Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &
   }
   // Exactly what was built: the writable store's entry, even where a read-only layer holds an
   // artifact of the same name.
-  Resolution resolution = state_->resolve_in(state_->locations.size() - 1, recipe.consumer, recipe.name, nullptr, nullptr);
+  Resolution resolution = state_->storage->resolve_writable(recipe.consumer, recipe.name);
   if (resolution.content_key != built.content_key) {
     throw IntegrityError("after building " + recipe.consumer + "/" + recipe.name + " as " + built.content_key +
                          " the manifest names " + resolution.content_key + ": another writer replaced it meanwhile; retry");

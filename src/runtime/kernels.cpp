@@ -21,6 +21,7 @@
 #include "store/file_identity.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -35,8 +36,9 @@ using Clock = std::chrono::steady_clock;
 DeviceImage read_verified(const Resolution &resolution, const ArtifactImage &record, store::FileIdentity *read_id) {
   const std::string what = resolution.consumer + "/" + resolution.name;
   const fs::path file = fs::path(resolution.entry_dir) / record.file;
-  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed.
-  store::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed. O_NONBLOCK: a FIFO in
+  // its place must not hang the host (its size then differs from the record's).
+  store::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == ENOENT) {
@@ -251,7 +253,7 @@ DeviceKernels Runtime::State::load_images(const Resolution &r, const DeviceLoadO
 
 KernelLibrary Runtime::State::load_images_on(const std::string &consumer, const std::string &name, int device) const {
   const auto start = Clock::now();
-  const std::shared_ptr<const Resolution> resolution = resolve_shared(consumer, name);
+  const std::shared_ptr<const Resolution> resolution = storage->resolve(consumer, name);
   DeviceLoadOptions one;
   one.device_ordinal = device;
   DeviceKernels loaded = load_images(*resolution, one, nullptr, ms_since(start));
@@ -259,24 +261,28 @@ KernelLibrary Runtime::State::load_images_on(const std::string &consumer, const 
 }
 
 KernelLibrary Runtime::load_kernels(const std::string &consumer, const std::string &name, int device,
-                                    KernelLoadReport *report) const {
+                                    KernelLoadReport *report) const try {
   const auto start = Clock::now();
-  const std::shared_ptr<const Resolution> resolution = state_->resolve_shared(consumer, name);
+  const std::shared_ptr<const Resolution> resolution = state_->storage->resolve(consumer, name);
   DeviceLoadOptions options;
   options.device_ordinal = device < 0 ? 0 : device;
   DeviceKernels loaded = state_->load_images(*resolution, options, report, ms_since(start));
   return std::move(loaded.libraries.front());
+} catch (...) {
+  support::rethrow_typed("loading the kernels of " + consumer + "/" + name);
 }
 
 DeviceKernels Runtime::load_kernels_all(const std::string &consumer, const std::string &name,
-                                        const DeviceLoadOptions &options, KernelLoadReport *report) const {
+                                        const DeviceLoadOptions &options, KernelLoadReport *report) const try {
   const auto start = Clock::now();
-  const std::shared_ptr<const Resolution> resolution = state_->resolve_shared(consumer, name);
+  const std::shared_ptr<const Resolution> resolution = state_->storage->resolve(consumer, name);
   return state_->load_images(*resolution, options, report, ms_since(start));
+} catch (...) {
+  support::rethrow_typed("loading the kernels of " + consumer + "/" + name);
 }
 
 KernelLibrary Runtime::ensure_kernels(const Recipe &recipe, const BuildOptions &build_options, int device,
-                                      KernelLoadReport *report) {
+                                      KernelLoadReport *report) try {
   if (recipe.backend == "nvcc") {
     throw UsageError("recipe " + recipe.file + " builds a plugin (backend nvcc), not device images: use Runtime::ensure");
   }
@@ -286,6 +292,8 @@ KernelLibrary Runtime::ensure_kernels(const Recipe &recipe, const BuildOptions &
   bool prepared = false;
   const Resolution resolution = built_or_prepared(recipe, build_options, &prepared);
   return std::move(state_->load_images(resolution, options, report, prepared ? 0 : ms_since(start)).libraries.front());
+} catch (...) {
+  support::rethrow_typed("ensuring " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }
 
 }  // namespace kiln

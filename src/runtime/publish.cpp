@@ -8,14 +8,14 @@
 #include <kiln/version.hpp>
 
 #include "device/identity_json.hpp"
+#include "load/plugin_file.hpp"
 #include "load/stamp.hpp"
 #include "runtime/state.hpp"
 #include "store/digest.hpp"
-#include "store/entry.hpp"
 #include "store/files.hpp"
-#include "store/manifest.hpp"
 #include "store/names.hpp"
-#include "store/sweep.hpp"
+#include "store/storage.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
@@ -28,38 +28,31 @@ std::string joined_archs(const std::vector<Arch> &archs) {
   return text;
 }
 
-// An existing entry with our key must hold exactly our bytes; a damaged one is moved aside
-// (never deleted in place, never trusted) so that the fresh copy can take its name.
-bool existing_entry_intact(const fs::path &entry, const std::string &digest) {
-  try {
-    const store::EntryMeta meta = store::read_entry_meta(entry);
-    return meta.digest == digest && store::entry_files_intact(entry, meta);
-  } catch (const Error &) {
-    return false;
-  }
-}
-
 }  // namespace
 
-PublishResult Runtime::publish(const PublishRequest &request) {
+PublishResult Runtime::publish(const PublishRequest &request) try {
   store::validate_name("consumer", request.consumer);
   store::validate_name("artifact name", request.name);
+  // Every later load reads it back as 0 ... 2^31-1: refuse here what would publish an entry
+  // no load accepts.
+  if (request.cuda_toolkit_version != 0 && (request.cuda_toolkit_version < 1000 || request.cuda_toolkit_version > 999999)) {
+    throw UsageError("cuda_toolkit_version (--cuda-toolkit) " + std::to_string(request.cuda_toolkit_version) +
+                     " is not a CUDA version: write major*1000 + minor*10 (12060 for CUDA 12.6), or 0 for the "
+                     "toolkit kiln was built with");
+  }
   const fs::path source(request.artifact_file);
   std::string bytes;
   try {
-    bytes = store::read_file(source);
+    bytes = store::read_file(source, store::FileOrigin::input);
   } catch (const NotFoundError &) {
     throw NotFoundError("artifact file " + source.string() + " does not exist: pass the path of a built plugin (.so)");
   }
   const std::string file_name = source.filename().string();
   if (!store::is_valid_name(file_name)) store::validate_name("artifact file name", file_name);
 
-  const load::FileStamp stamp = load::find_stamp(bytes, source.string());
-  if (KILN_ABI_VERSION_MAJOR_OF(stamp.abi_version) != KILN_ABI_VERSION_MAJOR_OF(kAbiVersion)) {
-    throw AbiError(source.string() + " was compiled against plugin ABI " +
-                   std::to_string(KILN_ABI_VERSION_MAJOR_OF(stamp.abi_version)) + ".x; this kiln speaks " +
-                   std::to_string(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion)) + ".x: rebuild it against this kiln's abi/");
-  }
+  // Everything knowable without running the plugin's code (ELF machine and completeness, the
+  // unload rules, the stamp and its ABI): refused now rather than at every later load.
+  const load::FileStamp stamp = load::check_plugin_file(bytes, source.string());
 
   std::vector<Arch> archs = request.archs;
   std::sort(archs.begin(), archs.end(), [](const Arch &a, const Arch &b) { return a.to_string() < b.to_string(); });
@@ -92,42 +85,22 @@ PublishResult Runtime::publish(const PublishRequest &request) {
   load::write_stamp_key(bytes, stamp, content_key);
   const std::string digest = store::digest_hex(bytes);
 
-  const store::ConsumerLayout layout(state_->writable().root, request.consumer);
-  store::create_directories(layout.entries());
-  store::sweep_dead_staging(layout);
-  const fs::path entry = layout.entry(content_key);
-
+  const store::Storage &storage = *state_->storage;
+  store::Staging staging = storage.stage(request.consumer, state_->options.log);
+  staging.write(file_name, bytes, 0755);
+  staging.write_records({content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}},
+                        device::identity_file_text(identity));
   PublishResult result;
   result.content_key = content_key;
-  result.entry_dir = entry.string();
-  result.file = (entry / file_name).string();
-  result.reused = fs::exists(entry) && existing_entry_intact(entry, digest);
-  if (!result.reused) {
-    if (fs::exists(entry)) {
-      const fs::path aside = layout.entries() / (std::string(store::kStagingPrefix) + store::unique_suffix() + "-damaged");
-      fs::rename(entry, aside);
-      log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
-    }
-    const fs::path staging = layout.new_staging_dir();
-    try {
-      store::create_directories(staging);
-      store::write_staging_file(staging / file_name, bytes, 0755);
-      store::EntryMeta meta{content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}};
-      store::write_staging_file(staging / store::kMetaFile, store::serialize_entry_meta(meta));
-      store::write_staging_file(staging / store::kIdentityFile, device::to_json(identity).dump(2) + "\n");
-      result.reused = !store::commit_staging(staging, entry);
-    } catch (...) {
-      boost::system::error_code ignored;
-      fs::remove_all(staging, ignored);
-      throw;
-    }
-  }
-  store::update_manifest(layout, [&](store::Manifest &manifest) {
-    manifest.artifacts[request.name] = {content_key, "", "plugin", store::utc_now_iso8601()};
-  });
+  result.entry_dir = storage.writable().layout(request.consumer).entry(content_key).string();
+  result.file = (fs::path(result.entry_dir) / file_name).string();
+  result.reused = !storage.commit(std::move(staging), {request.consumer, request.name, content_key, "", "plugin"},
+                                  state_->options.log);
   log(LogLevel::info, "published " + request.consumer + "/" + request.name + " as " + content_key +
-                          (result.reused ? " (entry existed)" : "") + " in " + state_->writable().root.string());
+                          (result.reused ? " (entry existed)" : "") + " in " + storage.writable().root().string());
   return result;
+} catch (...) {
+  support::rethrow_typed("publishing " + request.consumer + "/" + request.name + " from " + request.artifact_file);
 }
 
 }  // namespace kiln

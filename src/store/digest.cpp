@@ -15,6 +15,8 @@
 
 #include <kiln/errors.hpp>
 
+#include "store/files.hpp"
+
 namespace kiln::store {
 namespace {
 
@@ -32,6 +34,16 @@ std::string to_hex(XXH128_hash_t hash) {
 
 [[noreturn]] void throw_io(const char *what, const boost::filesystem::path &path, int error) {
   throw IoError(std::string(what) + " " + path.string() + ": " + std::strerror(error));
+}
+
+// open_regular (no hang on a FIFO, no endless /dev/zero), keeping this file's contract that a
+// missing file is an IoError too.
+int open_to_hash(const boost::filesystem::path &file, FileOrigin origin) {
+  try {
+    return open_regular(file, origin);
+  } catch (const NotFoundError &) {
+    throw_io("cannot open", file, ENOENT);
+  }
 }
 
 }  // namespace
@@ -60,18 +72,27 @@ Hasher &Hasher::add_field(std::string_view name, std::string_view value) {
   return update(&value_size, sizeof value_size).update(value);
 }
 
+Hasher &Hasher::add_list(std::string_view name, const std::vector<std::string> &items) {
+  add_field(name, std::to_string(items.size()));
+  for (const auto &item : items) add_field(name, item);
+  return *this;
+}
+
 Hasher &Hasher::add_file(const boost::filesystem::path &file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw_io("cannot open", file, errno);
+  UniqueFd fd(open_to_hash(file, FileOrigin::input));
+  return add_fd(fd.get(), file);
+}
+
+Hasher &Hasher::add_fd(int fd, const boost::filesystem::path &name_for_errors) {
   // One uninitialised buffer per thread: key computation hashes many small files, and
   // allocating (and zeroing) a fresh buffer per file dominated an unchanged ensure.
   constexpr std::size_t kBufferSize = 1 << 20;
   thread_local std::unique_ptr<char[]> buffer(new char[kBufferSize]);
   for (;;) {
-    const ssize_t got = ::read(fd.get(), buffer.get(), kBufferSize);
+    const ssize_t got = ::read(fd, buffer.get(), kBufferSize);
     if (got < 0) {
       if (errno == EINTR) continue;
-      throw_io("cannot read", file, errno);
+      throw_io("cannot read", name_for_errors, errno);
     }
     if (got == 0) break;
     update(buffer.get(), static_cast<std::size_t>(got));
@@ -99,8 +120,7 @@ std::string digest_fd(int fd, const boost::filesystem::path &name_for_errors) {
 }
 
 std::string digest_file(const boost::filesystem::path &file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw_io("cannot open", file, errno);
+  UniqueFd fd(open_to_hash(file, FileOrigin::store));
   return digest_fd(fd.get(), file);
 }
 

@@ -25,8 +25,10 @@ struct EntryMeta {
   std::vector<ArtifactKernel> kernels;  // name expression -> lowered name
 };
 
-// Throws NotFoundError when the entry or its meta.json is missing, IntegrityError when malformed
-// (for kind "images" also: no image, an image with a bad name, digest, kind or arch).
+// Throws IntegrityError when the entry or its meta.json is missing or malformed (not regular,
+// too large, too deep, a field of the wrong type or out of range; for kind "images" also: no
+// image, an image with a bad name, digest, kind or arch), IncompatibleError for another
+// artifact schema, IoError when it cannot be read (EACCES, EIO): that is no sign of damage.
 EntryMeta read_entry_meta(const fs::path &entry_dir);
 // The same for meta.json's text already read (`entry_dir` names the entry in messages).
 EntryMeta parse_entry_meta(const std::string &text, const fs::path &entry_dir);
@@ -41,7 +43,9 @@ std::vector<ArtifactKernel> parse_kernels(const nlohmann::json &json, const std:
 
 // Every file the entry holds (the artifact file and, for images, each image) exists.
 bool entry_files_present(const fs::path &entry_dir, const EntryMeta &meta);
-// ... and each has its recorded digest (reads them all).
+// ... and each has its recorded digest (reads them all). false for damage (a file missing, not
+// regular, or with other bytes); IoError when a file cannot be read (EACCES, EIO), which must
+// not be mistaken for damage (a damaged entry is moved aside, a merely unreadable one must not be).
 bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta);
 
 // Make a filled staging directory the entry: fsync its files and itself, rename it to

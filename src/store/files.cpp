@@ -1,5 +1,6 @@
 #include "store/files.hpp"
 #include "store/unique_fd.hpp"
+#include "support/fault_point.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -16,15 +18,32 @@
 
 #include <kiln/errors.hpp>
 
+#include "support/typed_errors.hpp"
+
 namespace kiln::store {
 namespace {
 
 [[noreturn]] void throw_io(const std::string &what, const fs::path &path, int error) {
-  std::string fix;
-  if (error == ENOSPC) fix = " (the disk is full: free space and retry; nothing was changed)";
-  if (error == EROFS) fix = " (read-only file system: point KILN_CACHE_DIR at a writable directory)";
-  if (error == EACCES || error == EPERM) fix = " (check the directory's owner and permissions)";
-  throw IoError(what + " " + path.string() + ": " + std::strerror(error) + fix);
+  throw IoError(what + " " + path.string() + ": " + std::strerror(error) + support::io_fix(error));
+}
+
+const char *kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+[[noreturn]] void refuse(const fs::path &file, FileOrigin origin, const std::string &why) {
+  if (origin == FileOrigin::store) {
+    throw IntegrityError("store file " + file.string() + " " + why +
+                         ": the store was altered; kiln reads only regular files kiln wrote - move it away, then "
+                         "republish or rebuild what it belonged to");
+  }
+  throw UsageError(file.string() + " " + why + ": kiln reads its inputs only from regular files of sensible size; "
+                   "give the path of the real file");
 }
 
 void write_all(int fd, const char *data, std::size_t size, const fs::path &path) {
@@ -54,12 +73,26 @@ std::string unique_suffix() {
   return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(random() % 1000000007);
 }
 
-std::string read_file(const fs::path &file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO without a writer (or a device) returns at once instead of hanging;
+  // it changes nothing for a regular file.
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + file.string());
     throw_io("cannot open", file, errno);
   }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) throw_io("cannot stat", file, errno);
+  if (!S_ISREG(info.st_mode)) refuse(file, origin, std::string("is ") + kind_of(info.st_mode) + ", not a regular file");
+  if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    refuse(file, origin, "is " + std::to_string(info.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
+                             " such a file may have");
+  }
+  return fd.release();
+}
+
+std::string read_file(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes) {
+  UniqueFd fd(open_regular(file, origin, max_bytes));
   std::string content;
   char buffer[65536];
   for (;;) {
@@ -69,6 +102,9 @@ std::string read_file(const fs::path &file) {
       throw_io("cannot read", file, errno);
     }
     if (got == 0) break;
+    if (content.size() + static_cast<std::size_t>(got) > max_bytes) {
+      refuse(file, origin, "grew past the " + std::to_string(max_bytes) + " bytes such a file may have while being read");
+    }
     content.append(buffer, static_cast<std::size_t>(got));
   }
   return content;
@@ -80,21 +116,41 @@ void fsync_path(const fs::path &path) {
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw_io("cannot fsync", path, errno);
 }
 
+std::string atomic_temp_prefix(const std::string &file_name) { return "." + file_name + ".tmp-"; }
+
+int remove_dead_temps(const fs::path &file, std::chrono::seconds min_age) {
+  const std::string prefix = atomic_temp_prefix(file.filename().string());
+  const std::time_t now = std::time(nullptr);
+  int removed = 0;
+  boost::system::error_code error;
+  for (fs::directory_iterator it(file.parent_path(), error), end; !error && it != end; it.increment(error)) {
+    if (it->path().filename().string().compare(0, prefix.size(), prefix) != 0) continue;
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) != 0 || now - info.st_mtime < min_age.count()) continue;
+    if (::unlink(it->path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 void write_file_atomic(const fs::path &file, std::string_view content, unsigned mode) {
-  const fs::path temp = file.parent_path() / ("." + file.filename().string() + ".tmp-" + unique_suffix());
+  const fs::path temp = file.parent_path() / (atomic_temp_prefix(file.filename().string()) + unique_suffix());
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (fd.get() < 0) throw_io("cannot create", temp, errno);
   try {
     write_all(fd.get(), content.data(), content.size(), temp);
+    KILN_FAULT_POINT("file.after_temp_write");
     if (::fchmod(fd.get(), mode) != 0) throw_io("cannot chmod", temp, errno);
     if (::fsync(fd.get()) != 0) throw_io("cannot fsync", temp, errno);
     close_checked(fd, temp);
+    KILN_FAULT_POINT("file.after_temp_fsync");
     if (::rename(temp.c_str(), file.c_str()) != 0) throw_io("cannot rename into", file, errno);
+    KILN_FAULT_POINT("file.after_rename");
   } catch (...) {
     ::unlink(temp.c_str());  // never leave a partial temp behind
     throw;
   }
   fsync_path(file.parent_path());
+  KILN_FAULT_POINT("file.after_dir_fsync");
 }
 
 void write_staging_file(const fs::path &file, std::string_view content, unsigned mode) {
@@ -106,11 +162,7 @@ void write_staging_file(const fs::path &file, std::string_view content, unsigned
 }
 
 void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
-  UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.get() < 0) {
-    if (errno == ENOENT) throw NotFoundError("no file " + from.string());
-    throw_io("cannot open", from, errno);
-  }
+  UniqueFd in(open_regular(from, FileOrigin::store));
   UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (out.get() < 0) throw_io("cannot create", to, errno);
   std::vector<char> buffer(1 << 20);
@@ -126,6 +178,7 @@ void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
   if (::fchmod(out.get(), mode) != 0) throw_io("cannot chmod", to, errno);
   if (::fsync(out.get()) != 0) throw_io("cannot fsync", to, errno);
   close_checked(out, to);
+  KILN_FAULT_POINT("file.after_copy_fsync");
 }
 
 void create_directories(const fs::path &dir) {

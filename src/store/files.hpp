@@ -1,6 +1,9 @@
 // Crash-safe file primitives: every write is temp file + fsync + rename + fsync(dir).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -10,12 +13,44 @@ namespace kiln::store {
 
 namespace fs = boost::filesystem;
 
-// Read a whole file; throws NotFoundError when absent, IoError otherwise (both name the path).
-std::string read_file(const fs::path &file);
+// Whose file kiln is reading decides the error when it is not what a file should be: a store
+// file (manifest, meta.json, identity.json, bykey pointer) -> IntegrityError (the store was
+// altered); a caller's input (recipe, source, header, plugin to publish) -> UsageError.
+enum class FileOrigin { store, input };
+
+inline constexpr std::uint64_t kNoSizeLimit = std::numeric_limits<std::uint64_t>::max();
+// Cap for the JSON files kiln reads (manifest, meta.json, identity.json, recipe): far above
+// anything kiln writes, far below what would exhaust memory.
+inline constexpr std::uint64_t kMaxJsonFileBytes = 64ull << 20;
+
+// Opens a file for reading without ever blocking (a FIFO or a device in its place would hang
+// the host) and refuses anything but a regular file, or one larger than max_bytes. Returns the
+// descriptor (the caller owns it). Throws NotFoundError when absent, IoError when it cannot be
+// opened (EACCES, EIO ...), and the origin's type for a wrong kind or size; all name the path.
+int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes = kNoSizeLimit);
+
+// Read a whole regular file (open_regular's rules and errors; also refused when it grows past
+// max_bytes while being read).
+std::string read_file(const fs::path &file, FileOrigin origin = FileOrigin::store,
+                      std::uint64_t max_bytes = kNoSizeLimit);
 
 // Replace `file` with `content` atomically: readers see the old or the new bytes, never a mix,
 // and after return the new bytes survive a power cut. mode is the new file's permission bits.
 void write_file_atomic(const fs::path &file, std::string_view content, unsigned mode = 0644);
+
+// write_file_atomic's temp files for a file named `file_name` are named
+// "." + file_name + ".tmp-" + unique suffix, next to it. A writer killed between creating and
+// renaming its temp leaves one behind.
+std::string atomic_temp_prefix(const std::string &file_name);
+
+// A temp untouched this long is no writer's: write_file_atomic renames it as soon as it is
+// written and fsynced. Guards, besides each file's lock, against a writer that writes a file
+// without its lock (a race in the build hit path may rewrite a bykey pointer) or lost it.
+inline constexpr std::chrono::seconds kTempWriteBound{60};
+
+// Removes the temps of `file` last modified `min_age` ago or earlier (killed writers' leftovers);
+// returns how many. Only for a caller holding the lock every writer of `file` holds.
+int remove_dead_temps(const fs::path &file, std::chrono::seconds min_age = kTempWriteBound);
 
 // Write a new file inside a private staging directory: no temp file, no fsync, since nothing
 // reads staging and commit_staging fsyncs every file once before the rename makes it visible.

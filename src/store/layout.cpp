@@ -2,16 +2,19 @@
 
 #include <cstdlib>
 
+#include <boost/filesystem/operations.hpp>
+
 #include <kiln/errors.hpp>
 
-#include "store/files.hpp"
 #include "store/names.hpp"
 
 namespace kiln::store {
 namespace {
 
+// secure_getenv: in a setuid/setgid process the environment belongs to the caller, who must not
+// choose the stores (and thereby the code) the process loads.
 const char *env(const char *name) {
-  const char *value = std::getenv(name);
+  const char *value = ::secure_getenv(name);
   return (value != nullptr && *value != '\0') ? value : nullptr;
 }
 
@@ -50,6 +53,12 @@ std::vector<StoreLocation> stores_from_environment() {
   return stores;
 }
 
+fs::path resolve_store_root(const fs::path &root) {
+  boost::system::error_code error;
+  const fs::path resolved = fs::weakly_canonical(root, error);
+  return error ? root.lexically_normal() : resolved.lexically_normal();
+}
+
 ConsumerLayout::ConsumerLayout(fs::path store_root, std::string consumer)
     : store_root_(std::move(store_root)), consumer_(std::move(consumer)) {
   validate_name("consumer", consumer_);
@@ -67,9 +76,10 @@ fs::path ConsumerLayout::entry(const std::string &content_key) const {
   }
   return entries() / content_key;
 }
-fs::path ConsumerLayout::bykey(const std::string &input_key) const { return dir() / "bykey" / input_key; }
+fs::path ConsumerLayout::bykey_dir() const { return dir() / "bykey"; }
+fs::path ConsumerLayout::bykey(const std::string &input_key) const { return bykey_dir() / input_key; }
 fs::path ConsumerLayout::objects() const { return dir() / "objects"; }
 fs::path ConsumerLayout::locks() const { return dir() / "locks"; }
-fs::path ConsumerLayout::new_staging_dir() const { return entries() / (kStagingPrefix + unique_suffix()); }
+fs::path ConsumerLayout::build_lock(const std::string &input_key) const { return locks() / (input_key + ".lock"); }
 
 }  // namespace kiln::store

@@ -21,6 +21,12 @@ struct StoreLocation {
 std::vector<StoreLocation> stores_from_environment();
 fs::path default_cache_dir();
 
+// The store root with every symlink in it resolved (realpath), resolved once when a Runtime
+// starts: a symlink the user chose for the root (~/.cache -> /data/cache) is then no longer in
+// the way of the safety walk, which refuses symlinks inside a store. A root that does not exist
+// yet keeps its missing tail as written.
+fs::path resolve_store_root(const fs::path &root);
+
 // The paths of one consumer inside one store.
 class ConsumerLayout {
  public:
@@ -33,10 +39,11 @@ class ConsumerLayout {
   fs::path manifest_lock() const;                       // .../manifest.lock
   fs::path entries() const;                             // .../store
   fs::path entry(const std::string &content_key) const; // .../store/<content_key>
+  fs::path bykey_dir() const;                           // .../bykey
   fs::path bykey(const std::string &input_key) const;   // .../bykey/<input_key>
   fs::path objects() const;                             // .../objects
   fs::path locks() const;                               // .../locks
-  fs::path new_staging_dir() const;                     // .../store/.staging-<pid>-<rand> (not created)
+  fs::path build_lock(const std::string &input_key) const;  // .../locks/<input_key>.lock
 
  private:
   fs::path store_root_;
@@ -46,6 +53,8 @@ class ConsumerLayout {
 inline constexpr const char *kMetaFile = "meta.json";
 inline constexpr const char *kIdentityFile = "identity.json";
 inline constexpr const char *kBuildLogFile = "build.log";
-inline constexpr const char *kStagingPrefix = ".staging-";
+inline constexpr const char *kStagingPrefix = ".staging-";  // store/.staging-*: never an entry
+inline constexpr const char *kStagingVersionTag = "v2-";    // staging directories held by a lock (staging.hpp)
+inline constexpr const char *kStagingLockFile = ".staging.lock";  // inside each of them
 
 }  // namespace kiln::store

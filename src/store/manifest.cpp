@@ -10,6 +10,10 @@
 #include "store/files.hpp"
 #include "store/locks.hpp"
 #include "store/names.hpp"
+#include "support/json_read.hpp"
+#include "support/json_write.hpp"
+
+#include "support/fault_point.hpp"
 
 namespace kiln::store {
 namespace {
@@ -30,7 +34,7 @@ std::string string_field(const json &object, const char *key, const fs::path &fi
     if (required) corrupt(file, where + " has no \"" + key + "\"");
     return {};
   }
-  if (!it->is_string()) corrupt(file, where + "." + key + " is not a string");
+  if (!it->is_string()) corrupt(file, where + "." + key + " is not a string but " + support::describe_json(*it));
   return it->get<std::string>();
 }
 
@@ -46,18 +50,15 @@ std::string utc_now_iso8601() {
 }
 
 Manifest parse_manifest(const std::string &text, const fs::path &file, const std::string &consumer) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error &error) {
-    corrupt(file, std::string("not valid JSON: ") + error.what());
-  }
+  const json root = support::parse_json(text, [&](const std::string &why) { corrupt(file, why); });
   if (!root.is_object()) corrupt(file, "top level is not an object");
   const auto schema = root.find("schema");
-  if (schema == root.end() || !schema->is_number_integer()) corrupt(file, "no integer \"schema\"");
-  if (schema->get<int>() != kManifestSchema) {
+  if (schema == root.end()) corrupt(file, "no \"schema\"");
+  const auto schema_number = support::checked_integer<int>(*schema, 1);
+  if (!schema_number) corrupt(file, "\"schema\" is " + support::describe_json(*schema) + ", not a schema number (1 ... 2^31-1)");
+  if (*schema_number != kManifestSchema) {
     throw IncompatibleError("manifest " + file.string(),
-                            {{"manifest_schema", std::to_string(schema->get<int>()), std::to_string(kManifestSchema),
+                            {{"manifest_schema", std::to_string(*schema_number), std::to_string(kManifestSchema),
                               "written by another kiln version; use that version, or republish with this one"}});
   }
   Manifest manifest;
@@ -69,7 +70,7 @@ Manifest parse_manifest(const std::string &text, const fs::path &file, const std
   if (artifacts == root.end() || !artifacts->is_object()) corrupt(file, "no \"artifacts\" object");
   for (const auto &[name, record] : artifacts->items()) {
     if (!is_valid_name(name)) corrupt(file, "artifact name \"" + name.substr(0, 80) + "\" is not a valid name");
-    if (!record.is_object()) corrupt(file, "artifact \"" + name + "\" is not an object");
+    if (!record.is_object()) corrupt(file, "artifact \"" + name + "\" is not an object but " + support::describe_json(record));
     ManifestRecord entry;
     const std::string where = "artifacts." + name;
     entry.content_key = string_field(record, "content_key", file, where, true);
@@ -85,7 +86,7 @@ Manifest parse_manifest(const std::string &text, const fs::path &file, const std
 std::optional<Manifest> read_manifest(const fs::path &file, const std::string &consumer) {
   std::string text;
   try {
-    text = read_file(file);
+    text = read_file(file, FileOrigin::store, kMaxJsonFileBytes);
   } catch (const NotFoundError &) {
     return std::nullopt;
   }
@@ -100,14 +101,16 @@ std::string serialize_manifest(const Manifest &manifest) {
     artifacts[name] = std::move(entry);
   }
   json root = {{"schema", kManifestSchema}, {"consumer", manifest.consumer}, {"artifacts", std::move(artifacts)}};
-  return root.dump(2) + "\n";
+  return support::dump_json(root, 2) + "\n";
 }
 
 void update_manifest(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change) {
   create_directories(layout.dir());
   FileLock lock(layout.manifest_lock());
+  remove_dead_temps(layout.manifest());  // every writer holds the lock: only dead temps are old
   Manifest manifest = read_manifest(layout.manifest(), layout.consumer()).value_or(Manifest{layout.consumer(), {}});
   change(manifest);
+  KILN_FAULT_POINT("manifest.locked");
   write_file_atomic(layout.manifest(), serialize_manifest(manifest));
 }
 

@@ -41,6 +41,9 @@ const char *violation(std::string_view name) {
   }
   if (name.find("..") != std::string_view::npos) return "contains \"..\"";
   if (!(std::isalnum(static_cast<unsigned char>(name.front())))) return "does not start with a letter or digit";
+  // "hjcd-ik." reads as "hjcd-ik" to people and to tools that trim dots, and is a hidden-file
+  // or extension separator to others: one character must not make two names look alike.
+  if (name.back() == '.') return "ends with '.'";
   return nullptr;
 }
 
@@ -52,7 +55,7 @@ void validate_name(std::string_view what, std::string_view name) {
   if (const char *why = violation(name)) {
     throw UsageError(std::string(what) + " \"" + printable(name) + "\" " + why +
                      ": use 1-64 characters of letters, digits, '.', '_' and '-', starting with a letter or "
-                     "digit (e.g. \"hjcd-ik\")");
+                     "digit and not ending with '.' (e.g. \"hjcd-ik\")");
   }
 }
 

@@ -9,7 +9,7 @@ inline constexpr std::size_t kMaxNameLength = 64;
 
 // Throws UsageError naming `what` ("consumer", "artifact name"), the offending text and the rule.
 // Accepted: 1..64 characters of [A-Za-z0-9._-], starting with a letter or digit (so never
-// ".", ".." or a hidden file), no "..", no '/', no NUL, ASCII only.
+// ".", ".." or a hidden file), not ending with '.', no "..", no '/', no NUL, ASCII only.
 void validate_name(std::string_view what, std::string_view name);
 
 // The same rule as a predicate.

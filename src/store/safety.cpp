@@ -18,32 +18,48 @@ std::string octal(mode_t mode) {
   return text;
 }
 
-void check_stat(const std::string &path, const struct stat &info, bool must_be_file) {
+// What a check is for, so that each refusal says what was at stake.
+struct Purpose {
+  const char *refusal;  // "refusing to run code from", "refusing to trust"
+  const char *risk;     // what a writer could do
+};
+constexpr Purpose kCode{"refusing to run code from", "anyone could replace the code"};
+constexpr Purpose kData{"refusing to trust", "anyone could point an artifact name at other code or roll it back"};
+
+void check_stat(const std::string &path, const struct stat &info, bool must_be_file, const Purpose &purpose) {
+  // A symlink inside a store could be redirected by whoever controls its target; chmod cannot
+  // fix that, so it gets its own message. (The store root itself was resolved at start-up.)
+  if (S_ISLNK(info.st_mode)) {
+    throw IntegrityError(std::string(purpose.refusal) + " " + path +
+                         ": it is a symlink inside a store, and kiln follows no links inside a store (the link's "
+                         "target could be changed under it); replace the link with the " +
+                         (must_be_file ? "file" : "directory") + " it points to (or republish the artifact), or "
+                         "point KILN_CACHE_DIR / KILN_STORE_PATH at the real location");
+  }
   if (must_be_file && !S_ISREG(info.st_mode)) {
-    throw IntegrityError("refusing to load " + path +
-                         ": it is not a regular file (a symlink or device in a store entry means the entry was "
-                         "altered); republish the artifact");
+    throw IntegrityError(std::string(purpose.refusal) + " " + path +
+                         ": it is not a regular file (a device, FIFO or directory in a store entry means the entry "
+                         "was altered); republish the artifact");
   }
   const uid_t me = ::geteuid();
   if (info.st_uid != me && info.st_uid != 0) {
-    throw IntegrityError("refusing to run code from " + path + ": owned by uid " +
-                         std::to_string(info.st_uid) + ", not by you (uid " + std::to_string(me) +
+    throw IntegrityError(std::string(purpose.refusal) + " " + path + ": owned by uid " + std::to_string(info.st_uid) +
+                         ", not by you (uid " + std::to_string(me) +
                          ") or root; use a store you own (KILN_CACHE_DIR) or chown it");
   }
   if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    throw IntegrityError("refusing to run code from " + path + ": mode " + octal(info.st_mode) +
-                         " lets others write it, so anyone could replace the code; fix with: chmod go-w " +
-                         path);
+    throw IntegrityError(std::string(purpose.refusal) + " " + path + ": mode " + octal(info.st_mode) +
+                         " lets others write it, so " + purpose.risk + "; fix with: chmod go-w " + path);
   }
 }
 
-void check_one(const std::string &path, bool must_be_file, FileIdentity *identity = nullptr) {
+void check_one(const std::string &path, bool must_be_file, const Purpose &purpose, FileIdentity *identity = nullptr) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + path);
     throw IoError("cannot stat " + path + ": " + std::strerror(errno));
   }
-  check_stat(path, info, must_be_file);
+  check_stat(path, info, must_be_file, purpose);
   if (identity != nullptr) *identity = identity_of(info);
 }
 
@@ -53,7 +69,7 @@ void check_directories(const boost::filesystem::path &file, const boost::filesys
   std::string dir = file.string();
   for (std::size_t slash = dir.rfind('/'); slash != std::string::npos && slash > 0; slash = dir.rfind('/')) {
     dir.resize(slash);
-    check_one(dir, false);
+    check_one(dir, false, kCode);
     if (dir == root) break;
   }
 }
@@ -61,22 +77,24 @@ void check_directories(const boost::filesystem::path &file, const boost::filesys
 }  // namespace
 
 void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
-  check_one(file.string(), true);
+  check_one(file.string(), true, kCode);
   check_directories(file, store_root);
 }
 
 void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root,
                            FileIdentity *identity) {
-  check_one(file.string(), true, identity);
+  check_one(file.string(), true, kCode, identity);
   check_directories(file, store_root);
 }
 
-void check_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, identity); }
+void check_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, kCode, identity); }
+
+void check_store_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, kData, identity); }
 
 void check_safe_to_execute(int fd, const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw IoError("cannot stat " + file.string() + ": " + std::strerror(errno));
-  check_stat(file.string(), info, true);
+  check_stat(file.string(), info, true, kCode);
   check_directories(file, store_root);
 }
 

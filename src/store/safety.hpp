@@ -11,8 +11,10 @@ namespace kiln::store {
 
 // Checks `file` and every directory from its parent up to and including `store_root`: each
 // must be owned by the effective user or root and not writable by group or others, and
-// `file` must be a regular file (not a symlink). Throws IntegrityError naming the path, its
-// owner/mode and the fix (chmod go-w / chown). Called before any code from the store is loaded.
+// `file` must be a regular file and every directory a real directory (no symlinks inside a
+// store: the root is resolved once, at start-up). Throws IntegrityError naming the path, its
+// owner/mode and the fix (chmod go-w / chown; for a symlink: replace it). Called before any
+// code from the store is loaded.
 void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root);
 
 // The same, also giving the identity of the file the check saw (its lstat), so a caller can
@@ -24,6 +26,11 @@ void check_safe_to_execute(const boost::filesystem::path &file, const boost::fil
 // without the directory walk, giving its identity: for a caller that already holds bytes it
 // read from this file under the full check and only needs to know they are still the file's.
 void check_file_safe(const std::string &file, FileIdentity *identity);
+
+// The same rules for a file that decides what runs without being code itself (manifest.json,
+// meta.json, identity.json): whoever can write it can point a name at other code or roll an
+// artifact back. Throws IntegrityError naming the path and the fix; NotFoundError when absent.
+void check_store_file_safe(const std::string &file, FileIdentity *identity);
 
 // The same for a file already opened with O_NOFOLLOW as `fd` (the descriptor that will be
 // loaded): its fstat replaces the file's lstat.

@@ -1,48 +1,108 @@
 #include "store/sweep.hpp"
+#include "support/fault_point.hpp"
 
-#include <signal.h>
+#include <sys/stat.h>
 
-#include <cerrno>
-#include <fstream>
+#include <ctime>
+#include <set>
 #include <string>
 
 #include <boost/filesystem/operations.hpp>
 
+#include <kiln/errors.hpp>
+
+#include "store/files.hpp"
+#include "store/locks.hpp"
+#include "store/names.hpp"
+
 namespace kiln::store {
 namespace {
 
-bool process_alive(long pid) {
-  if (pid <= 0) return true;  // unparsable: keep it, it may be someone's
-  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
-  // A killed builder whose parent has not reaped it yet is a zombie: it holds no lock and
-  // will write nothing more, so its staging directory is dead too.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return true;
-  const std::size_t close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+bool starts_with(const std::string &text, const std::string &prefix) { return text.compare(0, prefix.size(), prefix) == 0; }
+
+// Neither its entries (mtime) nor its own inode (ctime: a rename, a chmod) changed for `grace`.
+bool unchanged_for(const fs::path &dir, std::chrono::seconds grace) {
+  struct stat info {};
+  if (::lstat(dir.c_str(), &info) != 0) return false;
+  const std::time_t newest = std::max(info.st_mtim.tv_sec, info.st_ctim.tv_sec);
+  return std::time(nullptr) - newest >= grace.count();
+}
+
+int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_grace) {
+  int removed = 0;
+  boost::system::error_code error;
+  for (fs::directory_iterator it(layout.entries(), error), end; !error && it != end; it.increment(error)) {
+    const fs::path dir = it->path();
+    boost::system::error_code status_error;
+    if (!starts_with(dir.filename().string(), kStagingPrefix) || !fs::is_directory(fs::symlink_status(dir, status_error))) {
+      continue;
+    }
+    try {
+      bool missing = false;
+      // Held while removing, so that no other sweeper judges it meanwhile.
+      const auto lock = FileLock::try_acquire_existing(dir / kStagingLockFile, &missing);
+      if (!lock && !(missing && unchanged_for(dir, lockless_grace))) continue;  // live
+      boost::system::error_code ignored;
+      KILN_FAULT_POINT("sweep.before_remove");
+      if (fs::remove_all(dir, ignored) > 0) ++removed;
+      KILN_FAULT_POINT("sweep.after_remove");
+    } catch (const Error &) {
+      // A lock file that is not a regular file, a directory we may not read: not ours to judge.
+    }
+  }
+  return removed;
+}
+
+std::set<std::string> names_in(const fs::path &dir) {
+  std::set<std::string> names;
+  boost::system::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    names.insert(it->path().filename().string());
+  }
+  return names;
+}
+
+int sweep_manifest_temps(const ConsumerLayout &layout) {
+  const std::string prefix = atomic_temp_prefix(layout.manifest().filename().string());
+  bool any = false;
+  for (const auto &name : names_in(layout.dir())) any = any || starts_with(name, prefix);
+  if (!any) return 0;
+  const auto lock = FileLock::try_acquire(layout.manifest_lock());
+  return lock ? remove_dead_temps(layout.manifest()) : 0;
+}
+
+int sweep_bykey_temps(const ConsumerLayout &layout) {
+  std::set<std::string> keys;
+  for (const auto &name : names_in(layout.bykey_dir())) {
+    const std::size_t tmp = name.find(".tmp-");
+    if (name.empty() || name[0] != '.' || tmp == std::string::npos) continue;
+    const std::string key = name.substr(1, tmp - 1);
+    if (is_valid_key(key)) keys.insert(key);
+  }
+  int removed = 0;
+  for (const auto &key : keys) {
+    store::create_directories(layout.locks());
+    const auto lock = FileLock::try_acquire(layout.build_lock(key));
+    if (lock) removed += remove_dead_temps(layout.bykey(key));
+  }
+  return removed;
 }
 
 }  // namespace
 
-int sweep_dead_staging(const ConsumerLayout &layout) {
-  int removed = 0;
-  boost::system::error_code error;
-  const std::string prefix = kStagingPrefix;
-  for (fs::directory_iterator it(layout.entries(), error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    long pid = 0;
-    try {
-      pid = std::stol(name.substr(prefix.size()));
-    } catch (...) {
-      continue;
-    }
-    if (process_alive(pid)) continue;
-    boost::system::error_code ignored;
-    if (fs::remove_all(it->path(), ignored) > 0) ++removed;
+SweepCounts sweep_leftovers(const ConsumerLayout &layout, std::chrono::seconds lockless_grace) {
+  SweepCounts counts;
+  counts.staging_dirs = sweep_staging(layout, lockless_grace);
+  // A lock we cannot open (permissions, a non-file under its name): leave those temps.
+  try {
+    counts.temps += sweep_manifest_temps(layout);
+  } catch (const Error &) {
   }
-  return removed;
+  try {
+    counts.temps += sweep_bykey_temps(layout);
+  } catch (const Error &) {
+  }
+  return counts;
 }
 
 }  // namespace kiln::store

@@ -1,12 +1,39 @@
-// Staging directories of processes that died mid-publish or mid-build are removed by the
-// next writer: they were never visible (never renamed into place), so removing them loses nothing.
+// What writers that died (SIGKILL, power cut) left behind, removed by the next writer: staging
+// directories and atomic-write temps. None of it was ever visible, so removing it loses nothing;
+// what a live writer (in any process, any pid namespace) is still using is never touched.
 #pragma once
+
+#include <chrono>
 
 #include "store/layout.hpp"
 
 namespace kiln::store {
 
-// Returns how many were removed. A directory whose pid is alive (or unparsable) is kept.
-int sweep_dead_staging(const ConsumerLayout &layout);
+// Lock-less directories under store/ named .staging-* are judged by age: those of kilns that
+// predate staging locks (.staging-<pid>-*), entries moved aside as damaged
+// (.staging-*-damaged, kept a day for inspection), and a held staging directory in the instants
+// before its lock file exists or after commit removed it (modified just then). A build takes
+// far less than a day, so such a directory unmodified (mtime and ctime) for a day is dead.
+inline constexpr std::chrono::seconds kLocklessStagingGrace{24 * 3600};
+
+struct SweepCounts {
+  int staging_dirs = 0;  // staging directories removed
+  int temps = 0;         // .manifest.json.tmp-* and bykey/.<key>.tmp-* removed
+  int total() const { return staging_dirs + temps; }
+};
+
+// Removes, for one consumer:
+//  - store/.staging-* directories whose lock (kStagingLockFile inside) it can take: the holder
+//    is dead. It keeps the lock while removing. Held ones are live and stay, whatever the pid
+//    in their name; lock-less ones go once older than `lockless_grace`.
+//  - .manifest.json.tmp-*, when it can take manifest.lock (every manifest writer holds it);
+//  - bykey/.<input_key>.tmp-*, when it can take locks/<input_key>.lock (a build writes its
+//    pointer under that lock);
+//    in both cases only temps untouched for kTempWriteBound (files.hpp), since a writer that
+//    lost or never took the lock must not lose its temp either. A busy lock means a live
+//    writer: skipped, never waited for. (The manifest writer also clears them, under its lock.)
+// Never throws for what it finds: a leftover it cannot judge or remove is left in place.
+SweepCounts sweep_leftovers(const ConsumerLayout &layout,
+                            std::chrono::seconds lockless_grace = kLocklessStagingGrace);
 
 }  // namespace kiln::store

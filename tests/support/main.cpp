@@ -1,13 +1,15 @@
 // kiln tests: the doctest main. GPU cases (test suite "gpu") need a live CUDA device; where
 // there is none, `kiln_tests --test-suite=gpu` says why and exits 77 (ctest's SKIP_RETURN_CODE).
+// Cases that need something else of the machine (support/preconditions.hpp) are decided here,
+// before the run, and skipped visibly where it is missing.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <cstring>
 #include <optional>
 
 #include "device/discover.hpp"
+#include "support/preconditions.hpp"
 
 int main(int argc, char **argv) {
   bool gpu_only = false;
@@ -19,10 +21,11 @@ int main(int argc, char **argv) {
   if (gpu_only) {
     const kiln::DeviceReport report = kiln::device::discover(std::nullopt);
     if (report.state != kiln::DriverState::ok) {
-      std::printf("SKIPPED gpu tests: %s\n", report.detail.c_str());
+      kiln::test::report_skip("gpu tests", report.detail);
       return 77;
     }
   }
   doctest::Context context(argc, argv);
+  kiln::test::apply_preconditions(context, argc, argv);
   return context.run();
 }

@@ -30,6 +30,8 @@
 #include "builder/toolchain.hpp"
 #include "store/locks.hpp"
 #include "support/fixtures.hpp"
+#include "support/machine.hpp"
+#include "support/preconditions.hpp"
 
 using namespace kiln;
 using kiln::test::ScopedEnv;
@@ -154,13 +156,13 @@ TEST_CASE("process: exit codes, signal deaths, cwd and environment overrides") {
   CHECK(result.ok());
   CHECK(result.output == fs::canonical(dir.path()).string() + "\nsecond\n/nowhere\n");
 
-  // The child runs in its own process group, with stdin on /dev/null.
+  // The child runs in its own process group (led by its watchdog), with stdin on /dev/null.
   const auto group = sh("read -r pid comm state ppid pgrp rest < /proc/$$/stat; echo $pgrp $$; cat");
   CHECK(group.ok());
   std::istringstream fields(group.output);
   long pgid = 0, pid = 0;
   fields >> pgid >> pid;
-  CHECK(pgid == pid);
+  CHECK(pgid > 0);
   CHECK(pgid != static_cast<long>(::getpgrp()));
 }
 
@@ -302,7 +304,7 @@ TEST_CASE("process: background leftovers do not hang the wait") {
 TEST_CASE("process: no descriptor of this process leaks into the child (lock files included)") {
   TempDir dir;
   const fs::path lock_file = dir / "held.lock";
-  store::FileLock lock(lock_file);  // Boost.Interprocess opens it without O_CLOEXEC
+  store::FileLock lock(lock_file);  // a lock file held by this process
   const fs::path plain = dir / "plain-fd";
   const int leaky = ::open(plain.c_str(), O_RDWR | O_CREAT, 0644);  // deliberately no O_CLOEXEC
   REQUIRE(leaky >= 0);
@@ -350,10 +352,10 @@ TEST_CASE("process: CancelOnSignals turns SIGINT/SIGTERM into a cancel and resto
   ::sigaction(SIGTERM, &ignore, &before_term);
   {
     builder::CancelToken outer_token;
-    builder::CancelOnSignals outer(outer_token);
+    CancelOnSignals outer(outer_token);
     {
       builder::CancelToken token;
-      builder::CancelOnSignals guard(token);
+      CancelOnSignals guard(token);
       ::raise(SIGINT);
       CHECK(token.cancelled());
       ::raise(SIGINT);  // a second Ctrl-C is harmless
@@ -738,15 +740,8 @@ TEST_CASE("toolchain: concurrent first calls identify once; a broken nvcc is a B
   }
 }
 
-TEST_CASE("toolchain: the real nvcc and host compiler of this machine, where installed") {
-  std::string nvcc;
-  try {
-    nvcc = builder::find_nvcc();
-    builder::find_host_compiler();
-  } catch (const NotFoundError &error) {
-    MESSAGE("no toolchain here, real identification skipped: " << error.what());
-    return;
-  }
+TEST_CASE("toolchain: the real nvcc and host compiler of this machine" * kiln::test::skip_if(kiln::test::no_toolchain)) {
+  const std::string nvcc = builder::find_nvcc();
   TempDir dir;
   builder::reset_toolchain_memo_for_tests();
   const auto identity = builder::identify_toolchain(dir / "toolchain.json");

@@ -2,7 +2,6 @@
 #include <doctest/doctest.h>
 
 #include <cuda.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <optional>
@@ -15,6 +14,8 @@
 #include "device/discover.hpp"
 #include "device/driver.hpp"
 #include "device/identity_json.hpp"
+#include "support/machine.hpp"
+#include "support/preconditions.hpp"
 
 namespace {
 
@@ -46,11 +47,6 @@ class EnvGuard {
   const char *name_;
   std::optional<std::string> old_;
 };
-
-bool exists(const char *path) {
-  struct stat info {};
-  return stat(path, &info) == 0;
-}
 
 bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
@@ -185,25 +181,30 @@ TEST_CASE("Driver: a missing library is no_driver with a clear detail") {
   CHECK(driver.error_text(CUDA_ERROR_NOT_FOUND) == "CUDA_ERROR_NOT_FOUND (500): named symbol not found");
 }
 
-TEST_CASE("Driver: the default soname, missing here, says there is no NVIDIA driver") {
+namespace {
+
+// A precondition (support/preconditions.hpp).
+std::optional<std::string> driver_library_installed() {
+  const kiln::device::Driver driver("libcuda.so.1");
+  if (driver.state() == kiln::DriverState::no_driver) return std::nullopt;
+  return "a CUDA driver library is installed here (" + driver.detail() + "): its absence cannot be reached";
+}
+
+}  // namespace
+
+TEST_CASE("Driver: the default soname, missing here, says there is no NVIDIA driver" *
+          kiln::test::skip_if(driver_library_installed)) {
   const EnvGuard env("KILN_LIBCUDA", nullptr);
   CHECK(kiln::device::Driver::default_path() == "libcuda.so.1");
   const EnvGuard empty("KILN_LIBCUDA", "");
   CHECK(kiln::device::Driver::default_path() == "libcuda.so.1");
   kiln::device::Driver driver("libcuda.so.1");
-  if (driver.state() == kiln::DriverState::no_driver) {
-    CHECK(contains(driver.detail(), "libcuda.so.1 not found: no NVIDIA driver on this machine"));
-    CHECK(contains(driver.detail(), "set KILN_DEVICE=sm_87"));
-  } else {
-    MESSAGE("a CUDA driver is installed here: " << driver.detail());
-  }
+  CHECK(driver.state() == kiln::DriverState::no_driver);
+  CHECK(contains(driver.detail(), "libcuda.so.1 not found: no NVIDIA driver on this machine"));
+  CHECK(contains(driver.detail(), "set KILN_DEVICE=sm_87"));
 }
 
-TEST_CASE("Driver: the toolkit's link stub is stub_library") {
-  if (!exists(kStub)) {
-    MESSAGE("skipped: no CUDA toolkit stub at " << kStub);
-    return;
-  }
+TEST_CASE("Driver: the toolkit's link stub is stub_library" * kiln::test::skip_if(kiln::test::no_cuda_stub)) {
   const EnvGuard env("KILN_LIBCUDA", kStub);
   kiln::device::Driver driver(kiln::device::Driver::default_path());
   CHECK(driver.state() == kiln::DriverState::stub_library);

@@ -28,6 +28,8 @@
 #include "load/host_kernels.hpp"
 #include "support/fixtures.hpp"
 #include "support/gpu_saxpy.hpp"
+#include "support/machine.hpp"
+#include "support/preconditions.hpp"
 
 using kiln::Arch;
 using kiln::DeviceImage;
@@ -317,12 +319,9 @@ TEST_CASE("jit: requests kiln refuses, each with the reason") {
   refused(request, "cannot compile for sm_70");
 }
 
-TEST_CASE("jit: two sources are linked per arch by nvJitLink, with LTO and without") {
+TEST_CASE("jit: two sources are linked per arch by nvJitLink, with LTO and without" *
+          kiln::test::skip_if(kiln::test::no_nvjitlink)) {
   JitToolchain &tc = toolchain();
-  if (!tc.nvjitlink().found) {
-    MESSAGE("nvJitLink absent here (" << tc.nvjitlink().detail << "): link tests skipped");
-    return;
-  }
   CHECK(tc.nvjitlink().version >= 12000);
   JitRequest request;
   request.sources = {
@@ -421,28 +420,27 @@ TEST_CASE("jit: NVRTC present but nvJitLink absent: linking requests say what is
   CHECK(contains(what, "nvJitLink not found"));
 }
 
-TEST_CASE("jit: nvFatbin packages cubin + PTX where present and returns nullopt where absent") {
+TEST_CASE("jit: nvFatbin packages cubin + PTX" * kiln::test::skip_if(kiln::test::no_nvfatbin)) {
   JitToolchain &tc = toolchain();
   const JitResult result = tc.compile(saxpy_request("sm_90,compute_90"));
   CHECK_THROWS_AS(tc.package_fatbin({}), kiln::UsageError);
   CHECK_THROWS_AS(tc.package_fatbin({fatbin_of("sm_90")}), kiln::UsageError);
   const auto fatbin = tc.package_fatbin(result.images);
-  if (!tc.nvfatbin().found) {
-    CHECK_FALSE(fatbin.has_value());
-    MESSAGE("nvFatbin absent here: " << tc.nvfatbin().detail);
-  } else {
-    REQUIRE(fatbin.has_value());
-    CHECK(fatbin->kind == "fatbin");
-    CHECK(fatbin->contains == Arch::parse_list("sm_90,compute_90"));
-    std::uint32_t magic = 0;
-    REQUIRE(fatbin->bytes.size() > 16);
-    std::memcpy(&magic, fatbin->bytes.data(), 4);
-    CHECK(magic == 0xBA55ED50u);
-    CHECK_NOTHROW(kiln::load::validate_image(*fatbin));
-  }
-  // Forced absent: nullopt on any machine.
+  REQUIRE(fatbin.has_value());
+  CHECK(fatbin->kind == "fatbin");
+  CHECK(fatbin->contains == Arch::parse_list("sm_90,compute_90"));
+  std::uint32_t magic = 0;
+  REQUIRE(fatbin->bytes.size() > 16);
+  std::memcpy(&magic, fatbin->bytes.data(), 4);
+  CHECK(magic == 0xBA55ED50u);
+  CHECK_NOTHROW(kiln::load::validate_image(*fatbin));
+}
+
+TEST_CASE("jit: without nvFatbin, packaging returns nullopt") {
+  const JitResult result = toolchain().compile(saxpy_request("sm_90,compute_90"));
   kiln::test::ScopedEnv off("KILN_NVFATBIN", std::string("/nonexistent/libnvfatbin.so"));
   JitToolchain without(kiln::builder::JitSearch::from_environment());
+  CHECK_FALSE(without.nvfatbin().found);
   CHECK_FALSE(without.package_fatbin(result.images).has_value());
 }
 
@@ -658,14 +656,6 @@ using kiln::test::run_saxpy;
 std::string sm(int cc) { return "sm_" + std::to_string(cc); }
 std::string compute(int cc) { return "compute_" + std::to_string(cc); }
 
-// Whether the driver can JIT the PTX this NVRTC writes (else check_compatibility refuses it).
-bool driver_takes_ptx(const kiln::DeviceIdentity &device) {
-  if (device.driver_version >= JitToolchain::instance().nvrtc().version) return true;
-  MESSAGE("driver " << device.driver_version << " is older than NVRTC "
-                    << JitToolchain::instance().nvrtc().version << ": its PTX is refused (222)");
-  return false;
-}
-
 // An arch of another major than the device's, that NVRTC 13 still compiles for.
 int other_major_cc(const kiln::DeviceIdentity &device) { return device.cc_major == 8 ? 75 : 80; }
 
@@ -714,20 +704,25 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE("gpu jit: SASS of another major + its PTX loads through the PTX and computes") {
+  TEST_CASE("gpu jit: SASS of another major + its PTX loads through the PTX and computes" *
+            kiln::test::skip_if(kiln::test::no_ptx_jit)) {
     const auto device = live_device();
     const int base = other_major_cc(device);
     const JitResult result = toolchain().compile(saxpy_request((sm(base) + "," + compute(base)).c_str()));
-    if (!driver_takes_ptx(device)) {
-      CHECK_THROWS_AS(kiln::load_kernels(result.kernel_images("tests/ptx"), 0), kiln::IncompatibleError);
-      return;
-    }
     const kiln::KernelLibrary library = kiln::load_kernels(result.kernel_images("tests/ptx"), 0);
     REQUIRE(library.choice().arch.has_value());
     CHECK(library.choice().arch->to_string() == compute(base));
     CHECK(library.image().kind == "ptx");
     CHECK(contains(library.choice().how, "PTX " + compute(base)));
     CHECK(run_saxpy(library, result.kernels[1].lowered_name) == 0);
+  }
+
+  TEST_CASE("gpu jit: PTX newer than the driver is refused before the driver sees it" *
+            kiln::test::skip_if(kiln::test::ptx_jit)) {
+    const auto device = live_device();
+    const int base = other_major_cc(device);
+    const JitResult result = toolchain().compile(saxpy_request((sm(base) + "," + compute(base)).c_str()));
+    CHECK_THROWS_AS(kiln::load_kernels(result.kernel_images("tests/ptx"), 0), kiln::IncompatibleError);
   }
 
   TEST_CASE("gpu jit: a mislabelled cubin is refused by the driver at kernel lookup, never a crash") {
@@ -744,10 +739,10 @@ TEST_SUITE("gpu") {
     CHECK((contains(what, "(209)") || contains(what, "(200)")));
   }
 
-  TEST_CASE("gpu jit: damaged PTX is refused by the driver with the kernel and the error") {
+  TEST_CASE("gpu jit: damaged PTX is refused by the driver with the kernel and the error" *
+            kiln::test::skip_if(kiln::test::no_ptx_jit)) {
     const auto device = live_device();
     const int cc = device.cc_major * 10 + device.cc_minor;
-    if (!driver_takes_ptx(device)) return;
     const JitResult result = toolchain().compile(saxpy_request(compute(cc).c_str()));
     kiln::KernelImages set = result.kernel_images("tests/damaged");
     std::string &ptx = set.images[0].bytes;
@@ -827,12 +822,8 @@ TEST_SUITE("gpu") {
     CHECK(run_saxpy(library) == 0);
   }
 
-  TEST_CASE("gpu jit: a fatbin from nvFatbin loads and computes (where nvFatbin exists)") {
+  TEST_CASE("gpu jit: a fatbin from nvFatbin loads and computes" * kiln::test::skip_if(kiln::test::no_nvfatbin)) {
     JitToolchain &tc = toolchain();
-    if (!tc.nvfatbin().found) {
-      MESSAGE("nvFatbin absent: " << tc.nvfatbin().detail);
-      return;
-    }
     const auto device = live_device();
     const int cc = device.cc_major * 10 + device.cc_minor;
     const JitResult result = tc.compile(saxpy_request((sm(cc) + "," + compute(cc)).c_str()));

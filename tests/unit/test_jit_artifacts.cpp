@@ -34,6 +34,8 @@
 #include "store/digest.hpp"
 #include "support/fixtures.hpp"
 #include "support/gpu_saxpy.hpp"
+#include "support/machine.hpp"
+#include "support/preconditions.hpp"
 
 using namespace kiln;
 using kiln::test::read_text;
@@ -336,8 +338,8 @@ TEST_CASE("jit build: no nvcc anywhere (KILN_NVCC unset, PATH without it, no fal
   builder::reset_toolchain_memo_for_tests();
 }
 
-TEST_CASE("jit build: generated headers reach NVRTC under their file names; several sources link with LTO") {
-  builder::JitToolchain &toolchain = jit();
+TEST_CASE("jit build: generated headers reach NVRTC under their file names") {
+  jit();
   JitFixture fx;
   write_text(fx.src() / "kernels.cu", std::string("#include \"gen_offset.h\"\n") + kSource);
   fx.write_recipe(R"("sm_90")", R"(, "generators": [{"name": "offset", "command": ["sh", "-c",
@@ -346,11 +348,12 @@ TEST_CASE("jit build: generated headers reach NVRTC under their file names; seve
   const BuildResult generated = runtime.build(fx.recipe());
   CHECK(generated.outcome == BuildResult::Outcome::built);
   CHECK(fs::is_regular_file(fs::path(generated.entry_dir) / "gen" / "gen_offset.h"));
+}
 
-  if (!toolchain.nvjitlink().found) {
-    MESSAGE("nvJitLink absent (" << toolchain.nvjitlink().detail << "): the LTO recipe is skipped");
-    return;
-  }
+TEST_CASE("jit build: several sources link with LTO" * kiln::test::skip_if(kiln::test::no_nvjitlink)) {
+  builder::JitToolchain &toolchain = jit();
+  JitFixture fx;
+  Runtime runtime(fx.options());
   write_text(fx.src() / "apply.cu", "extern __device__ float twice(float);\n"
                                     "extern \"C\" __global__ void apply(float *v, int n) {\n"
                                     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -433,12 +436,9 @@ TEST_CASE("jit load: a damaged, truncated or swapped image is an IntegrityError 
   }
 }
 
-TEST_CASE("jit load: without a driver the error says so, after the image was verified") {
+TEST_CASE("jit load: without a driver the error says so, after the image was verified" *
+          kiln::test::skip_if(kiln::test::cuda_driver)) {
   jit();
-  if (driver_present()) {
-    MESSAGE("a CUDA driver is present: the no-driver message is not reachable here (the gpu suite loads instead)");
-    return;
-  }
   JitFixture fx;
   Runtime runtime(fx.options());
   runtime.build(fx.recipe());
@@ -603,46 +603,65 @@ TEST_CASE("host kernels: launch makes the function's context current and launche
         KILN_ERR_INVALID_ARGUMENT);
 }
 
-TEST_CASE("host kernels: a host-only plugin loaded through a Runtime asks for a JIT kernel; without a driver: KILN_ERR_DEVICE") {
-  jit();
-  JitFixture fx;
-  Runtime runtime(fx.options(false));
-  runtime.build(fx.recipe());
-  PublishRequest request;
-  request.consumer = "jit-tests";
-  request.name = "user";
-  request.artifact_file = KILN_TEST_PLUGIN_HOST_KERNELS_USER;
-  runtime.publish(request);
-  Module module = runtime.load("jit-tests", "user");
-  Instance instance = module.create_instance();
-  const auto *user = instance.interface<kiln_test_host_kernels_v1>(KILN_TEST_HOST_KERNELS_INTERFACE_ID);
-  REQUIRE(user != nullptr);
-  char message[1024] = "";
+namespace {
 
+// The host-only plugin that asks for JIT kernels, loaded through a Runtime whose store holds
+// jit-tests/saxpy (device images) and jit-tests/user (the plugin).
+struct HostKernelsUser {
+  JitFixture fx;
+  Runtime runtime{fx.options(false)};
+  std::optional<Module> module;
+  std::optional<Instance> instance;
+  const kiln_test_host_kernels_v1 *user = nullptr;
+
+  HostKernelsUser() {
+    jit();
+    runtime.build(fx.recipe());
+    PublishRequest request;
+    request.consumer = "jit-tests";
+    request.name = "user";
+    request.artifact_file = KILN_TEST_PLUGIN_HOST_KERNELS_USER;
+    runtime.publish(request);
+    module.emplace(runtime.load("jit-tests", "user"));
+    instance.emplace(module->create_instance());
+    user = instance->interface<kiln_test_host_kernels_v1>(KILN_TEST_HOST_KERNELS_INTERFACE_ID);
+    REQUIRE(user != nullptr);
+  }
+  kiln_instance *handle() const { return instance->handle(); }
+};
+
+}  // namespace
+
+TEST_CASE("host kernels: a host-only plugin loaded through a Runtime asks for kernels that do not exist: refused") {
+  HostKernelsUser host;
+  const auto *user = host.user;
+  char message[1024] = "";
   // Names and artifacts that do not exist: unsupported, with the store's words.
-  CHECK(user->prepare(instance.handle(), "jit-tests", "nothing", "saxpy", 0, message, sizeof message) ==
+  CHECK(user->prepare(host.handle(), "jit-tests", "nothing", "saxpy", 0, message, sizeof message) ==
         KILN_ERR_UNSUPPORTED);
   CHECK(contains(message, "no artifact \"nothing\""));
-  CHECK(user->prepare(instance.handle(), "jit-tests", "user", "saxpy", 0, message, sizeof message) ==
+  CHECK(user->prepare(host.handle(), "jit-tests", "user", "saxpy", 0, message, sizeof message) ==
         KILN_ERR_INVALID_ARGUMENT);  // a plugin, not device images
   CHECK(contains(message, "not device images"));
-  CHECK(user->prepare(instance.handle(), "../x", "saxpy", "saxpy", 0, message, sizeof message) ==
+  CHECK(user->prepare(host.handle(), "../x", "saxpy", "saxpy", 0, message, sizeof message) ==
         KILN_ERR_INVALID_ARGUMENT);
+}
 
-  const kiln_status status = user->prepare(instance.handle(), "jit-tests", "saxpy", "saxpy", 0, message, sizeof message);
-  if (driver_present()) {
-    MESSAGE("a CUDA driver is present: prepare answered " << status << " (" << message << "); the gpu suite runs it");
-    return;
-  }
+TEST_CASE("host kernels: a host-only plugin asks for a JIT kernel; without a driver: KILN_ERR_DEVICE" *
+          kiln::test::skip_if(kiln::test::cuda_driver)) {
+  HostKernelsUser host;
+  const auto *user = host.user;
+  char message[1024] = "";
+  const kiln_status status = user->prepare(host.handle(), "jit-tests", "saxpy", "saxpy", 0, message, sizeof message);
   CAPTURE(message);
   CHECK(status == KILN_ERR_DEVICE);
   CHECK(contains(message, "jit-tests/saxpy"));
   CHECK(contains(message, "libcuda"));
-  CHECK(user->function(instance.handle()) == nullptr);
-  CHECK(user->probe_driver(instance.handle(), "cuMemAlloc", message, sizeof message) == KILN_ERR_DEVICE);
+  CHECK(user->function(host.handle()) == nullptr);
+  CHECK(user->probe_driver(host.handle(), "cuMemAlloc", message, sizeof message) == KILN_ERR_DEVICE);
   CHECK(contains(message, "libcuda"));
   float x = 1, y = 2;
-  CHECK(user->saxpy(instance.handle(), 1.0f, &x, &y, 1, message, sizeof message) == KILN_ERR_STATE);
+  CHECK(user->saxpy(host.handle(), 1.0f, &x, &y, 1, message, sizeof message) == KILN_ERR_STATE);
 }
 
 // --- on a GPU -------------------------------------------------------------------------------
@@ -715,18 +734,14 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE("gpu jit artifact: SASS of an older major + its PTX loads through the PTX (compute_80 on 9.0)") {
-    builder::JitToolchain &toolchain = jit();
+  TEST_CASE("gpu jit artifact: SASS of an older major + its PTX loads through the PTX (compute_80 on 9.0)" *
+            kiln::test::skip_if(kiln::test::no_ptx_jit)) {
+    jit();
     const DeviceIdentity device = live();
     const int base = device.cc_major == 8 ? 75 : 80;
     JitFixture fx(quoted_archs({"sm_" + std::to_string(base), "compute_" + std::to_string(base)}));
     Runtime runtime(fx.options(false));
     runtime.build(fx.recipe());
-    if (device.driver_version < toolchain.nvrtc().version) {
-      CHECK_THROWS_AS(runtime.load_kernels("jit-tests", "saxpy"), IncompatibleError);
-      MESSAGE("driver " << device.driver_version << " older than NVRTC: its PTX is refused (222), as checked");
-      return;
-    }
     KernelLoadReport report;
     const KernelLibrary library = runtime.load_kernels("jit-tests", "saxpy", 0, &report);
     REQUIRE(report.loads.size() == 1);
@@ -736,6 +751,16 @@ TEST_SUITE("gpu") {
     CHECK(library.choice().arch->to_string() == "compute_" + std::to_string(base));
     CHECK(contains(library.choice().how, "PTX"));
     CHECK(run(library) == 0);
+  }
+
+  TEST_CASE("gpu jit artifact: PTX newer than the driver is refused at load (222)" * kiln::test::skip_if(kiln::test::ptx_jit)) {
+    jit();
+    const DeviceIdentity device = live();
+    const int base = device.cc_major == 8 ? 75 : 80;
+    JitFixture fx(quoted_archs({"sm_" + std::to_string(base), "compute_" + std::to_string(base)}));
+    Runtime runtime(fx.options(false));
+    runtime.build(fx.recipe());
+    CHECK_THROWS_AS(runtime.load_kernels("jit-tests", "saxpy"), IncompatibleError);
   }
 
   TEST_CASE("gpu jit artifact: a corrupted image file is refused at load with a clear error, then --force repairs it") {

@@ -189,15 +189,17 @@ TEST_CASE("abi: a file that is not a kiln plugin, and a plugin offering only ABI
         message_of<AbiError>([&] { publish(runtime, KILN_TEST_PLUGIN_NOT_A_PLUGIN, "sm_90"); });
     CHECK(contains(message, "not a kiln plugin"));
   }
-  SUBCASE("not a plugin: an entry forged around it is refused at bind (no symbol)") {
+  SUBCASE("not a plugin: an entry forged around it is refused before dlopen (no stamp)") {
     kiln::test::forge_entry(dir / "cache", "tests", "example", std::string(32, 'f'), KILN_TEST_PLUGIN_NOT_A_PLUGIN);
     const std::string message = message_of<AbiError>([&] { runtime.load("tests", "example"); });
-    CHECK(contains(message, "kiln_plugin_negotiate"));
+    CHECK(contains(message, "not a kiln plugin"));
   }
-  SUBCASE("ABI 2.0 only") {
-    publish(runtime, KILN_TEST_PLUGIN_ABI2, "");
+  SUBCASE("ABI 2.0 only: publish refuses it, and an entry forged around it is refused before dlopen") {
+    CHECK(contains(message_of<AbiError>([&] { publish(runtime, KILN_TEST_PLUGIN_ABI2, ""); }),
+                   "offers plugin ABI up to 2.0"));
+    kiln::test::forge_entry(dir / "cache", "tests", "example", std::string(32, 'f'), KILN_TEST_PLUGIN_ABI2);
     const std::string message = message_of<AbiError>([&] { runtime.load("tests", "example"); });
-    CHECK(contains(message, "offers no ABI version in [1.0, 1.0]"));
+    CHECK(contains(message, "offers plugin ABI up to 2.0"));
   }
   SUBCASE("a host asking for a newer minor than the plugin offers") {
     publish(runtime, KILN_TEST_PLUGIN_HOST_ONLY, "");
@@ -259,10 +261,13 @@ TEST_CASE("publish: a crash mid-publish leaves only a staging directory, swept b
   TempDir dir;
   Runtime runtime(options_for(dir));
   const fs::path entries = dir / "cache" / "consumers" / "tests" / "store";
-  fs::create_directories(entries / ".staging-999999999-0-0");
-  kiln::test::write_text(entries / ".staging-999999999-0-0" / "half.so", "partial");
+  // As a killed publisher leaves it: its staging lock file there, the lock gone with it.
+  const fs::path staging = entries / ".staging-v2-0123456789abcdef";
+  fs::create_directories(staging);
+  kiln::test::write_text(staging / ".staging.lock", "");
+  kiln::test::write_text(staging / "half.so", "partial");
   publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
-  CHECK_FALSE(fs::exists(entries / ".staging-999999999-0-0"));
+  CHECK_FALSE(fs::exists(staging));
   CHECK_NOTHROW(runtime.load("tests", "example"));
 }
 

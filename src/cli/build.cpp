@@ -1,0 +1,74 @@
+// kiln build: build a recipe on miss (exactly once across processes); --plan says what a build
+// would do, and why an entry of the recipe's name no longer serves (stale reasons).
+#include <memory>
+
+#include <kiln/json.hpp>
+
+#include "build_session.hpp"
+#include "verbs.hpp"
+
+namespace kiln::cli {
+namespace {
+
+using nlohmann::json;
+
+json plan_json(const BuildPlan &plan) {
+  json reasons = json::array();
+  for (const auto &reason : plan.stale_reasons) reasons.push_back(kiln::to_json(reason));
+  return {{"consumer", plan.consumer}, {"name", plan.name}, {"input_key", plan.input_key},
+          {"content_key", plan.content_key ? json(*plan.content_key) : json(nullptr)},
+          {"state", plan.state}, {"stale_reasons", reasons}, {"archs", arch_list(plan.archs)},
+          {"backend", plan.backend}, {"jit_toolchain", plan.jit_toolchain},
+          {"nvcc", plan.nvcc}, {"nvcc_version", plan.nvcc_version}, {"host_compiler", plan.host_compiler},
+          {"steps", plan.steps}};
+}
+
+json build_json(const BuildResult &result) {
+  json units = json::array();
+  for (const auto &unit : result.units) {
+    units.push_back({{"name", unit.name}, {"cached", unit.cached}, {"seconds", unit.seconds}});
+  }
+  return {{"consumer", result.consumer}, {"name", result.name}, {"outcome", kiln::to_string(result.outcome)},
+          {"input_key", result.input_key}, {"content_key", result.content_key}, {"entry", result.entry_dir},
+          {"archs", arch_list(result.archs)}, {"units", units}, {"seconds", result.seconds}};
+}
+
+std::string plan_text(const Recipe &recipe, const BuildPlan &plan) {
+  std::string text = recipe.consumer + "/" + recipe.name + ": " + plan.state + "\n  input key   " + plan.input_key +
+                     "\n  content key " + (plan.content_key ? *plan.content_key : std::string("(unknown until built)")) +
+                     "\n  archs       " + arch_list(plan.archs) +
+                     (plan.backend == "nvcc" ? "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n"
+                                             : "\n  jit         " + plan.jit_toolchain + "\n");
+  for (const auto &reason : plan.stale_reasons) text += "  stale: " + reason.to_string() + "\n";
+  for (const auto &step : plan.steps) text += "  would " + step + "\n";
+  return text;
+}
+
+int build(const Flags &flags, const BuildArgs &args) {
+  Runtime runtime = make_runtime(flags);
+  const Recipe recipe = Recipe::load(args.recipe);
+  BuildSession session(flags, args);
+  if (args.plan) {
+    const BuildPlan plan = runtime.plan(recipe, session.options);
+    emit(flags, plan_json(plan), plan_text(recipe, plan));
+    return 0;
+  }
+  const BuildResult result = runtime.build(recipe, session.options);
+  const std::string text = std::string(kiln::to_string(result.outcome)) + " " + recipe.consumer + "/" + recipe.name +
+                           " in " + fixed(result.seconds, 2) + " s\n  content key " + result.content_key +
+                           "\n  input key   " + result.input_key + "\n  " + result.entry_dir + "\n";
+  emit(flags, build_json(result), text);
+  return 0;
+}
+
+}  // namespace
+
+Verb add_build(CLI::App &app, const Flags &flags) {
+  auto args = std::make_shared<BuildArgs>();
+  CLI::App *command = app.add_subcommand("build", "build a recipe on miss (exactly once across processes)");
+  add_recipe_options(*command, *args);
+  command->add_flag("--plan", args->plan, "report what a build would do, without side effects");
+  return {command, [&flags, args] { return build(flags, *args); }};
+}
+
+}  // namespace kiln::cli

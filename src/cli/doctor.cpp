@@ -1,0 +1,72 @@
+// kiln doctor: driver, devices, declared device, stores and build toolchain.
+#include <kiln/json.hpp>
+#include <kiln/version.hpp>
+
+#include "report_json.hpp"
+#include "verbs.hpp"
+
+namespace kiln::cli {
+namespace {
+
+using nlohmann::json;
+
+json to_json(const ToolStatus &tool) {
+  return {{"found", tool.found}, {"path", tool.path},         {"version", tool.version},
+          {"release", tool.release}, {"searched", tool.searched}, {"detail", tool.detail}};
+}
+
+json to_json(const ToolchainReport &toolchain) {
+  return {{"nvcc", to_json(toolchain.nvcc)},           {"host_compiler", to_json(toolchain.host_compiler)},
+          {"nvrtc", to_json(toolchain.nvrtc)},         {"nvjitlink", to_json(toolchain.nvjitlink)},
+          {"nvfatbin", to_json(toolchain.nvfatbin)},   {"nvrtc_archs", toolchain.nvrtc_archs},
+          {"jit_identity", toolchain.jit_identity}};
+}
+
+std::string tool_line(const char *name, const ToolStatus &tool, const std::string &when_missing) {
+  std::string text = std::string("  ") + name + ": ";
+  if (!tool.found) return text + "not found" + when_missing + ": " + tool.detail + "\n";
+  text += tool.path;
+  if (!tool.version.empty()) text += "  " + tool.version;
+  if (!tool.release.empty()) text += " (" + tool.release + ")";
+  if (tool.version.empty() && !tool.detail.empty()) text += "  does not run: " + tool.detail;
+  return text + "\n";
+}
+
+int doctor(const Flags &flags) {
+  Runtime runtime = make_runtime(flags);
+  const DeviceReport &devices = runtime.devices();
+  const ToolchainReport toolchain = runtime.toolchain();
+  json stores = json::array();
+  for (const auto &store : runtime.stores()) stores.push_back(cli::to_json(store));
+  const std::string abi = std::to_string(KILN_ABI_VERSION_MAJOR) + "." + std::to_string(KILN_ABI_VERSION_MINOR);
+  const json out = {{"kiln_version", kVersion},
+                    {"abi_version", abi},
+                    {"driver", kiln::to_json(devices)},
+                    {"stores", stores},
+                    {"toolchain", to_json(toolchain)}};
+  std::string text = "kiln " + std::string(kVersion) + " (plugin ABI " + abi + ")\n";
+  text += "driver: " + std::string(kiln::to_string(devices.state)) + " - " + devices.detail + "\n";
+  for (const auto &device : devices.devices) text += device_line(device);
+  if (devices.declared) text += "declared device (KILN_DEVICE):\n" + device_line(*devices.declared);
+  text += "stores (searched in order):\n";
+  for (const auto &store : runtime.stores()) {
+    text += "  " + store.root + (store.writable ? "  (writable cache" : "  (read-only layer") + ", from " + store.origin + ")\n";
+  }
+  text += "toolchain:\n";
+  text += tool_line("nvcc", toolchain.nvcc, " (prepared artifacts still load)");
+  if (toolchain.nvcc.found) text += tool_line("host compiler", toolchain.host_compiler, "");
+  text += tool_line("nvrtc", toolchain.nvrtc, "");
+  text += tool_line("nvjitlink", toolchain.nvjitlink, "");
+  text += tool_line("nvfatbin", toolchain.nvfatbin, "");
+  emit(flags, out, text);
+  return 0;
+}
+
+}  // namespace
+
+Verb add_doctor(CLI::App &app, const Flags &flags) {
+  CLI::App *command = app.add_subcommand("doctor", "driver, devices, declared device, stores and toolchain");
+  return {command, [&flags] { return doctor(flags); }};
+}
+
+}  // namespace kiln::cli

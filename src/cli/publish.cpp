@@ -1,0 +1,47 @@
+// kiln publish: put a prebuilt plugin into the writable store.
+#include <memory>
+
+#include "verbs.hpp"
+
+namespace kiln::cli {
+namespace {
+
+struct PublishArgs {
+  std::string consumer;
+  std::string name;
+  std::string file;
+  std::string archs;
+  int toolkit = 0;
+};
+
+int publish(const Flags &flags, const PublishArgs &args) {
+  Runtime runtime = make_runtime(flags);
+  PublishRequest request;
+  request.consumer = args.consumer;
+  request.name = args.name;
+  request.artifact_file = args.file;
+  if (args.archs != "none") request.archs = Arch::parse_list(args.archs);
+  request.cuda_toolkit_version = args.toolkit;
+  const PublishResult result = runtime.publish(request);
+  const nlohmann::json out = {{"consumer", args.consumer},   {"name", args.name},   {"content_key", result.content_key},
+                              {"entry", result.entry_dir},   {"file", result.file}, {"reused", result.reused}};
+  emit(flags, out,
+       "published " + args.consumer + "/" + args.name + "\n  content key " + result.content_key +
+           (result.reused ? " (entry existed)" : "") + "\n  " + result.file + "\n");
+  return 0;
+}
+
+}  // namespace
+
+Verb add_publish(CLI::App &app, const Flags &flags) {
+  auto args = std::make_shared<PublishArgs>();
+  CLI::App *command = app.add_subcommand("publish", "put a prebuilt plugin into the writable store");
+  command->add_option("--consumer", args->consumer, "consumer namespace, e.g. hjcd-ik")->required();
+  command->add_option("--name", args->name, "artifact name")->required();
+  command->add_option("--artifact", args->file, "plugin shared object")->required()->check(CLI::ExistingFile);
+  command->add_option("--arch", args->archs, "archs its device code targets: sm_90[,sm_87,compute_90] or none")->required();
+  command->add_option("--cuda-toolkit", args->toolkit, "CUDA version that wrote its PTX (e.g. 12060); default: kiln's");
+  return {command, [&flags, args] { return publish(flags, *args); }};
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,17 @@
+// The kiln CLI's verbs, one file each. add_<verb> adds the subcommand with its options to `app`
+// and returns what runs it; main parses, runs the chosen verb and maps its errors to exit codes.
+#pragma once
+
+#include "common.hpp"
+
+namespace kiln::cli {
+
+Verb add_doctor(CLI::App &app, const Flags &flags);   // doctor.cpp
+Verb add_publish(CLI::App &app, const Flags &flags);  // publish.cpp
+Verb add_load(CLI::App &app, const Flags &flags);     // load.cpp
+Verb add_ls(CLI::App &app, const Flags &flags);       // ls.cpp
+Verb add_show(CLI::App &app, const Flags &flags);     // show.cpp
+Verb add_build(CLI::App &app, const Flags &flags);    // build.cpp
+Verb add_ensure(CLI::App &app, const Flags &flags);   // ensure.cpp
+
+}  // namespace kiln::cli

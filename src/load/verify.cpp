@@ -1,0 +1,119 @@
+#include "load/verify.hpp"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <tuple>
+
+#include <kiln/errors.hpp>
+
+#include "load/elf.hpp"
+#include "load/plugin_file.hpp"
+#include "load/stamp.hpp"
+#include "store/digest.hpp"
+#include "store/file_identity.hpp"
+
+namespace kiln::load {
+namespace {
+
+// Files this process already checked (digest and stamp), by their identity (device, inode,
+// size, mtime, ctime). Any write to a file changes its ctime and forces a fresh check; store
+// files are never modified in place.
+class VerifiedFiles {
+ public:
+  bool known(const store::FileIdentity &id, const std::string &digest, const std::string &content_key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto hit = verified_.find({id.device, id.inode});
+    return hit != verified_.end() && hit->second.id == id && hit->second.digest == digest &&
+           hit->second.content_key == content_key;
+  }
+  void remember(const store::FileIdentity &id, const std::string &digest, const std::string &content_key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    verified_[{id.device, id.inode}] = {id, digest, content_key};
+  }
+
+ private:
+  struct Checked {
+    store::FileIdentity id;
+    std::string digest;
+    std::string content_key;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Checked> verified_;
+};
+
+VerifiedFiles &verified_files() {
+  static VerifiedFiles files;
+  return files;
+}
+
+// One read-only mapping of the descriptor: hashed and searched in place, and its pages are the
+// ones dlopen maps next, so a cold load reads the file once.
+class Mapping {
+ public:
+  Mapping(int fd, const std::string &file) {
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) throw IoError("cannot stat " + file + ": " + std::strerror(errno));
+    size_ = static_cast<std::size_t>(info.st_size);
+    if (size_ == 0) return;
+    // MAP_POPULATE: fault the pages in one call rather than one fault per page.
+    data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (data_ == MAP_FAILED) {
+      data_ = nullptr;
+      throw IoError("cannot map " + file + ": " + std::strerror(errno));
+    }
+  }
+  ~Mapping() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  std::string_view bytes() const { return {static_cast<const char *>(data_), size_}; }
+
+ private:
+  void *data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// The stamp from the .kiln_stamp section where there is one (the KILN_PLUGIN helper puts it
+// there): a few header reads instead of a search through every byte, which costs more than the
+// digest. The file's single stamp was established when it was published or built, and the
+// digest just proved these are those bytes; a file without the section is searched.
+FileStamp stamp_of(std::string_view bytes, const std::string &file) {
+  if (const auto section = find_elf_section(bytes, ".kiln_stamp")) {
+    if (auto stamp = stamp_at(bytes, section->first, file)) return *stamp;
+  }
+  return find_stamp(bytes, file);
+}
+
+}  // namespace
+
+void verify_before_dlopen(int fd, const Resolution &resolution) {
+  const auto id = store::identify_fd(fd);
+  if (id && verified_files().known(*id, resolution.digest, resolution.content_key)) return;
+  const Mapping mapping(fd, resolution.file);
+  const std::string_view bytes = mapping.bytes();
+  const std::string actual = store::digest_hex(bytes);
+  if (actual != resolution.digest) {
+    throw IntegrityError("artifact " + resolution.consumer + "/" + resolution.name + " file " + resolution.file +
+                         " does not match its recorded digest (recorded " + resolution.digest + ", file " + actual +
+                         "): it is torn or was altered, and was not loaded; republish or rebuild it");
+  }
+  const FileStamp stamp = stamp_of(bytes, resolution.file);
+  check_stamp_abi(stamp, resolution.file);
+  if (stamp.content_key != resolution.content_key) {
+    throw IntegrityError("plugin " + resolution.file + " carries build stamp " + stamp.content_key +
+                         " but its manifest entry " + resolution.consumer + "/" + resolution.name +
+                         " names content key " + resolution.content_key +
+                         ": the file does not belong to this entry and was not loaded (none of its code ran); "
+                         "republish or rebuild the artifact");
+  }
+  if (id) verified_files().remember(*id, actual, resolution.content_key);
+}
+
+}  // namespace kiln::load

@@ -1,0 +1,194 @@
+#include "store/local_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/errors.hpp>
+
+#include "device/identity_json.hpp"
+#include "store/files.hpp"
+#include "store/names.hpp"
+#include "store/safety.hpp"
+#include "store/sweep.hpp"
+
+namespace kiln::store {
+
+LocalStore::LocalStore(StoreLocation location) : location_(std::move(location)) {}
+
+std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer) const {
+  const ConsumerLayout paths = layout(consumer);
+  const fs::path file = paths.manifest();
+  const auto id = identify(file);
+  if (!id) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    const auto hit = manifests_.find(consumer);
+    if (hit != manifests_.end() && hit->second.id == *id) return hit->second.manifest;
+  }
+  // Owner and mode are checked whenever the identity is new (chmod and chown change ctime), so
+  // a warm hit needs no more than the stat above: an others-writable manifest could roll an
+  // artifact back.
+  FileIdentity checked_id;
+  check_store_file_safe(file.string(), &checked_id);
+  auto parsed = read_manifest(file, consumer);
+  if (!parsed) return nullptr;
+  auto shared = std::make_shared<const Manifest>(std::move(*parsed));
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  manifests_[consumer] = {checked_id, shared};
+  return shared;
+}
+
+EntryRecords LocalStore::entry(const std::string &consumer, const std::string &content_key,
+                               const std::string &what) const {
+  const fs::path entry_dir = layout(consumer).entry(content_key);
+  const fs::path identity_file = entry_dir / kIdentityFile;
+  // meta.json stands for the whole entry: entries are written once, under their key, and a
+  // replaced entry has a new meta.json inode.
+  const auto meta_id = identify(entry_dir / kMetaFile);
+  if (meta_id) {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    const auto hit = entries_.find(entry_dir.string());
+    if (hit != entries_.end() && hit->second.meta_id == *meta_id) return hit->second;
+  }
+  EntryRecords fresh;
+  // Both files under the artifact's own rules (owner, mode, no symlink), before they are read;
+  // an absent one is reported by its reader below.
+  const auto check_file = [](const fs::path &file) {
+    FileIdentity checked;
+    try {
+      check_store_file_safe(file.string(), &checked);
+    } catch (const NotFoundError &) {
+    }
+    return checked;
+  };
+  const FileIdentity checked_meta = check_file(entry_dir / kMetaFile);
+  check_file(identity_file);
+  fresh.meta = read_entry_meta(entry_dir);
+  std::string identity_text;
+  try {
+    identity_text = read_file(identity_file, FileOrigin::store, kMaxJsonFileBytes);
+  } catch (const NotFoundError &) {
+    throw IntegrityError("store entry " + entry_dir.string() + " has no identity.json; republish or rebuild " + what);
+  }
+  fresh.identity = device::parse_artifact_identity(identity_text, identity_file.string());
+  if (fresh.meta.content_key != content_key) {
+    throw IntegrityError("store entry " + entry_dir.string() + " says content key " + fresh.meta.content_key +
+                         " but sits under " + content_key + ": the store was altered; republish or rebuild " + what);
+  }
+  if (meta_id) {
+    fresh.meta_id = checked_meta;
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    entries_[entry_dir.string()] = fresh;
+  }
+  return fresh;
+}
+
+std::optional<std::string> LocalStore::pointer(const std::string &consumer, const std::string &input_key,
+                                               const LogCallback &log) const {
+  const fs::path file = layout(consumer).bykey(input_key);
+  std::string key;
+  try {
+    key = read_file(file, FileOrigin::store, 4096);
+  } catch (const NotFoundError &) {
+    return std::nullopt;
+  } catch (const IntegrityError &error) {  // a FIFO, a device, a huge file: damaged like bad text
+    if (log) log(LogLevel::warning, std::string(error.what()) + "; rebuilding");
+    return std::nullopt;
+  }
+  key.erase(std::remove_if(key.begin(), key.end(), [](char c) { return c == '\n' || c == ' '; }), key.end());
+  if (!is_valid_key(key)) {
+    if (log) log(LogLevel::warning, "bykey pointer " + file.string() + " is damaged; rebuilding");
+    return std::nullopt;
+  }
+  return key;
+}
+
+bool LocalStore::entry_intact(const std::string &consumer, const std::string &content_key,
+                              const std::string &digest) const {
+  const fs::path entry_dir = layout(consumer).entry(content_key);
+  try {
+    const EntryMeta meta = read_entry_meta(entry_dir);
+    return meta.content_key == content_key && (digest.empty() || meta.digest == digest) &&
+           entry_files_intact(entry_dir, meta);
+  } catch (const IntegrityError &) {
+    return false;  // damaged: missing, malformed or altered
+  } catch (const IncompatibleError &) {
+    return false;  // another entry layout under this content key is no entry of ours
+  }
+  // IoError (EACCES, EIO) propagates: an entry kiln cannot read is not known to be damaged, and
+  // moving it aside would lose it for readers that can.
+}
+
+Staging LocalStore::stage(const std::string &consumer, const LogCallback &log) const {
+  const ConsumerLayout paths = layout(consumer);
+  store::create_directories(paths.entries());
+  const SweepCounts swept = sweep_leftovers(paths);
+  if (swept.total() > 0 && log) {
+    log(LogLevel::info, "removed " + std::to_string(swept.staging_dirs) + " staging director(ies) and " +
+                            std::to_string(swept.temps) + " temporary file(s) of dead writers in " +
+                            paths.dir().string());
+  }
+  return Staging(consumer, paths.entries());
+}
+
+FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key,
+                                    const CancelToken *cancel) const {
+  const ConsumerLayout paths = layout(consumer);
+  store::create_directories(paths.locks());
+  const fs::path file = paths.build_lock(input_key);
+  if (cancel == nullptr) return FileLock(file);
+  // Another builder of this key (any process) may hold it for minutes: wait, but not past a cancel.
+  for (;;) {
+    if (cancel->cancelled()) {
+      throw Error(ErrorKind::other, "build of " + consumer + " input key " + input_key +
+                                        " cancelled while waiting for another build of the same inputs (holding " +
+                                        file.string() + "); nothing was published");
+    }
+    if (auto lock = FileLock::try_acquire_for(file, std::chrono::milliseconds(50))) return std::move(*lock);
+  }
+}
+
+bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
+  Staging owned(std::move(staging));
+  const EntryMeta &meta = owned.meta();
+  if (!owned.has_records()) throw Error(ErrorKind::other, "internal: committing a staging directory without meta.json");
+  const ConsumerLayout paths = layout(owned.consumer());
+  const fs::path entry = paths.entry(meta.content_key);
+  boost::system::error_code error;
+  if (fs::exists(entry, error)) {
+    if (entry_intact(owned.consumer(), meta.content_key, meta.digest)) return false;  // owned removes staging
+    // A damaged entry under our key (a torn or altered file) is moved aside, never modified
+    // in place and never trusted, so that the fresh copy can take its name. A sweep removes it
+    // a day later (a lock-less staging directory, sweep.hpp): time to inspect it.
+    const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + "-damaged");
+    fs::rename(entry, aside);
+    if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
+  }
+  const bool fresh = commit_staging(owned.dir(), entry);
+  owned.release();  // renamed into place, or removed by commit_staging when another writer won
+  return fresh;
+}
+
+void LocalStore::write_pointer(const std::string &consumer, const std::string &input_key,
+                               const std::string &content_key) const {
+  if (pointer(consumer, input_key, LogCallback()) == content_key) return;
+  const fs::path file = layout(consumer).bykey(input_key);
+  store::create_directories(file.parent_path());
+  write_file_atomic(file, content_key + "\n");
+}
+
+void LocalStore::write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const {
+  const auto same = [&](const Manifest &manifest) {
+    const auto it = manifest.artifacts.find(name);
+    return it != manifest.artifacts.end() && it->second.content_key == record.content_key &&
+           it->second.input_key == record.input_key && it->second.kind == record.kind;
+  };
+  if (const auto current = manifest(consumer); current && same(*current)) return;  // the hit path writes nothing
+  update_manifest(layout(consumer), [&](Manifest &manifest) {
+    if (!same(manifest)) manifest.artifacts[name] = record;
+  });
+}
+
+}  // namespace kiln::store

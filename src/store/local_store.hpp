@@ -1,0 +1,90 @@
+// One store directory (a read-only layer or the writable cache, DESIGN §4): its manifests,
+// entries and bykey pointers, and the primitive writes the commit protocol is made of.
+// Storage (store/storage.hpp) is the facade over all of them; nothing else reads or writes a
+// store directly.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <kiln/cancel.hpp>
+#include <kiln/identity.hpp>
+#include <kiln/log.hpp>
+
+#include "store/entry.hpp"
+#include "store/file_identity.hpp"
+#include "store/layout.hpp"
+#include "store/locks.hpp"
+#include "store/manifest.hpp"
+#include "store/staging.hpp"
+
+namespace kiln::store {
+
+// An entry's records as read from its meta.json and identity.json.
+struct EntryRecords {
+  FileIdentity meta_id;  // meta.json stands for the whole entry (entries never change in place)
+  EntryMeta meta;
+  ArtifactIdentity identity;
+};
+
+class LocalStore {
+ public:
+  explicit LocalStore(StoreLocation location);
+
+  const StoreLocation &location() const { return location_; }
+  const fs::path &root() const { return location_.root; }
+  bool writable() const { return location_.writable; }
+  ConsumerLayout layout(const std::string &consumer) const { return ConsumerLayout(location_.root, consumer); }
+
+  // ---- Reading: no lock (manifests and pointers are replaced by rename, entries never change).
+  // Parsed files are remembered while their identity (inode, size, times) is unchanged, so a
+  // warm read is one stat call.
+
+  // nullptr when the consumer has no manifest in this store; typed errors when it is damaged.
+  std::shared_ptr<const Manifest> manifest(const std::string &consumer) const;
+  // An entry's records; IntegrityError when missing or damaged (`what` names the artifact in
+  // the message), IoError when it cannot be read.
+  EntryRecords entry(const std::string &consumer, const std::string &content_key, const std::string &what) const;
+  // The content key bykey/<input_key> points at; nullopt when there is none or it is damaged
+  // (logged: a damaged pointer is rebuilt over, never followed).
+  std::optional<std::string> pointer(const std::string &consumer, const std::string &input_key,
+                                     const LogCallback &log) const;
+  // The entry exists and every file it lists has its recorded digest (and, when `digest` is
+  // given, the artifact file has that digest). Reads every file: for writers, not for loads.
+  // false means damaged; IoError (EACCES, EIO) is thrown, never taken for damage.
+  bool entry_intact(const std::string &consumer, const std::string &content_key, const std::string &digest = "") const;
+
+  // ---- Writing (the writable cache only).
+
+  // A fresh staging directory for a new entry of `consumer`; dead writers' leftovers are swept first.
+  Staging stage(const std::string &consumer, const LogCallback &log) const;
+  // The build lock of one input key: one builder per key across threads and processes. With a
+  // cancel token, waiting for another holder stops (typed error) once it is cancelled.
+  FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
+                          const CancelToken *cancel = nullptr) const;
+  // Renames a filled staging directory into store/<content key>. An intact entry under that key
+  // is kept (false is returned and the staging directory removed: entries are identical by
+  // key); a damaged one is moved aside first, never modified in place and never trusted.
+  bool commit_entry(Staging &&staging, const LogCallback &log) const;
+  // bykey/<input_key> -> content key (written only when it differs). Its temp files are swept
+  // only once the build lock of input_key is free and they are old (sweep.hpp).
+  void write_pointer(const std::string &consumer, const std::string &input_key, const std::string &content_key) const;
+  // manifest.json's record for `name`, under the manifest lock (written only when it differs).
+  void write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const;
+
+ private:
+  StoreLocation location_;
+
+  struct CachedManifest {
+    FileIdentity id;
+    std::shared_ptr<const Manifest> manifest;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable std::map<std::string, CachedManifest> manifests_;  // by consumer
+  mutable std::map<std::string, EntryRecords> entries_;      // by entry directory
+};
+
+}  // namespace kiln::store

@@ -1,0 +1,99 @@
+// The store facade (DESIGN §4): the one place where the store's rules live.
+//
+// Readers resolve consumer/name over the layers in order (read-only layers first, then the
+// writable cache); writers stage a new entry and commit it with one protocol -- entry, then
+// bykey pointer, then manifest -- whether the entry came from `publish` or from a build. Each
+// step is atomic (rename) and each later step only points at what an earlier one made
+// visible, so a crash between any two leaves a store the next writer completes or repairs.
+//
+// Modelled on ccache's storage::Storage: a small facade over one backend per kind of store
+// (store/local_store.hpp for a directory). A remote cache (HTTP, Redis) slots in behind
+// pointer() and commit(): a local miss asks it by input key, downloads into a Staging and
+// commits like a build; a commit uploads. Callers do not change.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <kiln/module.hpp>
+#include <kiln/runtime.hpp>
+
+#include "store/local_store.hpp"
+
+namespace kiln::store {
+
+// What a commit makes visible: consumer/name -> content key (and input key -> content key
+// for built artifacts).
+struct Publication {
+  std::string consumer;
+  std::string name;
+  std::string content_key;
+  std::string input_key;  // empty for published (not built) artifacts: no bykey pointer
+  std::string kind;       // "plugin" or "images"
+};
+
+class Storage {
+ public:
+  explicit Storage(const std::vector<StoreLocation> &locations);  // the writable cache last
+
+  const std::vector<StoreInfo> &infos() const { return infos_; }
+  const LocalStore &writable() const { return *layers_.back(); }
+
+  // consumer/name in the first layer that names it. Remembered while every manifest consulted
+  // and the entry's meta.json keep their identity: a warm resolve is a few stat calls.
+  // NotFoundError lists what the consumer has and the stores searched.
+  std::shared_ptr<const Resolution> resolve(const std::string &consumer, const std::string &name) const;
+  // The same in the writable cache only (what a build just made); empty content_key: absent.
+  Resolution resolve_writable(const std::string &consumer, const std::string &name) const;
+  // Every artifact of `consumer` (all when empty), in store order, shadowed ones marked.
+  std::vector<ArtifactSummary> list(const std::string &consumer) const;
+
+  // ---- Build lookups and writes, in the writable cache (where a remote cache slots in).
+
+  // The content key bykey/<input_key> points at (nullopt: none, or a damaged pointer, logged).
+  std::optional<std::string> pointer(const std::string &consumer, const std::string &input_key,
+                                     const LogCallback &log) const {
+    return writable().pointer(consumer, input_key, log);
+  }
+  // An entry's records (IntegrityError when missing or damaged) and whether its files are intact.
+  EntryRecords entry(const std::string &consumer, const std::string &content_key, const std::string &what) const {
+    return writable().entry(consumer, content_key, what);
+  }
+  bool entry_intact(const std::string &consumer, const std::string &content_key) const {
+    return writable().entry_intact(consumer, content_key);
+  }
+  // One builder per input key across threads and processes.
+  FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
+                          const CancelToken *cancel = nullptr) const {
+    return writable().lock_input_key(consumer, input_key, cancel);
+  }
+  // A fresh private directory to assemble a new entry of `consumer` in.
+  Staging stage(const std::string &consumer, const LogCallback &log) const { return writable().stage(consumer, log); }
+
+  // The publish protocol. `staging` holds the entry's files and records; an intact entry
+  // already under its key is reused (returns false). Then bykey (when built) and the manifest.
+  bool commit(Staging &&staging, const Publication &publication, const LogCallback &log) const;
+  // The same for an entry already in the writable cache (a build whose content key exists):
+  // only the pointers are written, and only where they differ.
+  void point(const Publication &publication) const;
+
+ private:
+  Resolution resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,
+                        bool *consumer_seen, std::vector<std::string> *known) const;
+
+  std::vector<std::unique_ptr<LocalStore>> layers_;
+  std::vector<StoreInfo> infos_;
+
+  struct CachedResolution {
+    std::vector<std::string> manifest_files;  // every layer consulted, in order
+    std::vector<std::optional<FileIdentity>> manifest_ids;
+    std::string meta_file;
+    FileIdentity meta_id;
+    std::shared_ptr<const Resolution> resolution;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable std::map<std::string, std::shared_ptr<const CachedResolution>> resolutions_;  // "consumer/name"
+};
+
+}  // namespace kiln::store

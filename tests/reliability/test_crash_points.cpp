@@ -1,0 +1,179 @@
+// Crash injection at named fault points (src/support/fault_point.hpp), as SQLite tests its
+// journal: each scenario (a kiln CLI command on a prepared store) is killed at each fault point
+// it must reach, at every pass of that point (KILN_FAULT=<point>:<nth>, nth = 1, 2, ... until
+// the command runs through), then the store is checked (store_check.hpp), the command is run
+// again and must succeed, and the store is checked again, leftovers included.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include <boost/filesystem/operations.hpp>
+
+#include "reliability/child.hpp"
+#include "reliability/store_check.hpp"
+#include "reliability/suite.hpp"
+#include "reliability/workspace.hpp"
+#include "store/manifest.hpp"
+#include "support/fault_point.hpp"
+#include "support/fixtures.hpp"
+
+using namespace kiln::reliability;
+using kiln::test::TempDir;
+
+namespace {
+
+struct Scenario {
+  std::string title;
+  std::vector<std::string> points;  // the fault points it must reach
+  std::function<void(const Workspace &)> setup;
+  std::function<Op(const Workspace &)> op;
+  std::vector<Named> names;  // checked after every kill: each loads or is cleanly absent
+  Backend needs = Backend::fake_nvcc;
+};
+
+const std::vector<std::string> kFilePoints = {"file.after_temp_write", "file.after_temp_fsync", "file.after_rename",
+                                              "file.after_dir_fsync"};
+
+std::vector<std::string> with_file_points(std::vector<std::string> points) {
+  points.insert(points.end(), kFilePoints.begin(), kFilePoints.end());
+  return points;
+}
+
+void must(const Outcome &outcome, const std::string &what) {
+  REQUIRE_MESSAGE(outcome.ok(), what << ": " << outcome.describe());
+}
+
+void setup_op(const Workspace &ws, const Op &op) { must(run(op.argv, op.env, ws.root()), "setup: " + op.label); }
+
+std::vector<Scenario> scenarios() {
+  const std::vector<std::string> build_points = with_file_points(
+      {"file.after_copy_fsync", "staging.after_fsync", "staging.after_rename", "build.after_entry", "build.after_bykey",
+       "manifest.locked"});
+  const std::vector<std::string> nvrtc_points = with_file_points(
+      {"staging.after_fsync", "staging.after_rename", "build.after_entry", "build.after_bykey", "manifest.locked"});
+  const std::vector<std::string> publish_points =
+      with_file_points({"staging.after_fsync", "staging.after_rename", "publish.after_entry", "manifest.locked"});
+  const auto nothing = [](const Workspace &) {};
+  std::vector<Scenario> all;
+  all.push_back({"publish a new name", publish_points, nothing,
+                 [](const Workspace &ws) { return ws.publish("plug"); }, {{"crash", "plug"}}});
+  all.push_back({"publish another entry over a named one", publish_points,
+                 [](const Workspace &ws) {
+                   setup_op(ws, ws.publish("plug", "none"));
+                   setup_op(ws, ws.publish("other", "none"));
+                 },
+                 [](const Workspace &ws) { return ws.publish("plug", "sm_90"); }, {{"crash", "plug"}, {"crash", "other"}}});
+  all.push_back({"publish an existing entry under a new name (manifest update only)",
+                 with_file_points({"publish.after_entry", "manifest.locked"}),
+                 [](const Workspace &ws) { setup_op(ws, ws.publish("plug", "none")); },
+                 [](const Workspace &ws) { return ws.publish("alias", "none"); }, {{"crash", "plug"}, {"crash", "alias"}}});
+  all.push_back({"build a new recipe (stand-in nvcc)", build_points, nothing,
+                 [](const Workspace &ws) { return ws.build(Backend::fake_nvcc, "built", 0); }, {{"crash", "built"}}});
+  all.push_back({"rebuild a changed recipe over its named entry (stand-in nvcc)", build_points,
+                 [](const Workspace &ws) {
+                   setup_op(ws, ws.build(Backend::fake_nvcc, "built", 0));
+                   setup_op(ws, ws.publish("plug"));
+                 },
+                 [](const Workspace &ws) { return ws.build(Backend::fake_nvcc, "built", 3); },
+                 {{"crash", "built"}, {"crash", "plug"}}});
+  all.push_back({"build device images (NVRTC)", nvrtc_points, nothing,
+                 [](const Workspace &ws) { return ws.build(Backend::nvrtc, "kernels", 0); }, {{"crash", "kernels"}},
+                 Backend::nvrtc});
+  all.push_back({"sweep a killed publish's staging directory", {"sweep.before_remove", "sweep.after_remove"},
+                 [](const Workspace &ws) {
+                   // A publish killed with its staging directory complete but not yet renamed.
+                   Op killed = ws.publish("plug");
+                   killed.env["KILN_FAULT"] = "staging.after_fsync";
+                   REQUIRE(run(killed.argv, killed.env, ws.root()).killed());
+                 },
+                 [](const Workspace &ws) { return ws.publish("plug"); }, {{"crash", "plug"}}});
+  all.push_back({"build with the real nvcc", build_points, nothing,
+                 [](const Workspace &ws) { return ws.build(Backend::real_nvcc, "built", 0); }, {{"crash", "built"}},
+                 Backend::real_nvcc});
+  return all;
+}
+
+bool named_in_manifest(const Workspace &ws, const Named &named) {
+  const auto manifest = kiln::store::read_manifest(ws.store() / "consumers" / named.consumer / "manifest.json", named.consumer);
+  return manifest && manifest->artifacts.count(named.name) != 0;
+}
+
+// Why a scenario cannot run here, or empty.
+std::string missing_toolchain(Backend backend) {
+  if (backend == Backend::nvrtc && !toolchains().nvrtc) return "NVRTC not found: " + toolchains().nvrtc_detail;
+  if (backend == Backend::real_nvcc && toolchains().nvcc.empty()) return "no nvcc (CUDA_HOME, /usr/local/cuda)";
+  if (backend == Backend::real_nvcc && !long_run()) return "the real-nvcc scenario runs in the long variant (scripts/reliability)";
+  return "";
+}
+
+}  // namespace
+
+TEST_SUITE("crash") {
+  TEST_CASE("crash points: every scenario is killed at each fault point it reaches, at every pass; the store stays whole") {
+    OrphanReaper reaper;
+    const double start = now_seconds();
+    std::set<std::string> covered;  // points some scenario that ran here reached
+    std::map<std::string, int> kills_at;
+    int kills = 0, reruns = 0, checks = 0;
+    std::map<std::string, int> leftovers_after_kill, leftovers_after_next;
+    for (const Scenario &scenario : scenarios()) {
+      if (const std::string why = missing_toolchain(scenario.needs); !why.empty()) {
+        say("SKIPPED crash scenario \"%s\": %s", scenario.title.c_str(), why.c_str());
+        MESSAGE("SKIPPED crash scenario \"" << scenario.title << "\": " << why);
+        continue;
+      }
+      int scenario_kills = 0;
+      for (const std::string &point : scenario.points) {
+        REQUIRE_MESSAGE(kiln::support::is_fault_point(point.c_str()), point);
+        for (int nth = 1;; ++nth) {
+          INFO("scenario \"" << scenario.title << "\", KILN_FAULT=" << point << ":" << nth);
+          REQUIRE(nth <= 32);  // a point passed more often than that is a runaway loop
+          TempDir dir;
+          const Workspace ws(dir.path());
+          scenario.setup(ws);
+          const Op op = scenario.op(ws);
+          Op armed = op;
+          armed.env["KILN_FAULT"] = point + ":" + std::to_string(nth);
+          const Outcome outcome = run(armed.argv, armed.env, ws.root());
+          reaper.end_orphans();
+          if (!outcome.killed()) {
+            // Passed fewer than nth times: the command ran through, unharmed by the arming.
+            CHECK_MESSAGE(nth > 1, "fault point " << point << " is never reached by \"" << scenario.title << "\"");
+            CHECK_MESSAGE(outcome.ok(), outcome.describe());
+            break;
+          }
+          ++kills, ++scenario_kills, ++kills_at[point];
+          covered.insert(point);
+
+          const StoreCheck after_kill = check_store(ws, scenario.names);
+          ++checks;
+          CHECK_MESSAGE(after_kill.ok(), "after the kill:\n" << after_kill.report());
+          for (const auto &[kind, paths] : after_kill.leftovers) leftovers_after_kill[kind] += static_cast<int>(paths.size());
+
+          const Outcome next = run(op.argv, op.env, ws.root());
+          ++reruns;
+          CHECK_MESSAGE(next.ok(), "the next " << op.label << " after the kill: " << next.describe());
+          const StoreCheck after_next = check_store(ws, scenario.names);
+          ++checks;
+          CHECK_MESSAGE(after_next.ok(), "after the next " << op.label << ":\n" << after_next.report());
+          for (const auto &problem : unswept(after_next)) CHECK_MESSAGE(false, problem);
+          for (const auto &[kind, paths] : after_next.leftovers) leftovers_after_next[kind] += static_cast<int>(paths.size());
+          CHECK_MESSAGE(named_in_manifest(ws, {op.consumer, op.name}), op.label << " did not name " << op.name);
+        }
+      }
+      say("crash scenario \"%s\": %d kills", scenario.title.c_str(), scenario_kills);
+    }
+    for (const char *point : kiln::support::kFaultPoints) {
+      CHECK_MESSAGE(covered.count(point) == 1, "fault point " << std::string(point) << " was killed in no scenario");
+    }
+    say("crash points: %d kills at %zu fault points (%d checks, %d reruns all succeeding) in %.1f s", kills,
+        kills_at.size(), checks, reruns, now_seconds() - start);
+    for (const auto &[point, count] : kills_at) say("  %-24s %d kills", point.c_str(), count);
+    for (const auto &[kind, count] : leftovers_after_kill) {
+      say("  leftovers after the kills: %-20s %d (after the next command: %d)", kind.c_str(), count,
+          leftovers_after_next[kind]);
+    }
+  }
+}

@@ -1,0 +1,71 @@
+// Helpers for the plugin-boundary tests: a Runtime over a temporary store, publishing a test
+// plugin into it, the message of an expected error, and a log that collects what it is told.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kiln/runtime.hpp>
+
+#include "support/fixtures.hpp"
+
+namespace kiln::test {
+
+inline RuntimeOptions store_options(const TempDir &dir, std::optional<std::string> device = std::string("sm_90")) {
+  RuntimeOptions options;
+  options.cache_dir = (dir / "cache").string();
+  options.declared_device = std::move(device);
+  return options;
+}
+
+inline PublishResult publish_plugin(Runtime &runtime, const std::string &file, const std::string &name = "example",
+                                    const std::string &archs = "") {
+  PublishRequest request;
+  request.consumer = "tests";
+  request.name = name;
+  request.artifact_file = file;
+  if (!archs.empty()) request.archs = Arch::parse_list(archs);
+  return runtime.publish(request);
+}
+
+// The what() of the E that body throws; fails the test when it throws nothing.
+template <class E>
+std::string error_of(const std::function<void()> &body) {
+  try {
+    body();
+  } catch (const E &error) {
+    return error.what();
+  }
+  FAIL("expected exception was not thrown");
+  return "";
+}
+
+inline bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+// A LogCallback that keeps every line (thread-safe), for asserting what the host was told.
+class CollectedLog {
+ public:
+  LogCallback callback() {
+    return [this](LogLevel, const std::string &line) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.push_back(line);
+    };
+  }
+  std::string text() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string all;
+    for (const auto &line : lines_) all += line + "\n";
+    return all;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace kiln::test

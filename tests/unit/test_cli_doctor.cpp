@@ -1,0 +1,59 @@
+// kiln doctor reports the toolchain exactly as a build finds it (Runtime::toolchain): the same
+// search for nvcc, the same version text, the host compiler, the JIT libraries.
+#include <doctest/doctest.h>
+
+#include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/build_recipe.hpp"
+#include "support/fixtures.hpp"
+
+using kiln::test::run_kiln;
+using kiln::test::TempDir;
+using nlohmann::json;
+
+namespace {
+
+bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("cli: doctor looks for nvcc where a build does (KILN_CUDA_FALLBACK_DIR included)") {
+  TempDir dir;
+  const std::map<std::string, std::string> env = {{"KILN_CACHE_DIR", (dir / "cache").string()},
+                                                  {"KILN_DEVICE", "sm_90"},
+                                                  {"KILN_NVCC", ""},
+                                                  {"CUDA_HOME", ""},
+                                                  {"CUDA_PATH", ""},
+                                                  {"PATH", "/usr/bin:/bin"},
+                                                  {"KILN_CUDA_FALLBACK_DIR", "/nonexistent"}};
+  auto result = run_kiln({"doctor", "--json"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const json nvcc = json::parse(result.out)["toolchain"]["nvcc"];
+  CHECK(nvcc["found"] == false);
+  CHECK(contains(nvcc["detail"].get<std::string>(), "/nonexistent/bin/nvcc (missing)"));
+  result = run_kiln({"doctor"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(contains(result.out, "  nvcc: not found (prepared artifacts still load): nvcc not found; looked at:"));
+}
+
+TEST_CASE("cli: doctor names the nvcc and host compiler a build would use, with nvcc's release") {
+  kiln::test::BuildRecipeDir fx;
+  const auto nvcc = fx.script("nvcc", "echo 'Cuda compilation tools, release 13.9, V13.9.99'\n"
+                                      "echo 'Build cuda_13.9.r13.9/compiler.99_0'\n");
+  const auto cxx = fx.script("cxx", "echo 'c++ (kiln test) 99.1'\n");
+  auto env = fx.cli_env();
+  env["KILN_NVCC"] = nvcc.string();
+  env["KILN_HOST_CXX"] = cxx.string();
+  const auto result = run_kiln({"doctor", "--json"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const json toolchain = json::parse(result.out)["toolchain"];
+  CHECK(toolchain["nvcc"]["found"] == true);
+  CHECK(toolchain["nvcc"]["path"] == nvcc.string());
+  CHECK(toolchain["nvcc"]["version"] == "Build cuda_13.9.r13.9/compiler.99_0");
+  CHECK(toolchain["nvcc"]["release"] == "13.9.99");
+  CHECK(toolchain["host_compiler"]["path"] == cxx.string());
+  CHECK(toolchain["host_compiler"]["version"] == "c++ (kiln test) 99.1");
+  CHECK(toolchain["nvrtc"].contains("searched"));
+  CHECK_FALSE(boost::filesystem::exists(fx.cache() / "toolchain.json"));  // doctor writes nothing
+}

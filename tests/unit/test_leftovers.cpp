@@ -1,0 +1,153 @@
+// Temps of atomic writes left by killed writers (.manifest.json.tmp-*, bykey/.<key>.tmp-*) are
+// swept; a live writer's temp never is (writers hold the file's lock, sweepers must take it).
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/runtime.hpp>
+
+#include "store/files.hpp"
+#include "store/layout.hpp"
+#include "store/manifest.hpp"
+#include "store/sweep.hpp"
+#include "support/fixtures.hpp"
+
+using namespace kiln;
+using kiln::test::TempDir;
+namespace fs = boost::filesystem;
+
+namespace {
+
+const std::string some_key = "0123456789abcdef0123456789abcdef";
+
+RuntimeOptions options_in(const TempDir &dir) {
+  RuntimeOptions options;
+  options.cache_dir = (dir / "cache").string();
+  options.declared_device = "sm_90";
+  return options;
+}
+
+void publish_example(Runtime &runtime) {
+  PublishRequest request;
+  request.consumer = "tests";
+  request.name = "example";
+  request.artifact_file = KILN_TEST_PLUGIN_EXAMPLE;
+  request.archs = Arch::parse_list("sm_90");
+  runtime.publish(request);
+}
+
+// What write_file_atomic leaves when its writer is killed between creating the temp and
+// renaming it, `age` ago (a temp younger than store::kTempWriteBound may be a writer's at work).
+fs::path leave_temp(const fs::path &file, const std::string &suffix,
+                    std::chrono::seconds age = store::kTempWriteBound + std::chrono::seconds(60)) {
+  fs::create_directories(file.parent_path());
+  const fs::path temp = file.parent_path() / ("." + file.filename().string() + ".tmp-" + suffix);
+  kiln::test::write_text(temp, "{\"schema\":1,\"consu");  // torn
+  fs::last_write_time(temp, std::time(nullptr) - age.count());
+  return temp;
+}
+
+// Another process holding open file description locks on `files` until killed (async-signal-safe
+// calls only in the child).
+class LocksHeldElsewhere {
+ public:
+  explicit LocksHeldElsewhere(const std::vector<fs::path> &files) {
+    std::vector<std::string> paths;
+    for (const auto &file : files) {
+      fs::create_directories(file.parent_path());
+      paths.push_back(file.string());
+    }
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      char ok = 1;
+      for (const auto &path : paths) {
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        struct flock lock {};
+        lock.l_type = F_WRLCK;
+        lock.l_whence = SEEK_SET;
+        if (fd < 0 || ::fcntl(fd, F_OFD_SETLK, &lock) != 0) ok = 0;
+      }
+      (void)!::write(ready[1], &ok, 1);
+      for (;;) ::pause();
+    }
+    char ok = 0;
+    REQUIRE(::read(ready[0], &ok, 1) == 1);
+    REQUIRE(ok == 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+  }
+  ~LocksHeldElsewhere() { kill(); }
+  LocksHeldElsewhere(const LocksHeldElsewhere &) = delete;
+  LocksHeldElsewhere &operator=(const LocksHeldElsewhere &) = delete;
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("leftovers: manifest and bykey temps of killed writers are swept by the next publish") {
+  TempDir dir;
+  Runtime runtime(options_in(dir));
+  const store::ConsumerLayout layout(dir / "cache", "tests");
+  const fs::path manifest_temp = leave_temp(layout.manifest(), "4242-0-17");
+  const fs::path bykey_temp = leave_temp(layout.bykey(some_key), "4242-1-5");
+  const fs::path unrelated = layout.bykey_dir() / ".notes.tmp-1";  // not a bykey temp: not ours to judge
+  kiln::test::write_text(unrelated, "");
+  publish_example(runtime);
+  CHECK_FALSE(fs::exists(manifest_temp));
+  CHECK_FALSE(fs::exists(bykey_temp));
+  CHECK(fs::exists(unrelated));
+  CHECK(store::read_manifest(layout.manifest(), "tests")->artifacts.count("example") == 1);
+}
+
+TEST_CASE("leftovers: a live writer's temps are never removed; once it dies they are") {
+  TempDir dir;
+  const store::ConsumerLayout layout(dir.path(), "tests");
+  const fs::path manifest_temp = leave_temp(layout.manifest(), "77-0-1");
+  const fs::path bykey_temp = leave_temp(layout.bykey(some_key), "77-0-2");
+  LocksHeldElsewhere writer({layout.manifest_lock(), layout.build_lock(some_key)});
+
+  const store::SweepCounts while_live = store::sweep_leftovers(layout);
+  CHECK(while_live.temps == 0);
+  CHECK(fs::exists(manifest_temp));
+  CHECK(fs::exists(bykey_temp));
+
+  writer.kill();
+  // Just written, though no lock is held: possibly a writer at work that lost or skipped its lock.
+  const fs::path fresh = leave_temp(layout.bykey(some_key), "78-0-3", std::chrono::seconds(0));
+  const store::SweepCounts after = store::sweep_leftovers(layout);
+  CHECK(after.temps == 2);
+  CHECK_FALSE(fs::exists(manifest_temp));
+  CHECK_FALSE(fs::exists(bykey_temp));
+  CHECK(fs::exists(fresh));
+}
+
+TEST_CASE("leftovers: a manifest writer clears the dead temps of the manifest it holds the lock of") {
+  TempDir dir;
+  const store::ConsumerLayout layout(dir.path(), "tests");
+  const fs::path temp = leave_temp(layout.manifest(), "99-3-4");
+  store::update_manifest(layout, [](store::Manifest &manifest) {
+    manifest.artifacts["x"] = {some_key, "", "plugin", store::utc_now_iso8601()};
+  });
+  CHECK_FALSE(fs::exists(temp));
+  CHECK(store::read_manifest(layout.manifest(), "tests")->artifacts.count("x") == 1);
+}

@@ -1,0 +1,76 @@
+// A host keeps plugins loaded while it loads others. The loader dlopens the verified descriptor
+// as /proc/self/fd/<n>, and glibc answers dlopen of a name it has loaded before with that
+// library: so a descriptor number must never name two files while either is loaded. Found by
+// the reliability suite's multi-threaded host ("carries build stamp X but its manifest entry
+// names content key Y": the second plugin's load returned the first plugin).
+#include <doctest/doctest.h>
+
+#include <optional>
+
+#include <kiln/ext/example.h>
+#include <kiln/runtime.hpp>
+
+#include "support/fixtures.hpp"
+
+using namespace kiln;
+using kiln::test::TempDir;
+
+namespace {
+
+// host_fma of a loaded copy of the host-only test plugin.
+double fma_of(const Module &module) {
+  Instance instance = module.create_instance();
+  const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
+  REQUIRE(table != nullptr);
+  return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
+}
+
+}  // namespace
+
+TEST_CASE("load: plugins kept loaded never answer for another plugin loaded after them") {
+  TempDir dir;
+  RuntimeOptions options;
+  options.cache_dir = (dir / "cache").string();
+  options.declared_device = "sm_90";
+  Runtime runtime(options);
+  // Three entries of one plugin file (another arch list or toolkit is another content key).
+  std::map<std::string, std::string> keys;
+  for (const auto &[name, arch, toolkit] : {std::make_tuple("a", "", 0), std::make_tuple("b", "sm_90", 0),
+                                            std::make_tuple("c", "", 12080)}) {
+    PublishRequest request;
+    request.consumer = "many";
+    request.name = name;
+    request.artifact_file = KILN_TEST_PLUGIN_HOST_ONLY;
+    if (*arch != '\0') request.archs = {Arch::parse(arch)};
+    request.cuda_toolkit_version = toolkit;
+    keys[name] = runtime.publish(request).content_key;
+  }
+  REQUIRE(keys.size() == 3);
+
+  SUBCASE("one loaded, the next loads") {
+    const Module a = runtime.load("many", "a");
+    const Module b = runtime.load("many", "b");
+    CHECK(b.report().resolution.content_key == keys["b"]);
+    CHECK(fma_of(a) == 7.0);
+    CHECK(fma_of(b) == 7.0);
+  }
+  SUBCASE("the same plugin loaded twice, the first copy dropped, then another plugin") {
+    std::optional<Module> first = runtime.load("many", "a");
+    const Module second = runtime.load("many", "a");
+    first.reset();  // the library stays loaded for `second`
+    const Module b = runtime.load("many", "b");
+    CHECK(b.report().resolution.content_key == keys["b"]);
+    const Module c = runtime.load("many", "c");
+    CHECK(c.report().resolution.content_key == keys["c"]);
+    CHECK(fma_of(second) == 7.0);
+  }
+  SUBCASE("loaded, unloaded and loaded again in turn") {
+    for (int round = 0; round < 3; ++round) {
+      for (const char *name : {"a", "b", "c"}) {
+        const Module kept = runtime.load("many", name);
+        const Module other = runtime.load("many", std::string(name) == "a" ? "b" : "a");
+        CHECK(kept.report().resolution.content_key == keys[name]);
+      }
+    }
+  }
+}
