@@ -151,6 +151,24 @@ void check_spawn_call(int rc, const char *what) {
   if (rc != 0) throw IoError(std::string("cannot prepare a child process (") + what + "): " + std::strerror(rc));
 }
 
+// Every process kiln spawns (the watchdog and the compilers it guards) starts in process group
+// `group` (0: a new one it leads), with no signal blocked and every signal at its default
+// action, whatever the host's threads had set; and with only descriptors 0-2, so that no lock
+// or pipe of the host reaches it.
+void set_child_basics(SpawnResources &spawn, pid_t group) {
+  check_spawn_call(posix_spawn_file_actions_addclosefrom_np(&spawn.actions, 3), "close fds");
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  sigset_t all_signals;
+  sigfillset(&all_signals);
+  check_spawn_call(posix_spawnattr_setflags(&spawn.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                             POSIX_SPAWN_SETSIGDEF),
+                   "flags");
+  check_spawn_call(posix_spawnattr_setpgroup(&spawn.attr, group), "process group");
+  check_spawn_call(posix_spawnattr_setsigmask(&spawn.attr, &no_signals), "signal mask");
+  check_spawn_call(posix_spawnattr_setsigdefault(&spawn.attr, &all_signals), "signal dispositions");
+}
+
 // Has the child exited? Observed without reaping it (its status is read once, at the end).
 bool child_exited(pid_t pid) {
   siginfo_t info{};
@@ -197,17 +215,7 @@ class Watchdog {
     check_spawn_call(posix_spawn_file_actions_adddup2(&spawn.actions, read_end.get(), 0), "watchdog stdin");
     check_spawn_call(posix_spawn_file_actions_addopen(&spawn.actions, 1, "/dev/null", O_WRONLY, 0), "watchdog stdout");
     check_spawn_call(posix_spawn_file_actions_addopen(&spawn.actions, 2, "/dev/null", O_WRONLY, 0), "watchdog stderr");
-    check_spawn_call(posix_spawn_file_actions_addclosefrom_np(&spawn.actions, 3), "watchdog fds");
-    sigset_t no_signals;
-    sigemptyset(&no_signals);
-    sigset_t all_signals;
-    sigfillset(&all_signals);
-    check_spawn_call(posix_spawnattr_setflags(&spawn.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                               POSIX_SPAWN_SETSIGDEF),
-                     "watchdog flags");
-    check_spawn_call(posix_spawnattr_setpgroup(&spawn.attr, 0), "watchdog process group");
-    check_spawn_call(posix_spawnattr_setsigmask(&spawn.attr, &no_signals), "watchdog signal mask");
-    check_spawn_call(posix_spawnattr_setsigdefault(&spawn.attr, &all_signals), "watchdog signal dispositions");
+    set_child_basics(spawn, 0);
     char arg0[] = "kiln-watchdog", arg1[] = "-c";
     std::string script = watchdog_script;
     char *argv[] = {arg0, arg1, script.data(), nullptr};
@@ -317,19 +325,9 @@ ProcessResult run_process(const ProcessSpec &spec) {
   if (!spec.cwd.empty()) {
     check_spawn_call(posix_spawn_file_actions_addchdir_np(&spawn.actions, spec.cwd.c_str()), "cwd");
   }
-  // Descriptors opened without O_CLOEXEC (Boost.Interprocess lock files, other libraries')
-  // must not reach the child: a leaked lock fd would keep a lock alive past its holder.
-  check_spawn_call(posix_spawn_file_actions_addclosefrom_np(&spawn.actions, 3), "close fds");
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-  sigset_t all_signals;
-  sigfillset(&all_signals);
-  check_spawn_call(posix_spawnattr_setflags(&spawn.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                             POSIX_SPAWN_SETSIGDEF),
-                   "flags");
-  check_spawn_call(posix_spawnattr_setpgroup(&spawn.attr, group), "process group");
-  check_spawn_call(posix_spawnattr_setsigmask(&spawn.attr, &no_signals), "signal mask");
-  check_spawn_call(posix_spawnattr_setsigdefault(&spawn.attr, &all_signals), "signal dispositions");
+  // Descriptors other libraries opened without O_CLOEXEC must not reach the child either: a
+  // leaked lock descriptor would keep a lock alive past its holder.
+  set_child_basics(spawn, group);
 
   const auto started = Clock::now();
   pid_t pid = -1;
