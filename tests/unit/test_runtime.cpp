@@ -15,9 +15,13 @@
 #include "store/digest.hpp"
 #include "store/entry.hpp"
 #include "support/fixtures.hpp"
+#include "support/plugin_store.hpp"
 
 using namespace kiln;
+using kiln::test::error_of;
+using kiln::test::has;
 using kiln::test::is_mapped;
+using kiln::test::publish_plugin;
 using kiln::test::TempDir;
 namespace fs = boost::filesystem;
 
@@ -32,40 +36,18 @@ RuntimeOptions options_for(const TempDir &dir, std::optional<std::string> device
   return options;
 }
 
-PublishResult publish(Runtime &runtime, const std::string &file, const std::string &archs,
-                      const std::string &name = "example") {
-  PublishRequest request;
-  request.consumer = "tests";
-  request.name = name;
-  request.artifact_file = file;
-  if (!archs.empty()) request.archs = Arch::parse_list(archs);
-  return runtime.publish(request);
-}
-
-template <class E>
-std::string message_of(const std::function<void()> &body) {
-  try {
-    body();
-  } catch (const E &error) {
-    return error.what();
-  }
-  FAIL("expected exception was not thrown");
-  return "";
-}
-
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
 TEST_CASE("publish + load: the example plugin negotiates, binds its stamp and answers host calls") {
   TempDir dir;
   Runtime runtime(options_for(dir));
-  const PublishResult published = publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  const PublishResult published = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   CHECK(store::digest_file(published.file) == store::read_entry_meta(published.entry_dir).digest);
   CHECK_FALSE(published.reused);
   // The stored copy carries its content key in the stamp slot; the source file is untouched.
-  CHECK(contains(kiln::test::read_text(published.file), published.content_key));
-  CHECK_FALSE(contains(kiln::test::read_text(KILN_TEST_PLUGIN_EXAMPLE), published.content_key));
+  CHECK(has(kiln::test::read_text(published.file), published.content_key));
+  CHECK_FALSE(has(kiln::test::read_text(KILN_TEST_PLUGIN_EXAMPLE), published.content_key));
 
   Module module = runtime.load("tests", "example");
   const LoadReport &report = module.report();
@@ -89,19 +71,19 @@ TEST_CASE("publish + load: the example plugin negotiates, binds its stamp and an
   CHECK(is_mapped(published.file));
 
   SUBCASE("publishing the same file again reuses the entry") {
-    const PublishResult again = publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+    const PublishResult again = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
     CHECK(again.reused);
     CHECK(again.content_key == published.content_key);
   }
   SUBCASE("other archs make another entry") {
-    CHECK(publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_87", "example87").content_key != published.content_key);
+    CHECK(publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example87", "sm_87").content_key != published.content_key);
   }
 }
 
 TEST_CASE("host-only plugin loads and creates instances with no device at all") {
   TempDir dir;
   Runtime runtime(options_for(dir, std::nullopt));
-  publish(runtime, KILN_TEST_PLUGIN_HOST_ONLY, "");
+  publish_plugin(runtime, KILN_TEST_PLUGIN_HOST_ONLY, "example", "");
   Module module = runtime.load("tests", "example");
   CHECK(module.report().resolution.identity.archs.empty());
   Instance instance = module.create_instance();
@@ -116,7 +98,7 @@ TEST_CASE("arch refusal: sm_87 on a declared sm_90 device and sm_90 on a declare
   TempDir dir;
   {
     Runtime runtime(options_for(dir, std::string("sm_90")));
-    publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_87");
+    publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_87");
     try {
       runtime.load("tests", "example");
       FAIL("loaded sm_87 code for sm_90");
@@ -125,12 +107,12 @@ TEST_CASE("arch refusal: sm_87 on a declared sm_90 device and sm_90 on a declare
       CHECK(error.reasons()[0].field == "cuda_arch");
       CHECK(error.reasons()[0].recorded == "sm_87");
       CHECK(error.reasons()[0].current == "sm_90");
-      CHECK(contains(error.what(), "tests/example"));
+      CHECK(has(error.what(), "tests/example"));
     }
   }
   {
     Runtime runtime(options_for(dir, std::string("sm_87")));
-    publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+    publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
     try {
       runtime.load("tests", "example");
       FAIL("loaded sm_90 code for sm_87");
@@ -146,15 +128,15 @@ TEST_CASE("arch refusal: sm_87 on a declared sm_90 device and sm_90 on a declare
 TEST_CASE("integrity: a truncated or missing artifact file is refused and never dlopen'ed") {
   TempDir dir;
   Runtime runtime(options_for(dir));
-  const PublishResult published = publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  const PublishResult published = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   ::chmod(published.file.c_str(), 0644);
   const std::string bytes = kiln::test::read_text(published.file);
 
   SUBCASE("truncated") {
     kiln::test::write_text(published.file, bytes.substr(0, bytes.size() / 2));
-    const std::string message = message_of<IntegrityError>([&] { runtime.load("tests", "example"); });
-    CHECK(contains(message, "digest"));
-    CHECK(contains(message, published.file));
+    const std::string message = error_of<IntegrityError>([&] { runtime.load("tests", "example"); });
+    CHECK(has(message, "digest"));
+    CHECK(has(message, published.file));
     CHECK_FALSE(is_mapped(published.file));
   }
   SUBCASE("one flipped byte") {
@@ -166,18 +148,18 @@ TEST_CASE("integrity: a truncated or missing artifact file is refused and never 
   }
   SUBCASE("missing") {
     fs::remove(published.file);
-    const std::string message = message_of<IntegrityError>([&] { runtime.load("tests", "example"); });
-    CHECK(contains(message, published.file));
+    const std::string message = error_of<IntegrityError>([&] { runtime.load("tests", "example"); });
+    CHECK(has(message, published.file));
   }
 }
 
 TEST_CASE("integrity: a store others can write is refused before any code runs") {
   TempDir dir;
   Runtime runtime(options_for(dir));
-  const PublishResult published = publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  const PublishResult published = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   ::chmod(published.entry_dir.c_str(), 0777);
-  const std::string message = message_of<IntegrityError>([&] { runtime.load("tests", "example"); });
-  CHECK(contains(message, "chmod go-w"));
+  const std::string message = error_of<IntegrityError>([&] { runtime.load("tests", "example"); });
+  CHECK(has(message, "chmod go-w"));
   CHECK_FALSE(is_mapped(published.file));
 }
 
@@ -186,23 +168,23 @@ TEST_CASE("abi: a file that is not a kiln plugin, and a plugin offering only ABI
   Runtime runtime(options_for(dir));
   SUBCASE("not a plugin: publish refuses it (no stamp)") {
     const std::string message =
-        message_of<AbiError>([&] { publish(runtime, KILN_TEST_PLUGIN_NOT_A_PLUGIN, "sm_90"); });
-    CHECK(contains(message, "not a kiln plugin"));
+        error_of<AbiError>([&] { publish_plugin(runtime, KILN_TEST_PLUGIN_NOT_A_PLUGIN, "example", "sm_90"); });
+    CHECK(has(message, "not a kiln plugin"));
   }
   SUBCASE("not a plugin: an entry forged around it is refused before dlopen (no stamp)") {
     kiln::test::forge_entry(dir / "cache", "tests", "example", std::string(32, 'f'), KILN_TEST_PLUGIN_NOT_A_PLUGIN);
-    const std::string message = message_of<AbiError>([&] { runtime.load("tests", "example"); });
-    CHECK(contains(message, "not a kiln plugin"));
+    const std::string message = error_of<AbiError>([&] { runtime.load("tests", "example"); });
+    CHECK(has(message, "not a kiln plugin"));
   }
   SUBCASE("ABI 2.0 only: publish refuses it, and an entry forged around it is refused before dlopen") {
-    CHECK(contains(message_of<AbiError>([&] { publish(runtime, KILN_TEST_PLUGIN_ABI2, ""); }),
+    CHECK(has(error_of<AbiError>([&] { publish_plugin(runtime, KILN_TEST_PLUGIN_ABI2, "example", ""); }),
                    "offers plugin ABI up to 2.0"));
     kiln::test::forge_entry(dir / "cache", "tests", "example", std::string(32, 'f'), KILN_TEST_PLUGIN_ABI2);
-    const std::string message = message_of<AbiError>([&] { runtime.load("tests", "example"); });
-    CHECK(contains(message, "offers plugin ABI up to 2.0"));
+    const std::string message = error_of<AbiError>([&] { runtime.load("tests", "example"); });
+    CHECK(has(message, "offers plugin ABI up to 2.0"));
   }
   SUBCASE("a host asking for a newer minor than the plugin offers") {
-    publish(runtime, KILN_TEST_PLUGIN_HOST_ONLY, "");
+    publish_plugin(runtime, KILN_TEST_PLUGIN_HOST_ONLY, "example", "");
     LoadOptions options;
     options.abi_required = KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR, KILN_ABI_VERSION_MINOR + 1);
     CHECK_THROWS_AS(runtime.load("tests", "example", options), AbiError);
@@ -212,13 +194,13 @@ TEST_CASE("abi: a file that is not a kiln plugin, and a plugin offering only ABI
 TEST_CASE("integrity: a plugin whose build stamp does not match its entry is refused") {
   TempDir dir;
   Runtime runtime(options_for(dir));
-  const PublishResult published = publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  const PublishResult published = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   // Another entry holding that (validly digested) file: its stamp names the first entry's key.
   const std::string other_key(32, 'e');
   kiln::test::forge_entry(dir / "cache", "tests", "example", other_key, published.file, "[\"sm_90\"]");
-  const std::string message = message_of<IntegrityError>([&] { runtime.load("tests", "example"); });
-  CHECK(contains(message, "build stamp " + published.content_key));
-  CHECK(contains(message, other_key));
+  const std::string message = error_of<IntegrityError>([&] { runtime.load("tests", "example"); });
+  CHECK(has(message, "build stamp " + published.content_key));
+  CHECK(has(message, other_key));
 }
 
 TEST_CASE("resolve: bad names, missing consumers and artifacts, damaged manifests") {
@@ -226,10 +208,10 @@ TEST_CASE("resolve: bad names, missing consumers and artifacts, damaged manifest
   Runtime runtime(options_for(dir));
   CHECK_THROWS_AS(runtime.resolve("../etc", "x"), UsageError);
   CHECK_THROWS_AS(runtime.resolve("tests", "a/b"), UsageError);
-  CHECK(contains(message_of<NotFoundError>([&] { runtime.resolve("tests", "example"); }), "no consumer \"tests\""));
-  publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
-  const std::string missing = message_of<NotFoundError>([&] { runtime.resolve("tests", "other"); });
-  CHECK(contains(missing, "it has: example"));
+  CHECK(has(error_of<NotFoundError>([&] { runtime.resolve("tests", "example"); }), "no consumer \"tests\""));
+  publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
+  const std::string missing = error_of<NotFoundError>([&] { runtime.resolve("tests", "other"); });
+  CHECK(has(missing, "it has: example"));
 
   const fs::path manifest = dir / "cache" / "consumers" / "tests" / "manifest.json";
   const std::string good = kiln::test::read_text(manifest);
@@ -243,11 +225,11 @@ TEST_CASE("layers: a read-only store is searched first and shadows the cache; li
   TempDir vendor_dir, robot_dir;
   {
     Runtime vendor(options_for(vendor_dir));
-    publish(vendor, KILN_TEST_PLUGIN_HOST_ONLY, "");
+    publish_plugin(vendor, KILN_TEST_PLUGIN_HOST_ONLY, "example", "");
   }
   Runtime robot(options_for(robot_dir, std::string("sm_90"), {(vendor_dir / "cache").string()}));
   CHECK(robot.resolve("tests", "example").store_root == (vendor_dir / "cache").string());
-  publish(robot, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  publish_plugin(robot, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   CHECK_FALSE(robot.resolve("tests", "example").store_writable);  // the layer still wins
   const auto listed = robot.list();
   REQUIRE(listed.size() == 2);
@@ -266,7 +248,7 @@ TEST_CASE("publish: a crash mid-publish leaves only a staging directory, swept b
   fs::create_directories(staging);
   kiln::test::write_text(staging / ".staging.lock", "");
   kiln::test::write_text(staging / "half.so", "partial");
-  publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   CHECK_FALSE(fs::exists(staging));
   CHECK_NOTHROW(runtime.load("tests", "example"));
 }
@@ -274,7 +256,7 @@ TEST_CASE("publish: a crash mid-publish leaves only a staging directory, swept b
 TEST_CASE("integrity: a file changed after a successful load is checked again, not trusted from memory") {
   TempDir dir;
   Runtime runtime(options_for(dir));
-  const PublishResult published = publish(runtime, KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+  const PublishResult published = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   { Module first = runtime.load("tests", "example"); }
   ::chmod(published.file.c_str(), 0644);
   std::string bytes = kiln::test::read_text(published.file);
