@@ -1,0 +1,223 @@
+// kiln: hot swap. Serve a plugin interface to real-time control threads and replace the version
+// behind it while they keep calling, without ever blocking them (DESIGN §7).
+//
+//   kiln::Runtime runtime;
+//   kiln::Swappable<kiln_ik_v1> ik(runtime, {"kiln-ik", "iiwa14", KILN_IK_INTERFACE_ID, 0, 64});
+//   kiln::SwapReader reader = ik.register_reader();           // on or for the control thread
+//   // control thread, every cycle:
+//   auto served = ik.acquire(reader);                         // one acquire load
+//   served->solve_async(served.instance, &problem, &result, msg, sizeof msg);
+//   reader.quiescent();                                       // nothing acquired is held any more
+//   // any setup thread:
+//   kiln::SwapReport report = ik.swap();                      // what consumer/name resolves to now
+//
+// Readers (QSBR, as userspace-RCU's urcu-qsbr): a registered control thread reads the serving
+// version with one acquire load and announces a quiescent state (one load and one release store)
+// when it holds nothing it acquired. A swap publishes the new version and retires the old one only
+// after every online reader passed a quiescent point (the grace period). Readers never wait,
+// allocate, lock or make a system call; the swap thread does all of that.
+//
+// A swap is a transaction: resolve or build -> load -> create -> activate (same device and
+// max_batch) -> self-test ("kiln.selftest/1", abi/kiln/ext/selftest.h) -> the host's shadow check
+// -> state migration (export_state of the serving version, import_state into the new one) ->
+// publish -> grace period -> retire. Any failure before publish leaves the serving version
+// serving and throws SwapError with the step and the reasons. Retired versions beyond
+// keep_resident are deactivated, destroyed and unloaded; a shared object that registered device
+// code with the CUDA runtime (an ".nv_fatbin" section) is kept mapped, and the report says so
+// (abi/README.md "Swap-safe plugins").
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kiln/errors.hpp>
+#include <kiln/plugin.h>
+#include <kiln/recipe.hpp>
+#include <kiln/runtime.hpp>
+
+namespace kiln {
+
+// One version able to serve: an active instance of a loaded plugin and its interface table.
+// Immutable from the moment it is published until it is retired.
+struct ServedVersion {
+  const void *table = nullptr;        // the interface table (e.g. const kiln_ik_v1 *)
+  kiln_instance *instance = nullptr;  // first argument of the table's functions
+  std::uint64_t serial = 0;           // 1, 2, ... per Swappable, in the order versions were loaded
+  const char *content_key = "";       // of its store entry; lives as long as the version
+};
+
+// What a control thread holds for one cycle: the table typed, and the instance to pass to it.
+template <class Interface>
+struct Serving {
+  const Interface *table;
+  kiln_instance *instance;
+  std::uint64_t serial;
+  const Interface *operator->() const noexcept { return table; }
+};
+
+namespace swap_detail {
+struct Domain;  // the readers' registry and the published pointer (src/swap)
+struct ReaderSlot;
+}  // namespace swap_detail
+
+// A registered control thread. Made by Swappable::register_reader, used by one thread at a time,
+// movable to the thread that uses it. Destroying it unregisters it.
+class SwapReader {
+ public:
+  SwapReader(SwapReader &&) noexcept;
+  SwapReader &operator=(SwapReader &&) noexcept;
+  ~SwapReader();  // [setup-thread or the reader's own thread] not real-time safe
+
+  // [control-thread: real-time safe] Nothing acquired before this call is held any more: one
+  // load and one release store. Call once per cycle, after the cycle's last use of what
+  // acquire() returned (results of an asynchronous solve included).
+  void quiescent() noexcept;
+  // [control-thread] About to stop calling acquire() for a while (waiting, sleeping, shutting
+  // down): swaps stop waiting for this thread. online() before the next acquire(). Not needed for
+  // a loop that keeps cycling.
+  void offline() noexcept;
+  void online() noexcept;  // one sequentially consistent fence
+
+ private:
+  template <class>
+  friend class Swappable;
+  friend class SwapCore;
+  SwapReader(std::shared_ptr<swap_detail::Domain> domain, swap_detail::ReaderSlot *slot) noexcept;
+  std::shared_ptr<swap_detail::Domain> domain_;
+  swap_detail::ReaderSlot *slot_ = nullptr;
+};
+
+// Compares the serving version and a candidate on inputs the host recorded (e.g. the last second
+// of targets), off the control thread. Returns an empty optional when they agree within the host's
+// tolerance, else what differed ("target 17: joint 3 differs by 0.2 rad").
+using ShadowCheck =
+    std::function<std::optional<std::string>(const ServedVersion &serving, const ServedVersion &candidate)>;
+
+struct SwapOptions {
+  std::string consumer;
+  std::string name;
+  std::string interface_id;     // e.g. KILN_IK_INTERFACE_ID
+  int device = 0;               // activate's device ordinal; -1: host only
+  std::uint32_t max_batch = 1;  // activate's max_batch, the same for every version
+  LoadOptions load;             // which device the compatibility check is against, ABI floor
+  std::size_t keep_resident = 2;  // versions kept loaded and active, the serving one included (>= 1):
+                                  // swapping back to one of them (rollback) loads nothing
+  bool carry_state = true;        // export_state -> import_state on every swap
+  std::chrono::milliseconds grace_timeout{1000};  // a swap waits this long for the grace period;
+                                                  // past it the old version is retired later
+  std::size_t max_readers = 64;
+  // Follow cross-process requests (kiln swap, kiln publish, kiln build of consumer/name) on a
+  // background thread that polls a shared generation counter (no system call per poll).
+  bool watch = false;
+  std::chrono::milliseconds watch_interval{20};
+  // Called on the watcher thread after each swap it ran: the report, and the error if refused.
+  std::function<void(const struct SwapReport &, const Error *)> on_watched_swap;
+  // Set by Swappable<Interface>: the smallest table accepted (the interface's first revision).
+  std::size_t interface_min_size = 0;
+};
+
+struct SwapRequest {
+  std::string name;              // another artifact of the consumer; empty: options.name
+  std::optional<Recipe> recipe;  // ensure this recipe (build on miss) and serve what it built
+  BuildOptions build;
+  ShadowCheck shadow;            // optional
+};
+
+struct SwapStep {
+  std::string step;  // "resolve", "build", "load", "create", "activate", "selftest", "shadow",
+                     // "state", "publish", "grace", "retire"
+  double ms = 0;
+  std::string detail;  // "passed: 16 targets within 1e-4", "412 bytes carried", "not offered"
+};
+
+struct RetiredVersion {
+  std::string content_key;
+  std::uint64_t serial = 0;
+  bool unloaded = false;  // gone from the address space (dlclose'd, checked in /proc/self/maps)
+  std::string note;       // why it stays mapped, e.g. "has an .nv_fatbin section (CUDA runtime)"
+};
+
+struct SwapReport {
+  bool swapped = false;  // false: the requested version was already serving (nothing changed)
+  std::string from_key;  // content keys
+  std::string to_key;
+  std::uint64_t serial = 0;  // of the version now serving
+  bool was_resident = false;  // the new version was already loaded (a rollback target)
+  std::vector<SwapStep> steps;
+  std::size_t state_bytes = 0;
+  std::vector<RetiredVersion> retired;
+  std::size_t retire_pending = 0;  // old versions still waiting for a reader's quiescent point
+  double total_ms = 0;             // request to the new version serving
+};
+
+// A swap that did not happen: the serving version still serves. kind() is the failing step's
+// error kind (AbiError for a failed self-test or state import, IntegrityError, BuildError ...).
+class SwapError : public Error {
+ public:
+  SwapError(ErrorKind kind, const std::string &message, std::string step, SwapReport report)
+      : Error(kind, message), step_(std::move(step)), report_(std::move(report)) {}
+  const std::string &step() const noexcept { return step_; }  // "selftest", "state", ...
+  const SwapReport &report() const noexcept { return report_; }
+
+ private:
+  std::string step_;
+  SwapReport report_;
+};
+
+// The untyped engine behind Swappable<Interface> (src/swap).
+class SwapCore {
+ public:
+  // [setup-thread] Loads and serves the version consumer/name resolves to now (same transaction
+  // as a swap, minus state). Throws SwapError when it cannot serve.
+  SwapCore(Runtime &runtime, SwapOptions options);
+  ~SwapCore();  // stops the watcher, waits for a swap in flight, retires every version
+  SwapCore(const SwapCore &) = delete;
+  SwapCore &operator=(const SwapCore &) = delete;
+
+  SwapReader register_reader();  // [setup-thread] throws UsageError past max_readers
+  // [control-thread: real-time safe] one acquire load
+  const ServedVersion &acquire(const SwapReader &reader) const noexcept;
+
+  // [setup-thread] Swaps are serialized: a second caller waits for the first.
+  SwapReport swap(const SwapRequest &request = {});
+  SwapReport rollback();  // back to the previous resident version; NotFoundError when none
+  std::vector<ServedVersion> resident() const;  // serving first
+  // Retire versions whose grace period has passed since (returns how many are still pending).
+  std::size_t collect();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+template <class Interface>
+class Swappable {
+ public:
+  Swappable(Runtime &runtime, SwapOptions options) : core_(runtime, with_size(std::move(options))) {}
+
+  SwapReader register_reader() { return core_.register_reader(); }
+  // [control-thread: real-time safe] Valid until this reader's next quiescent() or offline().
+  Serving<Interface> acquire(const SwapReader &reader) const noexcept {
+    const ServedVersion &v = core_.acquire(reader);
+    return {static_cast<const Interface *>(v.table), v.instance, v.serial};
+  }
+  SwapReport swap(const SwapRequest &request = {}) { return core_.swap(request); }
+  SwapReport rollback() { return core_.rollback(); }
+  std::vector<ServedVersion> resident() const { return core_.resident(); }
+  std::size_t collect() { return core_.collect(); }
+
+ private:
+  static SwapOptions with_size(SwapOptions options) {
+    if (options.interface_min_size == 0) options.interface_min_size = sizeof(Interface);
+    return options;
+  }
+  SwapCore core_;
+};
+
+}  // namespace kiln
