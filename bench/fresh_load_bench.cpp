@@ -5,6 +5,9 @@
 //   - PyTorch's cpp_extension.load warm hit of a one-kernel CUDA extension (bench/torch_warm_hit.py;
 //     `import torch` not timed), the way Python robotics stacks load custom kernels today;
 //   - a bare dlopen + dlsym of the same stored file (the floor: no checks at all).
+// A controller's restart finds the file's verification record (written by the first process
+// that loaded it once its ctime settled), so it does not hash the file; the first process after
+// a build does, and is reported on its own line.
 // The device check runs against a declared sm_90 so that cuInit (100-235 ms, paid by any CUDA
 // user once) is in neither figure. A baseline that cannot run is reported as failed, never as a
 // ratio.
@@ -17,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/filesystem/operations.hpp>
@@ -97,9 +101,21 @@ int main(int argc, char **argv) {
     request.archs = {kiln::Arch::parse("sm_90")};
     file = runtime.publish(request).file;
   }
+  // A controller starts long after its artifact was built: let the file's ctime settle, so the
+  // first load writes the verification record later processes use instead of hashing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
   run_children(argv[0], "kiln", cache, 3);  // page cache warm, as a controller's restart finds it
   const std::vector<double> kiln_us = run_children(argv[0], "kiln", cache, runs);
   const std::vector<double> bare_us = run_children(argv[0], "bare", file, runs);
+  // The first process after a build: no record yet, so it hashes the file (and writes the record).
+  std::vector<double> first_us;
+  for (int i = 0; i < runs; ++i) {
+    boost::system::error_code ignored;
+    fs::remove_all(cache + "/verified", ignored);
+    const std::vector<double> one = run_children(argv[0], "kiln", cache, 1);
+    if (one.empty()) break;
+    first_us.push_back(one.front());
+  }
 
   // Torch: the first call of a fresh build directory compiles; later processes are warm hits.
   const char *python = std::getenv("KILN_BENCH_PYTHON");
@@ -120,22 +136,29 @@ int main(int argc, char **argv) {
 
   std::printf("kiln fresh-process load bench: plugin %s (%ju bytes), %d runs each (declared sm_90: no cuInit)\n",
               fs::path(file).filename().c_str(), static_cast<std::uintmax_t>(fs::file_size(file)), runs);
-  if (kiln_us.empty() || bare_us.empty()) {
+  if (kiln_us.empty() || bare_us.empty() || first_us.empty()) {
     std::printf("  FAILED: a child process did not report\n");
     return 1;
   }
   const double kiln_med = median(kiln_us), bare_med = median(bare_us);
   std::printf("  bare dlopen+dlsym, fresh process      median %8.1f us\n", bare_med);
-  std::printf("  kiln Runtime + load, fresh process    median %8.1f us   (%.2fx bare)\n", kiln_med, kiln_med / bare_med);
+  std::printf("  kiln Runtime + load, fresh process    median %8.1f us   (%.2fx bare; the file's verification record used)\n",
+              kiln_med, kiln_med / bare_med);
+  std::printf("  the same, first process after a build median %7.1f us   (no record yet: the file is hashed)\n",
+              median(first_us));
   if (!torch_failure.empty()) {
     std::printf("  torch cpp_extension.load warm hit     baseline FAILED: %s\n", torch_failure.c_str());
-    std::printf("{\"bench\":\"fresh_load\",\"kiln_us\":%.2f,\"bare_us\":%.2f,\"torch\":\"failed\"}\n", kiln_med, bare_med);
+    std::printf("{\"bench\":\"fresh_load\",\"kiln_us\":%.2f,\"kiln_first_us\":%.2f,\"bare_us\":%.2f,\"torch\":\"failed\"}\n",
+                kiln_med, median(first_us), bare_med);
   } else {
     const double torch_med = median(torch_ms);
     std::printf("  torch cpp_extension.load warm hit     median %8.1f us   (%d runs)\n", torch_med * 1000, torch_runs);
     std::printf("  kiln is %.1fx faster than the torch warm hit (goal >= 50x)\n", torch_med * 1000 / kiln_med);
-    std::printf("{\"bench\":\"fresh_load\",\"kiln_us\":%.2f,\"bare_us\":%.2f,\"torch_us\":%.2f,\"speedup\":%.2f}\n",
-                kiln_med, bare_med, torch_med * 1000, torch_med * 1000 / kiln_med);
+    std::printf("  first process after a build: %.1fx faster than the torch warm hit\n", torch_med * 1000 / median(first_us));
+    std::printf("{\"bench\":\"fresh_load\",\"kiln_us\":%.2f,\"kiln_first_us\":%.2f,\"bare_us\":%.2f,\"torch_us\":%.2f,"
+                "\"speedup\":%.2f,\"speedup_first\":%.2f}\n",
+                kiln_med, median(first_us), bare_med, torch_med * 1000, torch_med * 1000 / kiln_med,
+                torch_med * 1000 / median(first_us));
   }
   boost::system::error_code ignored;
   fs::remove_all(work, ignored);

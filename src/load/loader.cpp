@@ -138,7 +138,7 @@ void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolut
 }  // namespace
 
 Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCallback &log,
-                    load::KernelSource kernels) {
+                    load::KernelSource kernels, const store::VerificationRecords *records) {
   const Resolution &resolution = report.resolution;
   const std::uint32_t abi_min =
       abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
@@ -159,10 +159,10 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     }
     throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(error));
   }
-  store::check_safe_to_execute(fd.get(), resolution.file, resolution.store_root);
-  // Digest and build stamp from the file's bytes: nothing of the plugin runs (not even its
-  // constructors, which dlopen would) before both hold.
-  load::verify_before_dlopen(fd.get(), resolution);
+  const store::FileIdentity id = store::check_fd_safe_to_execute(fd.get(), resolution.file);
+  // Store safety of its directories, digest and build stamp from the file's bytes: nothing of
+  // the plugin runs (not even its constructors, which dlopen would) before all hold.
+  load::verify_before_dlopen(fd.get(), id, resolution, records, log);
   report.timings.verify_ms = ms_since(start);
 
   start = Clock::now();

@@ -5,6 +5,7 @@
 #include <kiln/module.hpp>
 
 #include "load/host_kernels.hpp"
+#include "store/verification_records.hpp"
 
 namespace kiln {
 
@@ -16,8 +17,9 @@ class Loader {
   // dlopen then maps, so no byte runs before it is verified (no check-then-swap window).
   // kernels: where "kiln.host.kernels/1" loads device-image artifacts from; empty: the plugin
   // is not offered the service (get_service answers NULL).
+  // records: persisted verification records (store/verification_records.hpp); nullptr: none.
   static Module open(LoadReport report, std::uint32_t abi_required, const LogCallback &log,
-                     load::KernelSource kernels = {});
+                     load::KernelSource kernels = {}, const store::VerificationRecords *records = nullptr);
 };
 
 }  // namespace kiln

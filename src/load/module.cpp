@@ -1,4 +1,5 @@
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -22,21 +23,34 @@ void destroy_quietly(const Instance::Library &library, kiln_instance *instance) 
 
 // glibc answers dlopen("/proc/self/fd/<n>") with any loaded library it once opened under that
 // name, so <n> must not name another file while such a library is loaded: a descriptor is
-// closed only once no library is loaded under its name or from its file. One loaded twice (two
-// Modules of one entry) outlives the first dlclose; its descriptor is kept until a later call
-// finds it gone.
+// closed only once no library is loaded under its name. One loaded twice (two Modules of one
+// entry) outlives the first dlclose; its descriptor is kept until a later call finds it gone.
+// The loaded libraries' names are read from the loader's own list (dl_iterate_phdr): no system
+// call, where asking dlopen(RTLD_NOLOAD) would open and read the file again.
+bool loaded_under(const std::string &name) {
+  struct Search {
+    const std::string *name;
+    bool found;
+  } search{&name, false};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info *info, std::size_t, void *data) {
+        auto *s = static_cast<Search *>(data);
+        if (info->dlpi_name != nullptr && *s->name == info->dlpi_name) s->found = true;
+        return s->found ? 1 : 0;
+      },
+      &search);
+  return search.found;
+}
+
 void release_mapped_fd(int fd) {
   static std::mutex guard;
   static std::vector<int> kept;
   std::lock_guard<std::mutex> lock(guard);
   if (fd >= 0) kept.push_back(fd);
   for (auto it = kept.begin(); it != kept.end();) {
-    const std::string name = "/proc/self/fd/" + std::to_string(*it);
-    if (void *still = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
-      ::dlclose(still);
+    if (loaded_under("/proc/self/fd/" + std::to_string(*it))) {
       ++it;
     } else {
-      ::dlerror();
       ::close(*it);
       it = kept.erase(it);
     }

@@ -1,7 +1,6 @@
 #include "load/verify.hpp"
 
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include "load/stamp.hpp"
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
+#include "store/safety.hpp"
 
 namespace kiln::load {
 namespace {
@@ -56,10 +56,7 @@ VerifiedFiles &verified_files() {
 // ones dlopen maps next, so a cold load reads the file once.
 class Mapping {
  public:
-  Mapping(int fd, const std::string &file) {
-    struct stat info {};
-    if (::fstat(fd, &info) != 0) throw IoError("cannot stat " + file + ": " + std::strerror(errno));
-    size_ = static_cast<std::size_t>(info.st_size);
+  Mapping(int fd, std::uint64_t size, const std::string &file) : size_(static_cast<std::size_t>(size)) {
     if (size_ == 0) return;
     // MAP_POPULATE: fault the pages in one call rather than one fault per page.
     data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
@@ -93,10 +90,15 @@ FileStamp stamp_of(std::string_view bytes, const std::string &file) {
 
 }  // namespace
 
-void verify_before_dlopen(int fd, const Resolution &resolution) {
-  const auto id = store::identify_fd(fd);
-  if (id && verified_files().known(*id, resolution.digest, resolution.content_key)) return;
-  const Mapping mapping(fd, resolution.file);
+void verify_before_dlopen(int fd, const store::FileIdentity &id, const Resolution &resolution,
+                          const store::VerificationRecords *records, const LogCallback &log) {
+  if (verified_files().known(id, resolution.digest, resolution.content_key)) return;
+  store::check_directories(resolution.file, resolution.store_root);
+  if (records != nullptr && records->vouches(resolution.content_key, id, resolution.digest)) {
+    verified_files().remember(id, resolution.digest, resolution.content_key);
+    return;
+  }
+  const Mapping mapping(fd, id.size, resolution.file);
   const std::string_view bytes = mapping.bytes();
   const std::string actual = store::digest_hex(bytes);
   if (actual != resolution.digest) {
@@ -113,7 +115,8 @@ void verify_before_dlopen(int fd, const Resolution &resolution) {
                          ": the file does not belong to this entry and was not loaded (none of its code ran); "
                          "republish or rebuild the artifact");
   }
-  if (id) verified_files().remember(*id, actual, resolution.content_key);
+  verified_files().remember(id, actual, resolution.content_key);
+  if (records != nullptr) records->remember(resolution.content_key, id, actual, log);
 }
 
 }  // namespace kiln::load

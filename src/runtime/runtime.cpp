@@ -60,6 +60,8 @@ Runtime::Runtime(RuntimeOptions options) try : state_(std::make_shared<State>())
   // (~/.cache -> /data/cache), so a symlink it meets lies inside a store.
   for (auto &location : locations) location.root = store::resolve_store_root(location.root);
   state_->storage = std::make_unique<store::Storage>(locations);
+  state_->verification_records =
+      std::make_unique<store::VerificationRecords>(state_->writable().root() / "verified");
 } catch (...) {
   support::rethrow_typed("setting up kiln (stores, KILN_DEVICE)");
 }
@@ -110,7 +112,7 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
     throw UsageError(what + " is a \"" + r.kind + "\" artifact (device images), not a plugin: load it with "
                      "Runtime::load_kernels (kiln load lists its kernels)");
   }
-  const std::vector<DeviceIdentity> effective = state_->check_devices();  // discovery (once) is not timed
+  const std::vector<DeviceIdentity> &effective = state_->checked_devices();  // discovery (once) is not timed
   const auto start = Clock::now();
   if (options.device >= 0) {
     if (static_cast<std::size_t>(options.device) >= effective.size()) {
@@ -138,7 +140,8 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
   load::KernelSource kernels = [state](const std::string &consumer, const std::string &name, int device) {
     return state->load_images_on(consumer, name, device);
   };
-  return Loader::open(std::move(report), options.abi_required, state_->options.log, std::move(kernels));
+  return Loader::open(std::move(report), options.abi_required, state_->options.log, std::move(kernels),
+                      state_->verification_records.get());
 }
 
 std::vector<ArtifactSummary> Runtime::list(const std::string &consumer) const try {

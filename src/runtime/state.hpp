@@ -12,12 +12,15 @@
 
 #include "store/file_identity.hpp"
 #include "store/storage.hpp"
+#include "store/verification_records.hpp"
 
 namespace kiln {
 
 struct Runtime::State {
   RuntimeOptions options;
   std::unique_ptr<store::Storage> storage;  // every store layer, the writable cache last
+  // <cache>/verified: lets a fresh process skip hashing an unchanged plugin file.
+  std::unique_ptr<store::VerificationRecords> verification_records;
   std::optional<DeviceIdentity> declared;  // parsed KILN_DEVICE / options.declared_device
   mutable std::once_flag devices_once;
   mutable std::optional<DeviceReport> device_report;

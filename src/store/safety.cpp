@@ -26,7 +26,8 @@ struct Purpose {
 constexpr Purpose kCode{"refusing to run code from", "anyone could replace the code"};
 constexpr Purpose kData{"refusing to trust", "anyone could point an artifact name at other code or roll it back"};
 
-void check_stat(const std::string &path, const struct stat &info, bool must_be_file, const Purpose &purpose) {
+void check_stat(const std::string &path, const struct stat &info, bool must_be_file, const Purpose &purpose,
+                uid_t me = ::geteuid()) {
   // A symlink inside a store could be redirected by whoever controls its target; chmod cannot
   // fix that, so it gets its own message. (The store root itself was resolved at start-up.)
   if (S_ISLNK(info.st_mode)) {
@@ -41,7 +42,6 @@ void check_stat(const std::string &path, const struct stat &info, bool must_be_f
                          ": it is not a regular file (a device, FIFO or directory in a store entry means the entry "
                          "was altered); republish the artifact");
   }
-  const uid_t me = ::geteuid();
   if (info.st_uid != me && info.st_uid != 0) {
     throw IntegrityError(std::string(purpose.refusal) + " " + path + ": owned by uid " + std::to_string(info.st_uid) +
                          ", not by you (uid " + std::to_string(me) +
@@ -53,28 +53,30 @@ void check_stat(const std::string &path, const struct stat &info, bool must_be_f
   }
 }
 
-void check_one(const std::string &path, bool must_be_file, const Purpose &purpose, FileIdentity *identity = nullptr) {
+void check_one(const std::string &path, bool must_be_file, const Purpose &purpose, FileIdentity *identity = nullptr,
+               uid_t me = ::geteuid()) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + path);
     throw IoError("cannot stat " + path + ": " + std::strerror(errno));
   }
-  check_stat(path, info, must_be_file, purpose);
+  check_stat(path, info, must_be_file, purpose, me);
   if (identity != nullptr) *identity = identity_of(info);
 }
 
+}  // namespace
+
 void check_directories(const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
-  // Plain string walking: this runs on every load, and path objects cost more than the lstat calls.
+  // Plain string walking: this runs on every cold load, and path objects cost more than the lstat calls.
   const std::string root = store_root.lexically_normal().string();
+  const uid_t me = ::geteuid();
   std::string dir = file.string();
   for (std::size_t slash = dir.rfind('/'); slash != std::string::npos && slash > 0; slash = dir.rfind('/')) {
     dir.resize(slash);
-    check_one(dir, false, kCode);
+    check_one(dir, false, kCode, nullptr, me);
     if (dir == root) break;
   }
 }
-
-}  // namespace
 
 void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
   check_one(file.string(), true, kCode);
@@ -91,10 +93,15 @@ void check_file_safe(const std::string &file, FileIdentity *identity) { check_on
 
 void check_store_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, kData, identity); }
 
-void check_safe_to_execute(int fd, const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
+FileIdentity check_fd_safe_to_execute(int fd, const std::string &file) {
   struct stat info {};
-  if (::fstat(fd, &info) != 0) throw IoError("cannot stat " + file.string() + ": " + std::strerror(errno));
-  check_stat(file.string(), info, true, kCode);
+  if (::fstat(fd, &info) != 0) throw IoError("cannot stat " + file + ": " + std::strerror(errno));
+  check_stat(file, info, true, kCode);
+  return identity_of(info);
+}
+
+void check_safe_to_execute(int fd, const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
+  check_fd_safe_to_execute(fd, file.string());
   check_directories(file, store_root);
 }
 

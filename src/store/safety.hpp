@@ -36,4 +36,11 @@ void check_store_file_safe(const std::string &file, FileIdentity *identity);
 // loaded): its fstat replaces the file's lstat.
 void check_safe_to_execute(int fd, const boost::filesystem::path &file, const boost::filesystem::path &store_root);
 
+// The two halves of that check, for the plugin loader, which walks the directories only for a
+// file it has not verified before (load/verify.hpp): the descriptor's file alone (fstat),
+// giving its identity ...
+FileIdentity check_fd_safe_to_execute(int fd, const std::string &file);
+// ... and every directory from the file's parent up to and including store_root.
+void check_directories(const boost::filesystem::path &file, const boost::filesystem::path &store_root);
+
 }  // namespace kiln::store
