@@ -28,7 +28,12 @@ bool unchanged_for(const fs::path &dir, std::chrono::seconds grace) {
   return std::time(nullptr) - newest >= grace.count();
 }
 
-int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_grace) {
+bool is_v2_staging(const std::string &name) {
+  const std::string v2 = std::string(kStagingPrefix) + kStagingVersionTag;
+  return starts_with(name, v2) && name.find('-', v2.size()) == std::string::npos;  // not "-damaged"
+}
+
+int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_grace, std::chrono::seconds v2_grace) {
   int removed = 0;
   boost::system::error_code error;
   for (fs::directory_iterator it(layout.entries(), error), end; !error && it != end; it.increment(error)) {
@@ -41,7 +46,8 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
       bool missing = false;
       // Held while removing, so that no other sweeper judges it meanwhile.
       const auto lock = FileLock::try_acquire_existing(dir / kStagingLockFile, &missing);
-      if (!lock && !(missing && unchanged_for(dir, lockless_grace))) continue;  // live
+      const auto grace = is_v2_staging(dir.filename().string()) ? std::min(v2_grace, lockless_grace) : lockless_grace;
+      if (!lock && !(missing && unchanged_for(dir, grace))) continue;  // live
       boost::system::error_code ignored;
       KILN_FAULT_POINT("sweep.before_remove");
       if (fs::remove_all(dir, ignored) > 0) ++removed;
@@ -90,9 +96,10 @@ int sweep_bykey_temps(const ConsumerLayout &layout) {
 
 }  // namespace
 
-SweepCounts sweep_leftovers(const ConsumerLayout &layout, std::chrono::seconds lockless_grace) {
+SweepCounts sweep_leftovers(const ConsumerLayout &layout, std::chrono::seconds lockless_grace,
+                            std::chrono::seconds v2_grace) {
   SweepCounts counts;
-  counts.staging_dirs = sweep_staging(layout, lockless_grace);
+  counts.staging_dirs = sweep_staging(layout, lockless_grace, v2_grace);
   // A lock we cannot open (permissions, a non-file under its name): leave those temps.
   try {
     counts.temps += sweep_manifest_temps(layout);

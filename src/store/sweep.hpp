@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "store/files.hpp"
 #include "store/layout.hpp"
 
 namespace kiln::store {
@@ -15,6 +16,10 @@ namespace kiln::store {
 // before its lock file exists or after commit removed it (modified just then). A build takes
 // far less than a day, so such a directory unmodified (mtime and ctime) for a day is dead.
 inline constexpr std::chrono::seconds kLocklessStagingGrace{24 * 3600};
+// This kiln's own staging directories (.staging-v2-*) are lock-less only in those instants (the
+// lock file is made right after the mkdir and removed right before the rename): one unmodified
+// for kTempWriteBound (a minute) is dead.
+inline constexpr std::chrono::seconds kLocklessV2StagingGrace = kTempWriteBound;
 
 struct SweepCounts {
   int staging_dirs = 0;  // staging directories removed
@@ -25,7 +30,8 @@ struct SweepCounts {
 // Removes, for one consumer:
 //  - store/.staging-* directories whose lock (kStagingLockFile inside) it can take: the holder
 //    is dead. It keeps the lock while removing. Held ones are live and stay, whatever the pid
-//    in their name; lock-less ones go once older than `lockless_grace`.
+//    in their name; lock-less ones go once older than `lockless_grace` (`v2_grace` for
+//    this kiln's .staging-v2-* directories).
 //  - .manifest.json.tmp-*, when it can take manifest.lock (every manifest writer holds it);
 //  - bykey/.<input_key>.tmp-*, when it can take locks/<input_key>.lock (a build writes its
 //    pointer under that lock);
@@ -34,6 +40,7 @@ struct SweepCounts {
 //    writer: skipped, never waited for. (The manifest writer also clears them, under its lock.)
 // Never throws for what it finds: a leftover it cannot judge or remove is left in place.
 SweepCounts sweep_leftovers(const ConsumerLayout &layout,
-                            std::chrono::seconds lockless_grace = kLocklessStagingGrace);
+                            std::chrono::seconds lockless_grace = kLocklessStagingGrace,
+                            std::chrono::seconds v2_grace = kLocklessV2StagingGrace);
 
 }  // namespace kiln::store

@@ -205,14 +205,25 @@ TEST_CASE("sweep: a killed holder's staging directory goes at once; lock-less on
   // Lock-less: a kiln from before staging locks, and an entry moved aside as damaged.
   const fs::path old_kiln = layout.entries() / ".staging-4242-0-7";
   const fs::path damaged = layout.entries() / ".staging-4242-1-9-damaged";
+  // And one of this kiln's whose writer died before making its lock file.
+  const fs::path lockless_v2 = layout.entries() / ".staging-v2-0123456789abcdef";
   fs::create_directories(old_kiln / "gen");
   fs::create_directories(damaged);
+  fs::create_directories(lockless_v2);
 
   const store::SweepCounts first = store::sweep_leftovers(layout);
   CHECK(first.staging_dirs == 1);
   CHECK_FALSE(fs::exists(dead));
-  CHECK(fs::exists(old_kiln));  // modified just now: may be a live older kiln's
-  CHECK(fs::exists(damaged));   // kept a while for inspection
+  CHECK(fs::exists(old_kiln));     // modified just now: may be a live older kiln's
+  CHECK(fs::exists(damaged));      // kept a while for inspection
+  CHECK(fs::exists(lockless_v2));  // may be a writer between its mkdir and its lock
+
+  // Past a minute (here: a bound of 0) a lock-less v2 directory is dead; the others wait a day.
+  const store::SweepCounts minute = store::sweep_leftovers(layout, store::kLocklessStagingGrace, std::chrono::seconds(0));
+  CHECK(minute.staging_dirs == 1);
+  CHECK_FALSE(fs::exists(lockless_v2));
+  CHECK(fs::exists(old_kiln));
+  CHECK(fs::exists(damaged));
 
   const store::SweepCounts aged = store::sweep_leftovers(layout, std::chrono::seconds(0));
   CHECK(aged.staging_dirs == 2);
