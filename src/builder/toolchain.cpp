@@ -140,6 +140,7 @@ void write_cache(const fs::path &cache_file, json entries, const std::vector<std
   const json cache = {{"format", cache_format}, {"executables", std::move(entries)}};
   try {
     store::create_directories(cache_file.parent_path());
+    store::remove_dead_temps(cache_file);  // killed writers' (no lock: any a minute old is dead)
     store::write_file_atomic(cache_file, support::dump_json(cache, 2) + "\n");
   } catch (const Error &) {
     // Only a cache: a read-only store still builds, it just asks the toolchain again next time.

@@ -94,6 +94,24 @@ int sweep_bykey_temps(const ConsumerLayout &layout) {
   return removed;
 }
 
+// objects/: a unit's object and its digest are written through temps (".<stem>.tmp-*",
+// ".<object>.digest.tmp-*") by builds of any input key, so no one lock covers them; a temp
+// untouched for kTempWriteBound is no writer's (each is renamed as soon as it is written).
+int sweep_object_temps(const ConsumerLayout &layout) {
+  const std::time_t now = std::time(nullptr);
+  int removed = 0;
+  for (const auto &name : names_in(layout.objects())) {
+    if (name.empty() || name[0] != '.' || name.find(".tmp-") == std::string::npos) continue;
+    const fs::path temp = layout.objects() / name;
+    struct stat info {};
+    if (::lstat(temp.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || now - info.st_mtime < kTempWriteBound.count()) {
+      continue;
+    }
+    if (::unlink(temp.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 }  // namespace
 
 SweepCounts sweep_leftovers(const ConsumerLayout &layout, std::chrono::seconds lockless_grace,
@@ -109,6 +127,7 @@ SweepCounts sweep_leftovers(const ConsumerLayout &layout, std::chrono::seconds l
     counts.temps += sweep_bykey_temps(layout);
   } catch (const Error &) {
   }
+  counts.temps += sweep_object_temps(layout);
   return counts;
 }
 

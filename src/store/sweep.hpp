@@ -23,7 +23,7 @@ inline constexpr std::chrono::seconds kLocklessV2StagingGrace = kTempWriteBound;
 
 struct SweepCounts {
   int staging_dirs = 0;  // staging directories removed
-  int temps = 0;         // .manifest.json.tmp-* and bykey/.<key>.tmp-* removed
+  int temps = 0;         // .manifest.json.tmp-*, bykey/.<key>.tmp-* and objects/.*.tmp-* removed
   int total() const { return staging_dirs + temps; }
 };
 
@@ -36,7 +36,9 @@ struct SweepCounts {
 //  - bykey/.<input_key>.tmp-*, when it can take locks/<input_key>.lock (a build writes its
 //    pointer under that lock);
 //    in both cases only temps untouched for kTempWriteBound (files.hpp), since a writer that
-//    lost or never took the lock must not lose its temp either. A busy lock means a live
+//    lost or never took the lock must not lose its temp either;
+//  - objects/.*.tmp-* (object cache temps, written by builds of any key) untouched for
+//    kTempWriteBound. A busy lock means a live
 //    writer: skipped, never waited for. (The manifest writer also clears them, under its lock.)
 // Never throws for what it finds: a leftover it cannot judge or remove is left in place.
 SweepCounts sweep_leftovers(const ConsumerLayout &layout,

@@ -2,6 +2,9 @@
 // finding and identifying the toolchain.
 #include <doctest/doctest.h>
 
+#include <ctime>
+#include <fstream>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -665,8 +668,17 @@ TEST_CASE("toolchain: identify_toolchain runs --version once, then remembers it 
   ScopedEnv host("KILN_HOST_CXX", cxx.string());
   const fs::path cache = dir / "store" / "toolchain.json";  // its directory is created
   builder::reset_toolchain_memo_for_tests();
+  // A killed writer's temp a minute old goes with the next write; a fresh one may be a writer's.
+  fs::create_directories(cache.parent_path());
+  const fs::path dead_temp = cache.parent_path() / ".toolchain.json.tmp-4242-0-1";
+  const fs::path fresh_temp = cache.parent_path() / ".toolchain.json.tmp-4243-0-1";
+  { std::ofstream(dead_temp.string()) << "{\"entr"; }
+  { std::ofstream(fresh_temp.string()) << "{\"entr"; }
+  fs::last_write_time(dead_temp, std::time(nullptr) - 3600);
 
   const auto first = builder::identify_toolchain(cache);
+  CHECK_FALSE(fs::exists(dead_temp));
+  CHECK(fs::exists(fresh_temp));
   CHECK(first.nvcc_path == fs::canonical(nvcc).string());  // the real path: the symlink resolved
   CHECK(first.nvcc_version == "Build cuda_13.0.r13.0/compiler.fake_0");
   CHECK(first.host_cxx_path == fs::canonical(cxx).string());

@@ -119,6 +119,23 @@ TEST_CASE("leftovers: manifest and bykey temps of killed writers are swept by th
   CHECK(store::read_manifest(layout.manifest(), "tests")->artifacts.count("example") == 1);
 }
 
+TEST_CASE("leftovers: object-cache temps of killed builds are swept once a minute old") {
+  TempDir dir;
+  Runtime runtime(options_in(dir));
+  const store::ConsumerLayout layout(dir / "cache", "tests");
+  const fs::path object_temp = leave_temp(layout.objects() / "saxpy", "4242-0-3");
+  const fs::path digest_temp = leave_temp(layout.objects() / ("saxpy-" + some_key + ".o.digest"), "4242-0-4");
+  const fs::path fresh = leave_temp(layout.objects() / "axpy", "4243-0-1", std::chrono::seconds(0));
+  const fs::path object = layout.objects() / ("saxpy-" + some_key + ".o");
+  kiln::test::write_text(object, "not a temp");
+  fs::last_write_time(object, std::time(nullptr) - 3600);
+  publish_example(runtime);
+  CHECK_FALSE(fs::exists(object_temp));
+  CHECK_FALSE(fs::exists(digest_temp));
+  CHECK(fs::exists(fresh));   // possibly a build at work
+  CHECK(fs::exists(object));  // the cache itself is not a leftover
+}
+
 TEST_CASE("leftovers: a live writer's temps are never removed; once it dies they are") {
   TempDir dir;
   const store::ConsumerLayout layout(dir.path(), "tests");
