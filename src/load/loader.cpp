@@ -84,16 +84,16 @@ std::unique_ptr<load::HostKernelsService> make_kernel_service(Instance::Library 
 
 // "/proc/self/fd/N" for a descriptor: the name under which dlopen maps exactly the inode that
 // was checked. Without /proc there is no such name, and reopening by path would let a file
-// swapped in after the checks run unchecked: refuse instead.
-std::string descriptor_path(int fd, const std::string &file) {
-  static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;
-  if (!have_proc) {
-    throw IoError("cannot load " + file + " safely: /proc/self/fd is missing, so kiln cannot dlopen the very file it "
-                  "verified (reopening it by path would let a file swapped in after the check run unverified); "
-                  "mount /proc in this process's mount namespace (e.g. mount -t proc proc /proc, or give the "
-                  "container its /proc) and load again");
-  }
-  return "/proc/self/fd/" + std::to_string(fd);
+// swapped in after the checks run unchecked: the load is refused (missing_proc_error), never
+// retried by path. Nothing is asked up front: a lookup in /proc costs a fresh process tens of µs,
+// and a dlopen that fails tells the same.
+std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+[[noreturn]] void throw_missing_proc(const std::string &file) {
+  throw IoError("cannot load " + file + " safely: /proc/self/fd is missing, so kiln cannot dlopen the very file it "
+                "verified (reopening it by path would let a file swapped in after the check run unverified); "
+                "mount /proc in this process's mount namespace (e.g. mount -t proc proc /proc, or give the "
+                "container its /proc) and load again");
 }
 
 // Everything the plugin's answer must satisfy before any of its tables is used. Only fields
@@ -174,9 +174,10 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     library->kernel_service = make_kernel_service(library.get());
   }
   // Map the verified descriptor itself, so a file swapped in after the checks is never run.
-  library->handle = ::dlopen(descriptor_path(fd.get(), resolution.file).c_str(), RTLD_NOW | RTLD_LOCAL);
+  library->handle = ::dlopen(descriptor_path(fd.get()).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library->handle == nullptr) {
     const char *error = ::dlerror();
+    if (::access("/proc/self/fd", X_OK) != 0) throw_missing_proc(resolution.file);
     throw AbiError("cannot dlopen " + resolution.file + ": " + (error != nullptr ? error : "unknown error") +
                    " (a missing dependency must be installed on this machine; a file that is not a shared "
                    "object must be republished)");
