@@ -74,7 +74,7 @@ std::optional<int> parse_driver_version(std::string_view text) {
   }
   const auto major = parse_number<int>(text.substr(0, dot));
   const auto minor = parse_number<int>(text.substr(dot + 1));
-  if (!major || !minor || *major < 1 || *major > 1000000 || *minor > 99) return std::nullopt;
+  if (!major || !minor || *major < 1 || *major > 1000000 || *minor < 0 || *minor > 99) return std::nullopt;
   return *major * 1000 + *minor * 10;
 }
 

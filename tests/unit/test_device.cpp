@@ -131,6 +131,7 @@ TEST_CASE("declared devices: bad text is refused, naming the text and the proble
       {"sm_87,driver=abc", "driver=abc is not a CUDA driver version"},
       {"sm_87,driver=12", "driver=12 is not a CUDA driver version"},
       {"sm_87,driver=-12060", "is not a CUDA driver version"},
+      {"sm_87,driver=12.-748364887", "is not a CUDA driver version"},  // found by fuzzing: minor * 10 overflowed
       {"sm_87,integrated=2", "integrated=2 is not 0 or 1"},
       {"sm_87,sm_count=0", "sm_count=0 is not a positive number"},
       {"sm_87,sm_count=x", "sm_count=x is not a positive number"},
