@@ -10,6 +10,16 @@
 // stop ("one seed converged") is a ballot and the best-seed choice a butterfly of shuffles:
 // no shared or global scratch per seed. Every buffer is reserved at activate for max_batch
 // targets; a solve copies, launches one kernel and records one event.
+//
+// Hot swap: each slot's last solution (the warm-start state, ik.h "Warm start") lives beside the
+// other buffers (on the device when active on one); a solve that records copies it back with its
+// outputs, and the control thread publishes it to a snapshot (ik_state.hpp) that export_state
+// reads from a setup thread. "kiln.selftest/1" runs ik_selftest.hpp through solve_async + wait.
+//
+// Build-time variants (plugins/ik/README.md, "Variants"): KILN_IK_INITIAL_DAMPING (the damping
+// when options->damping is 0), KILN_IK_MAX_ITERATIONS_CAP (a cap on max_iterations),
+// KILN_IK_VARIANT (appended to the plugin version) and KILN_IK_FAULT_WRONG_ANSWERS (a deliberately
+// broken build whose self-test fails, for tests and demos of a refused swap).
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -21,14 +31,25 @@
 #include <new>
 
 #include "kiln/ext/ik.h"
+#include "kiln/ext/selftest.h"
 #include "kiln/plugin.hpp"
 #include "kiln_fk_chain.cuh"
 #include "ik_core.cuh"
+#include "ik_selftest.hpp"
+#include "ik_state.hpp"
 
 #ifndef KILN_IK_PLUGIN_ID
 #define KILN_IK_PLUGIN_ID "org.kiln.ik"
 #endif
-#define KILN_IK_PLUGIN_VERSION "1.0.0"
+#define KILN_IK_PLUGIN_BASE_VERSION "1.1.0"
+#ifdef KILN_IK_VARIANT
+#define KILN_IK_PLUGIN_VERSION KILN_IK_PLUGIN_BASE_VERSION "+" KILN_IK_VARIANT
+#else
+#define KILN_IK_PLUGIN_VERSION KILN_IK_PLUGIN_BASE_VERSION
+#endif
+#ifndef KILN_IK_MAX_ITERATIONS_CAP
+#define KILN_IK_MAX_ITERATIONS_CAP 0u  // none
+#endif
 
 namespace {
 
@@ -40,6 +61,15 @@ using FloatLimits = kiln_ik::Limits<float, kDof>;
 constexpr unsigned kBlock = 128;                 // threads per block (4 warps)
 constexpr uint32_t kMaxBatchLimit = 1u << 26;   // keeps (target, seed) thread indices in 32 bits
 constexpr unsigned kFullMask = 0xffffffffu;
+constexpr uint32_t kIterationCap = KILN_IK_MAX_ITERATIONS_CAP;
+#ifdef KILN_IK_FAULT_WRONG_ANSWERS
+// Deliberately broken: the answer's last joint is moved after the solve, while the errors and the
+// converged flag reported are those of the unmoved answer, as a solver bug would report them.
+constexpr float kFaultOffset = 0.05f;
+#else
+constexpr float kFaultOffset = 0.0f;
+#endif
+const char *const kChainTag = KILN_PLUGIN_STRINGIFY(KILN_FK_CHAIN_TAG);
 
 struct KernelParams {
   uint32_t count;
@@ -54,6 +84,11 @@ struct KernelParams {
   float *orientation_error;  // may be nullptr
   uint8_t *converged;        // may be nullptr
   uint32_t *iterations;      // may be nullptr
+  // The slots' last solutions (max_batch * kDof floats, max_batch flags). nullptr: neither read
+  // nor recorded (the self-test, the warm-up launch).
+  float *warm_q;
+  uint8_t *warm_valid;
+  bool warm_start;  // seed 0 from warm_q where the slot is valid and initial_q is nullptr
 };
 
 uint32_t group_shift_for(uint32_t seeds) {
@@ -75,6 +110,9 @@ __global__ void __launch_bounds__(kBlock) solve_kernel(const KernelParams p) {
   const bool valid = in_batch && kiln_ik::make_target(p.targets + size_t{target} * KILN_IK_POSE_SIZE, goal);
   const bool active = valid && seed < p.seeds;
   const float *initial = (p.initial_q != nullptr && in_batch) ? p.initial_q + size_t{target} * kDof : nullptr;
+  if (initial == nullptr && p.warm_start && in_batch && p.warm_valid[target] != 0) {
+    initial = p.warm_q + size_t{target} * kDof;  // read here, before the best seed overwrites it below
+  }
 
   kiln_ik::Seed<Chain, float> s;
   if (active) {
@@ -112,7 +150,12 @@ __global__ void __launch_bounds__(kBlock) solve_kernel(const KernelParams p) {
   if (!in_batch) return;
   if (active && seed == best_seed) {
     float *q = p.q + size_t{target} * kDof;
-    for (int j = 0; j < kDof; ++j) q[j] = s.q[j];
+    for (int j = 0; j < kDof; ++j) q[j] = s.q[j] + (j == kDof - 1 ? kFaultOffset : 0.0f);
+    if (p.warm_q != nullptr) {
+      float *warm = p.warm_q + size_t{target} * kDof;
+      for (int j = 0; j < kDof; ++j) warm[j] = q[j];
+      p.warm_valid[target] = 1;
+    }
     if (p.position_error != nullptr) p.position_error[target] = s.position_error;
     if (p.orientation_error != nullptr) p.orientation_error[target] = s.orientation_error;
     if (p.converged != nullptr) p.converged[target] = s.converged ? 1 : 0;
@@ -138,6 +181,7 @@ void solve_host(const KernelParams &p) {
     const bool valid = kiln_ik::make_target(p.targets + size_t{target} * KILN_IK_POSE_SIZE, goal);
     (void)valid;  // host-memory targets were validated by solve_async
     const float *initial = p.initial_q != nullptr ? p.initial_q + size_t{target} * kDof : nullptr;
+    if (initial == nullptr && p.warm_start && p.warm_valid[target] != 0) initial = p.warm_q + size_t{target} * kDof;
     for (uint32_t k = 0; k < p.seeds; ++k) kiln_ik::restart_seed(seeds[k], goal, p.limits, initial, p.settings, target, k, 0);
     uint32_t iterations = 0;
     for (uint32_t it = 0; it < p.settings.max_iterations; ++it) {
@@ -153,7 +197,11 @@ void solve_host(const KernelParams &p) {
     }
     const kiln_ik::Seed<Chain, float> &s = seeds[best];
     float *q = p.q + size_t{target} * kDof;
-    for (int j = 0; j < kDof; ++j) q[j] = s.q[j];
+    for (int j = 0; j < kDof; ++j) q[j] = s.q[j] + (j == kDof - 1 ? kFaultOffset : 0.0f);
+    if (p.warm_q != nullptr) {
+      for (int j = 0; j < kDof; ++j) p.warm_q[size_t{target} * kDof + j] = q[j];
+      p.warm_valid[target] = 1;
+    }
     p.position_error[target] = s.position_error;
     p.orientation_error[target] = s.orientation_error;
     p.converged[target] = s.converged ? 1 : 0;
@@ -184,7 +232,7 @@ void copy_name(char *destination, const char *source) {
 
 // Offsets of the per-target arrays inside one reservation (device or staging), 256-byte aligned.
 struct Layout {
-  size_t targets, initial_q, q, position_error, orientation_error, converged, iterations, total;
+  size_t targets, initial_q, q, position_error, orientation_error, converged, iterations, warm_q, warm_valid, total;
   explicit Layout(size_t batch) {
     size_t at = 0;
     const auto take = [&at](size_t bytes) {
@@ -199,6 +247,8 @@ struct Layout {
     orientation_error = take(batch * sizeof(float));
     converged = take(batch * sizeof(uint8_t));
     iterations = take(batch * sizeof(uint32_t));
+    warm_q = take(batch * kDof * sizeof(float));
+    warm_valid = take(batch * sizeof(uint8_t));
     total = at;
   }
 };
@@ -208,6 +258,8 @@ struct Arrays {
         *orientation_error = nullptr;
   uint8_t *converged = nullptr;
   uint32_t *iterations = nullptr;
+  float *warm_q = nullptr;  // the slots' last solutions: authoritative on the device, else in host memory
+  uint8_t *warm_valid = nullptr;
   static Arrays carve(unsigned char *base, const Layout &layout) {
     Arrays a;
     a.targets = reinterpret_cast<float *>(base + layout.targets);
@@ -217,6 +269,8 @@ struct Arrays {
     a.orientation_error = reinterpret_cast<float *>(base + layout.orientation_error);
     a.converged = base + layout.converged;
     a.iterations = reinterpret_cast<uint32_t *>(base + layout.iterations);
+    a.warm_q = reinterpret_cast<float *>(base + layout.warm_q);
+    a.warm_valid = base + layout.warm_valid;
     return a;
   }
 };
@@ -235,8 +289,9 @@ class IkSolver final : public kiln::plugin::Instance {
     device_ = params.device_ordinal;
     max_batch_ = params.max_batch;
     const Layout layout(max_batch_ > 0 ? max_batch_ : 1u);
+    snapshot_.reset(max_batch_, kDof);  // every slot empty
     if (device_ < 0) {
-      host_block_.reset(new unsigned char[layout.total]);
+      host_block_.reset(new unsigned char[layout.total]());
       host_ = Arrays::carve(host_block_.get(), layout);
       host_bytes_.store(layout.total, std::memory_order_relaxed);
       publish_activation();
@@ -259,6 +314,10 @@ class IkSolver final : public kiln::plugin::Instance {
     pinned_block_ = static_cast<unsigned char *>(pinned);
     device_arrays_ = Arrays::carve(device_block_, layout);
     host_ = Arrays::carve(pinned_block_, layout);
+    std::memset(pinned_block_, 0, layout.total);
+    if (!check(cudaMemsetAsync(device_block_, 0, layout.total, stream_), "activate: clearing the solver's buffers",
+               message))
+      return status_of(last_error_);
     // Warm up: one empty launch, so that module loading and first-launch work happen here.
     KernelParams warm{};
     warm.seeds = 1;
@@ -294,7 +353,66 @@ class IkSolver final : public kiln::plugin::Instance {
   }
 
   const void *get_interface(const char *interface_id) const noexcept override {
-    return std::strcmp(interface_id, KILN_IK_INTERFACE_ID) == 0 ? &table : nullptr;
+    if (std::strcmp(interface_id, KILN_IK_INTERFACE_ID) == 0) return &table;
+    if (std::strcmp(interface_id, KILN_SELFTEST_INTERFACE_ID) == 0) return &selftest_table;
+    return nullptr;
+  }
+
+  // [setup-thread] The slots as the last completed solve left them; may run while the control
+  // thread keeps solving (ik.h, "Warm start"). Not active: a blob of 0 slots.
+  kiln_status export_state(void *buffer, size_t capacity, size_t *size,
+                           kiln::plugin::Message &message) const override {
+    return kiln_ik::state::write_blob(identity(), snapshot_, buffer, capacity, size, message);
+  }
+
+  // [setup-thread] Replaces every slot (those past the blob's empty); no real-time call may run.
+  // A refused blob changes nothing.
+  kiln_status import_state(const void *blob, size_t size, kiln::plugin::Message &message) override {
+    if (!active()) {
+      message.set("import_state: the instance is not active; the state lives in what activate reserves, so activate "
+                  "first");
+      return KILN_ERR_STATE;
+    }
+    if (in_flight_) {
+      message.set("import_state: a solve is in flight on this instance; call wait() first");
+      return KILN_ERR_STATE;
+    }
+    kiln_ik::state::Parsed parsed;
+    const kiln_status status = kiln_ik::state::parse_blob(identity(), max_batch_, blob, size, &parsed, message);
+    if (status != KILN_OK) return status;
+    // Host only, host_ holds the state itself; on a device it is the staging copy sent up.
+    kiln_ik::state::unpack(parsed, kDof, max_batch_, host_.warm_q, host_.warm_valid);
+    if (device_ >= 0) {
+      const Arrays &d = device_arrays_;
+      if (!check(cudaSetDevice(device_), "import_state: cudaSetDevice", message) ||
+          !check(cudaMemcpyAsync(d.warm_q, host_.warm_q, size_t{max_batch_} * kDof * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream_),
+                 "import_state: copying the state to the device", message) ||
+          !check(cudaMemcpyAsync(d.warm_valid, host_.warm_valid, max_batch_, cudaMemcpyHostToDevice, stream_),
+                 "import_state: copying the state to the device", message) ||
+          !check(cudaStreamSynchronize(stream_), "import_state: copying the state to the device", message))
+        return status_of(last_error_);
+    }
+    snapshot_.publish(host_.warm_q, host_.warm_valid, max_batch_);
+    return KILN_OK;
+  }
+
+  // [setup-thread] kiln.selftest/1: ik_selftest.hpp through solve_async + wait, recording nothing.
+  kiln_status selftest(kiln::plugin::Message &message) {
+    if (!active()) {
+      message.set("selftest: the instance is not active; call activate first");
+      return KILN_ERR_STATE;
+    }
+    if (in_flight_) {
+      message.set("selftest: a solve is in flight on this instance; call wait() first");
+      return KILN_ERR_STATE;
+    }
+    const auto solve = [this](const kiln_ik_problem &problem, const kiln_ik_result &result,
+                              kiln::plugin::Message &text) {
+      const kiln_status status = solve_async(&problem, &result, text, /*record=*/false);
+      return status != KILN_OK ? status : wait(text);
+    };
+    return kiln_ik::selftest::run<Chain>(max_batch_, kiln_ik::Settings{}, solve, message);
   }
 
   kiln_status info(kiln_ik_info *out) const noexcept {
@@ -313,12 +431,14 @@ class IkSolver final : public kiln::plugin::Instance {
     copy_name(full.base_link, Chain::kBaseLink);
     copy_name(full.tip_link, Chain::kTipLink);
     copy_name(full.source, Chain::kSource);
+    full.solve_flags = kiln_ik::kSolveFlags;
     std::memcpy(out, &full, out->struct_size < sizeof full ? out->struct_size : sizeof full);
     return KILN_OK;
   }
 
+  // record: the solve updates the slots' last solutions (every caller's solve; not the self-test's).
   kiln_status solve_async(const kiln_ik_problem *problem, const kiln_ik_result *result,
-                          kiln::plugin::Message &message) noexcept {
+                          kiln::plugin::Message &message, bool record = true) noexcept {
     if (!active()) {
       message.set("solve: the instance is not active; call activate first");
       return KILN_ERR_STATE;
@@ -340,6 +460,7 @@ class IkSolver final : public kiln::plugin::Instance {
       message.format("solve: %s", bad);
       return KILN_ERR_INVALID_ARGUMENT;
     }
+    if (kIterationCap > 0 && p.settings.max_iterations > kIterationCap) p.settings.max_iterations = kIterationCap;
     const uint32_t count = problem->count;
     if (count > max_batch_) {
       message.format("solve: count = %u exceeds max_batch = %u reserved at activate", count, max_batch_);
@@ -364,6 +485,10 @@ class IkSolver final : public kiln::plugin::Instance {
     p.seeds = p.settings.seeds;
     p.group_shift = group_shift_for(p.seeds);
     p.limits = limits_;
+    const Arrays &warm = device_ < 0 ? host_ : device_arrays_;
+    p.warm_q = record ? warm.warm_q : nullptr;
+    p.warm_valid = record ? warm.warm_valid : nullptr;
+    p.warm_start = record && (p.settings.flags & KILN_IK_SOLVE_WARM_START) != 0;
 
     if (device_memory) {
       p.targets = problem->targets;
@@ -397,6 +522,7 @@ class IkSolver final : public kiln::plugin::Instance {
       p.converged = host_.converged;
       p.iterations = host_.iterations;
       solve_host(p);
+      if (record) snapshot_.publish(host_.warm_q, host_.warm_valid, count);
     } else {
       cudaStream_t stream = problem->stream != nullptr ? static_cast<cudaStream_t>(problem->stream) : stream_;
       if (!check(cudaSetDevice(device_), "solve: cudaSetDevice", message)) return status_of(last_error_);
@@ -440,9 +566,19 @@ class IkSolver final : public kiln::plugin::Instance {
                    "solve: copying the iteration counts back", message))
           return status_of(last_error_);
       }
+      if (record) {
+        const Arrays &d = device_arrays_;
+        if (!check(cudaMemcpyAsync(host_.warm_q, d.warm_q, size_t{count} * kDof * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream),
+                   "solve: copying the slots' solutions back", message) ||
+            !check(cudaMemcpyAsync(host_.warm_valid, d.warm_valid, count, cudaMemcpyDeviceToHost, stream),
+                   "solve: copying the slots' solutions back", message))
+          return status_of(last_error_);
+      }
       if (!check(cudaEventRecord(done_, stream), "solve: cudaEventRecord", message)) return status_of(last_error_);
     }
     in_flight_ = true;
+    pending_record_ = record && device_ >= 0;  // host only, published above
     pending_device_memory_ = device_memory;
     pending_count_ = count;
     pending_ = *result;
@@ -465,6 +601,7 @@ class IkSolver final : public kiln::plugin::Instance {
           !check(cudaEventSynchronize(done_), "wait: the IK solve", message))
         return status_of(last_error_);
     }
+    if (pending_record_) snapshot_.publish(host_.warm_q, host_.warm_valid, pending_count_);
     if (pending_device_memory_) return KILN_OK;
     const size_t n = pending_count_;
     std::memcpy(pending_.q, host_.q, n * kDof * sizeof(float));
@@ -477,8 +614,11 @@ class IkSolver final : public kiln::plugin::Instance {
   }
 
   static const kiln_ik_v1 table;
+  static const kiln_selftest_v1 selftest_table;
 
  private:
+  static kiln_ik::state::Identity identity() noexcept { return {static_cast<uint32_t>(kDof), kChainTag, Chain::kRobot}; }
+
   void publish_activation() noexcept {
     active_device_.store(device_, std::memory_order_relaxed);
     active_batch_.store(max_batch_, std::memory_order_relaxed);
@@ -502,6 +642,7 @@ class IkSolver final : public kiln::plugin::Instance {
       cudaEventSynchronize(done_);  // a solve on a caller's stream may still use our buffers
     }
     in_flight_ = false;
+    snapshot_.clear();
     host_block_.reset();
     if (stream_ != nullptr || done_ != nullptr || device_block_ != nullptr || pinned_block_ != nullptr) {
       if (device_ >= 0) cudaSetDevice(device_);
@@ -531,8 +672,12 @@ class IkSolver final : public kiln::plugin::Instance {
   Arrays host_;  // staging: pinned (device) or host_block_ (host only)
   cudaError_t last_error_ = cudaSuccess;
 
+  // What export_state reads: the slots' last solutions, published after each recording solve.
+  kiln_ik::state::Snapshot snapshot_;
+
   // The solve in flight.
   bool in_flight_ = false;
+  bool pending_record_ = false;
   bool pending_device_memory_ = false;
   uint32_t pending_count_ = 0;
   kiln_ik_result pending_{};
@@ -618,9 +763,30 @@ kiln_status ik_solve(kiln_instance *instance, const kiln_ik_problem *problem, co
   return ik_wait(instance, message, message_size);
 }
 
+kiln_status ik_selftest(kiln_instance *instance, char *message, size_t message_size) noexcept {
+  kiln::plugin::Message text(message, message_size);
+  if (instance == nullptr) {
+    text.set("selftest: instance is NULL");
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  try {
+    return self(instance).selftest(text);
+  } catch (const std::bad_alloc &) {
+    text.set("selftest: out of host memory");
+    return KILN_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception &error) {
+    text.format("selftest: %s", error.what());
+    return KILN_ERR_INTERNAL;
+  } catch (...) {
+    text.set("selftest: unknown exception");
+    return KILN_ERR_INTERNAL;
+  }
+}
+
 const kiln_ik_v1 IkSolver::table = {sizeof(kiln_ik_v1), &ik_dof,  &ik_info, &ik_joint_info, &ik_fk,
                                     &ik_solve_async,    &ik_poll, &ik_wait, &ik_solve};
+const kiln_selftest_v1 IkSolver::selftest_table = {sizeof(kiln_selftest_v1), &ik_selftest};
 
 }  // namespace
 
-KILN_PLUGIN(IkSolver, KILN_IK_PLUGIN_ID, KILN_IK_PLUGIN_VERSION, KILN_IK_INTERFACE_ID)
+KILN_PLUGIN(IkSolver, KILN_IK_PLUGIN_ID, KILN_IK_PLUGIN_VERSION, KILN_IK_INTERFACE_ID, KILN_SELFTEST_INTERFACE_ID)
