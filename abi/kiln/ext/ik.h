@@ -43,7 +43,7 @@
  * given), so a loop tracking a moving target converges in a few iterations without handing the
  * previous q back itself. The slots' solutions are the instance's state for a hot swap:
  * export_state / import_state (../plugin.h) carry them to the next version in the plugin's own
- * versioned blob (for kiln's IK plugins: plugins/ik/README.md, "State"). A swap exports the
+ * versioned blob (for kiln's IK plugins: plugins/ik/README.md, "Hot swap"). A swap exports the
  * serving instance's state while its control thread keeps solving: a kiln.ik/1 plugin's
  * export_state may run on a setup thread concurrently with the real-time calls and returns the
  * slots as some completed solve left them; import_state, like activate, runs while no real-time
@@ -112,7 +112,8 @@ enum {
 typedef struct kiln_ik_options {
   uint32_t struct_size;
   /* Damped-least-squares (Levenberg-Marquardt) iterations per seed; 0: 128. The run time of a
-   * solve is bounded by this number (a target stops early once one of its seeds converged). */
+   * solve is bounded by this number (a target stops early once one of its seeds converged). A
+   * plugin built as a variant may cap it lower (kiln's: plugins/ik/README.md, "Variants"). */
   uint32_t max_iterations;
   /* A seed has converged when its position error is below position_tolerance (m; 0: 1e-4)
    * and its orientation error below orientation_tolerance (rad; 0: 1e-3). */
@@ -125,7 +126,8 @@ typedef struct kiln_ik_options {
    * stalls restarts from a fresh random vector. The best seed of each target is returned: a
    * converged one if any, else the one with the smallest error. */
   uint32_t seeds_per_target;
-  /* Initial damping lambda of J J^T + lambda I (m^2, rad^2); 0: 1e-2. Adapted per seed. */
+  /* Initial damping lambda of J J^T + lambda I (m^2, rad^2); 0: the plugin's default, 1e-2
+   * unless it was built as a variant with another. Adapted per seed. */
   float damping;
   /* Key of the random starting points; 0 is a valid key. */
   uint64_t random_seed;
