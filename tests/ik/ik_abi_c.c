@@ -17,7 +17,8 @@ size_t kiln_ik_test_c_layout(size_t *out, size_t capacity) {
       offsetof(kiln_ik_info, source),
       sizeof(kiln_ik_joint_info), offsetof(kiln_ik_joint_info, lower),
       offsetof(kiln_ik_joint_info, name),
-      sizeof(kiln_ik_v1),        offsetof(kiln_ik_v1, solve)};
+      sizeof(kiln_ik_v1),        offsetof(kiln_ik_v1, solve),
+      offsetof(kiln_ik_options, flags), offsetof(kiln_ik_info, solve_flags)};
   const size_t count = sizeof values / sizeof values[0];
   size_t i;
   for (i = 0; i < count && i < capacity; ++i) out[i] = values[i];

@@ -21,8 +21,11 @@ TEST_CASE("kiln.ik/1: struct layouts are fixed and the same from C and C++") {
       offsetof(kiln_ik_info, source),
       sizeof(kiln_ik_joint_info), offsetof(kiln_ik_joint_info, lower),
       offsetof(kiln_ik_joint_info, name),
-      sizeof(kiln_ik_v1),         offsetof(kiln_ik_v1, solve)};
-  const std::vector<size_t> expected = {32, 24, 48, 16, 40, 48, 8, 40, 296, 24, 232, 120, 8, 52, 72, 64};
+      sizeof(kiln_ik_v1),         offsetof(kiln_ik_v1, solve),
+      offsetof(kiln_ik_options, flags), offsetof(kiln_ik_info, solve_flags)};
+  // Appended later (append-only): options.flags (options grew from 32 to 40 bytes) and
+  // info.solve_flags (info grew from 296 to 304); every earlier offset stays.
+  const std::vector<size_t> expected = {40, 24, 48, 16, 40, 48, 8, 40, 304, 24, 232, 120, 8, 52, 72, 64, 32, 296};
   std::vector<size_t> c(cxx.size());
   REQUIRE(kiln_ik_test_c_layout(c.data(), c.size()) == cxx.size());
   CHECK(c == cxx);

@@ -86,6 +86,15 @@ TEST_CASE("kiln-urdf-fk: a chain with every joint type matches the URDF composed
   CHECK(Chain::kLower[2] == -0.1);
   CHECK(Chain::kUpper[5] == 0.3);
 
+  {  // the pose at q = 0 the generator composed itself (a self-test's known value) is the URDF's
+    const double zero[Chain::kDof] = {};
+    const Eigen::Isometry3d expected = urdf_fk(zero);
+    for (int i = 0; i < 3; ++i) {
+      CHECK(std::fabs(Chain::kTipAtZeroPosition[i] - expected.translation()[i]) < 1e-9);
+      for (int k = 0; k < 3; ++k) CHECK(std::fabs(Chain::kTipAtZeroRotation[3 * i + k] - expected.linear()(i, k)) < 1e-9);
+    }
+  }
+
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> wide(-3.0, 3.0), short_range(-0.1, 0.3);
   for (int trial = 0; trial < 50; ++trial) {

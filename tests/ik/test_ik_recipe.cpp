@@ -4,8 +4,8 @@
 //
 // Compiling the solver takes several seconds per arch, so the builds run once per test process
 // (concurrently, through the CLI) into one shared store that the cases below share: iiwa14 for
-// sm_90 and sm_87, panda for sm_90. The gpu case builds for the live device ("native") into a
-// store of its own.
+// sm_90 and sm_87, panda for sm_90, and the variants iiwa14-b and iiwa14-broken for sm_90. The gpu
+// case builds for the live device ("native") into a store of its own.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kiln/ext/ik.h>
+#include <kiln/ext/selftest.h>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
@@ -67,7 +68,7 @@ class RecipeStore {
     // Three CLI processes at once, into one consumer: the compiles share the cores, and
     // concurrent builds of different input keys must not disturb one another.
     const std::vector<std::pair<std::string, std::string>> wanted = {
-        {"iiwa14", "sm_90"}, {"iiwa14", "sm_87"}, {"panda", "sm_90"}};
+        {"iiwa14", "sm_90"}, {"iiwa14", "sm_87"}, {"panda", "sm_90"}, {"iiwa14-b", "sm_90"}, {"iiwa14-broken", "sm_90"}};
     std::string script;
     for (std::size_t i = 0; i < wanted.size(); ++i) {
       const std::string out = (dir_ / ("build" + std::to_string(i))).string();
@@ -254,6 +255,32 @@ TEST_CASE("ik recipes: configured with absolute paths, the built kiln-urdf-fk as
   CHECK_FALSE(fs::exists(dir / "cache"));  // a plan writes nothing
 }
 
+TEST_CASE("ik recipes: the variants iiwa14-b and iiwa14-broken are iiwa14's recipe with their name, artifact and defines") {
+  const kiln::Recipe base = kiln::Recipe::load(recipe_file("iiwa14"));
+  const std::map<std::string, std::vector<std::string>> variants = {
+      {"iiwa14-b",
+       {"KILN_IK_PLUGIN_ID=\"org.kiln.ik.iiwa14\"", "KILN_IK_INITIAL_DAMPING=0.05f", "KILN_IK_MAX_ITERATIONS_CAP=96u",
+        "KILN_IK_VARIANT=\"b\""}},
+      {"iiwa14-broken",
+       {"KILN_IK_PLUGIN_ID=\"org.kiln.ik.iiwa14\"", "KILN_IK_FAULT_WRONG_ANSWERS", "KILN_IK_VARIANT=\"broken\""}}};
+  for (const auto &[name, defines] : variants) {
+    CAPTURE(name);
+    const kiln::Recipe recipe = kiln::Recipe::load(recipe_file(name));
+    CHECK(recipe.consumer == base.consumer);  // another artifact of the same consumer: a swap target
+    CHECK(recipe.name == name);
+    CHECK(recipe.artifact == "libkiln_ik_" + name + ".so");
+    CHECK(recipe.defines == defines);
+    CHECK(recipe.sources == base.sources);
+    CHECK(recipe.headers == base.headers);
+    CHECK(recipe.include_dirs == base.include_dirs);
+    CHECK(recipe.flags == base.flags);
+    CHECK(recipe.archs == base.archs);
+    REQUIRE(recipe.generators.size() == 1);
+    CHECK(recipe.generators[0].command == base.generators[0].command);
+    CHECK(recipe.generators[0].inputs == base.generators[0].inputs);
+  }
+}
+
 TEST_CASE("ik recipes: build on miss through the CLI, for declared sm_90 and sm_87 (--arch): one nvcc compile each") {
   RecipeStore &store = shared_store();
   const NvccCalls &calls = store.build_calls();
@@ -275,11 +302,13 @@ TEST_CASE("ik recipes: build on miss through the CLI, for declared sm_90 and sm_
     CHECK(identity["provenance"].contains("generator.fk-chain"));
     MESSAGE(build.robot << " for " << build.arch << ": built in " << build.out["seconds"].get<double>() << " s");
   }
-  CHECK(calls.compiles == 3);  // one unit per build, never twice
-  CHECK(calls.links == 3);
-  CHECK(keys.size() == 3);
+  CHECK(calls.compiles == static_cast<int>(store.builds().size()));  // one unit per build, never twice
+  CHECK(calls.links == static_cast<int>(store.builds().size()));
+  CHECK(keys.size() == store.builds().size());
   CHECK(keys["iiwa14/sm_90"] != keys["iiwa14/sm_87"]);
   CHECK(keys["iiwa14/sm_90"] != keys["panda/sm_90"]);
+  CHECK(keys["iiwa14/sm_90"] != keys["iiwa14-b/sm_90"]);
+  CHECK(keys["iiwa14/sm_90"] != keys["iiwa14-broken/sm_90"]);
 
   // The header kiln generated is the one CMake generates: same tool, same URDF, same chain.
   const fs::path entry = store.build("iiwa14", "sm_90").out["entry"].get<std::string>();
@@ -344,7 +373,7 @@ TEST_CASE("ik recipes: the built plugins negotiate, answer kiln.ik/1 and solve o
     const kiln::LoadReport &report = module.report();
     CHECK(report.plugin_id == e.plugin_id);
     CHECK(report.abi_version == KILN_ABI_VERSION);
-    CHECK(report.interfaces == std::vector<std::string>{KILN_IK_INTERFACE_ID});
+    CHECK(report.interfaces == std::vector<std::string>{KILN_IK_INTERFACE_ID, KILN_SELFTEST_INTERFACE_ID});
     CHECK(report.resolution.input_key == store.build(e.robot, "sm_90").out["input_key"]);
 
     kiln::Instance instance = module.create_instance();
@@ -364,6 +393,26 @@ TEST_CASE("ik recipes: the built plugins negotiate, answer kiln.ik/1 and solve o
     for (int k = 0; k < 3; ++k) CHECK(std::fabs(pose[k] - e.tip_at_zero[k]) < 1e-6);
     instance.activate(-1, 64);  // host only: the plugin's CPU path
     CHECK(solve_and_judge(*ik, instance, 64, 5) == 64);
+  }
+}
+
+TEST_CASE("ik recipes: the variants built on miss load; iiwa14-b passes its self-test, iiwa14-broken fails it") {
+  RecipeStore &store = shared_store();
+  for (const std::string name : {"iiwa14-b", "iiwa14-broken"}) {
+    CAPTURE(name);
+    REQUIRE_MESSAGE(store.build(name, "sm_90").exit_code == 0, store.build(name, "sm_90").err);
+    kiln::Runtime runtime(store.options("sm_90"));
+    kiln::Module module = runtime.ensure(kiln::Recipe::load(recipe_file(name)));
+    CHECK(module.report().plugin_id == "org.kiln.ik.iiwa14");
+    CHECK(module.report().plugin_version.find("+" + name.substr(7)) != std::string::npos);
+    kiln::Instance instance = module.create_instance();
+    instance.activate(-1, 16);
+    const auto *selftest = instance.interface<kiln_selftest_v1>(KILN_SELFTEST_INTERFACE_ID);
+    REQUIRE(selftest != nullptr);
+    char message[512] = "";
+    const kiln_status status = selftest->run(instance.handle(), message, sizeof message);
+    MESSAGE(name << ": " << message);
+    CHECK((status == KILN_OK) == (name == "iiwa14-b"));
   }
 }
 

@@ -36,6 +36,19 @@
  * and reads the results in the next cycle when poll() says KILN_IK_RUNNING; or calls the
  * synchronous solve() where it can afford to block for the solve's run time.
  *
+ * Warm start. Target i of a batch is "slot" i of the instance. Every solve records, per slot, the
+ * joint vector it returned for a valid target there: the slot's last solution (reserved at
+ * activate for max_batch slots, all empty after activate). A solve with KILN_IK_SOLVE_WARM_START
+ * in its options starts seed 0 of each target from its slot's last solution (unless initial_q is
+ * given), so a loop tracking a moving target converges in a few iterations without handing the
+ * previous q back itself. The slots' solutions are the instance's state for a hot swap:
+ * export_state / import_state (../plugin.h) carry them to the next version in the plugin's own
+ * versioned blob (for kiln's IK plugins: plugins/ik/README.md, "Hot swap"). A swap exports the
+ * serving instance's state while its control thread keeps solving: a kiln.ik/1 plugin's
+ * export_state may run on a setup thread concurrently with the real-time calls and returns the
+ * slots as some completed solve left them; import_state, like activate, runs while no real-time
+ * call does.
+ *
  * Append-only: later revisions of this table add functions at the end (struct_size tells the
  * host which exist); kiln_ik_options, kiln_ik_problem, kiln_ik_result, kiln_ik_info and
  * kiln_ik_joint_info likewise only grow at the end, and a field past a struct's struct_size
@@ -90,12 +103,17 @@ enum {
 #define KILN_IK_DEFAULT_SEEDS_PER_TARGET 8
 #define KILN_IK_DEFAULT_DAMPING 1e-2f
 
+/* Solve flags (kiln_ik_options.flags). A bit not defined here is refused (KILN_ERR_INVALID_ARGUMENT)
+ * by plugins that know the field, so a host learns that a flag is not understood. */
+#define KILN_IK_SOLVE_WARM_START 0x1u /* seed 0 from the slot's last solution (see "Warm start") */
+
 /* Solver options. Owned by the caller, read during solve_async/solve only. Zero-initialise
  * and set struct_size = sizeof(kiln_ik_options); every 0 means "the default". */
 typedef struct kiln_ik_options {
   uint32_t struct_size;
   /* Damped-least-squares (Levenberg-Marquardt) iterations per seed; 0: 128. The run time of a
-   * solve is bounded by this number (a target stops early once one of its seeds converged). */
+   * solve is bounded by this number (a target stops early once one of its seeds converged). A
+   * plugin built as a variant may cap it lower (kiln's: plugins/ik/README.md, "Variants"). */
   uint32_t max_iterations;
   /* A seed has converged when its position error is below position_tolerance (m; 0: 1e-4)
    * and its orientation error below orientation_tolerance (rad; 0: 1e-3). */
@@ -108,10 +126,18 @@ typedef struct kiln_ik_options {
    * stalls restarts from a fresh random vector. The best seed of each target is returned: a
    * converged one if any, else the one with the smallest error. */
   uint32_t seeds_per_target;
-  /* Initial damping lambda of J J^T + lambda I (m^2, rad^2); 0: 1e-2. Adapted per seed. */
+  /* Initial damping lambda of J J^T + lambda I (m^2, rad^2); 0: the plugin's default, 1e-2
+   * unless it was built as a variant with another. Adapted per seed. */
   float damping;
   /* Key of the random starting points; 0 is a valid key. */
   uint64_t random_seed;
+  /* KILN_IK_SOLVE_* bits; 0 (or absent): none. Appended after kiln.ik/1's first release: a plugin
+   * that predates it ignores it (and leaves kiln_ik_info.solve_flags 0, see there).
+   * KILN_IK_SOLVE_WARM_START: seed 0 of target i starts from slot i's last solution, where the
+   * slot has one and initial_q is NULL (initial_q, when given, wins); a slot without one (nothing
+   * solved there since activate, or not carried by import_state) starts as without the flag. */
+  uint32_t flags;
+  uint32_t reserved; /* 0 */
 } kiln_ik_options;
 
 /* One batch of targets: the solve's inputs. Owned by the caller; read during solve_async/solve
@@ -163,6 +189,11 @@ typedef struct kiln_ik_info {
   char base_link[KILN_IK_NAME_CAPACITY]; /* frame of targets and FK results */
   char tip_link[KILN_IK_NAME_CAPACITY];  /* frame being placed */
   char source[KILN_IK_NAME_CAPACITY];    /* file name (no directory) of the model the chain came from */
+  /* The KILN_IK_SOLVE_* flags the plugin honours. Appended after kiln.ik/1's first release: a
+   * plugin that predates it writes nothing here, so a caller that zero-initialised the struct
+   * reads 0 (no flag honoured). */
+  uint32_t solve_flags;
+  uint32_t reserved; /* 0 */
 } kiln_ik_info;
 
 /* One joint of the chain. */

@@ -6,7 +6,9 @@
 //
 //   For each target, seeds_per_target seeds run in lockstep, iteration by iteration.
 //   Seed s of target t starts (restart r = 0) from:
-//     s = 0: initial_q of the target when given (projected into the limits), else the middle of
+//     s = 0: initial_q of the target when given (projected into the limits), else, with
+//            KILN_IK_SOLVE_WARM_START, the plugin's last solution for slot t when it has one (the
+//            reference has no slots: its caller passes that q as initial q), else the middle of
 //            every joint's range (0 for continuous joints);
 //     s > 0: q_j = lower_j + u(key, t, s, r, j) * (upper_j - lower_j), u uniform in [0, 1) from
 //            the counter-based generator below.
@@ -50,14 +52,24 @@ constexpr uint32_t kStallWindow = 12;
 constexpr float kStallRatio = 0.05f;  // the cost must fall by 5 % per window
 constexpr double kPi = 3.14159265358979323846;
 
+// The initial damping when options->damping is 0: kiln.ik/1's default unless a plugin variant is
+// built with another (plugins/ik/README.md, "Variants").
+#ifndef KILN_IK_INITIAL_DAMPING
+#define KILN_IK_INITIAL_DAMPING KILN_IK_DEFAULT_DAMPING
+#endif
+
+// The KILN_IK_SOLVE_* flags this code honours.
+constexpr uint32_t kSolveFlags = KILN_IK_SOLVE_WARM_START;
+
 // kiln_ik_options with its defaults applied.
 struct Settings {
   uint32_t max_iterations = KILN_IK_DEFAULT_MAX_ITERATIONS;
   float position_tolerance = KILN_IK_DEFAULT_POSITION_TOLERANCE;
   float orientation_tolerance = KILN_IK_DEFAULT_ORIENTATION_TOLERANCE;
   uint32_t seeds = KILN_IK_DEFAULT_SEEDS_PER_TARGET;
-  float damping = KILN_IK_DEFAULT_DAMPING;
+  float damping = KILN_IK_INITIAL_DAMPING;
   uint64_t random_seed = 0;
+  uint32_t flags = 0;  // KILN_IK_SOLVE_*
 };
 
 // Read options (NULL: defaults; fields past struct_size: defaults; 0: defaults). Returns
@@ -88,6 +100,12 @@ inline const char *resolve_settings(const kiln_ik_options *options, Settings *ou
     out->damping = options->damping;
   }
   if (KILN_IK_HAS_(random_seed)) out->random_seed = options->random_seed;
+  if (KILN_IK_HAS_(flags)) {
+    if ((options->flags & ~kSolveFlags) != 0) {
+      return "options->flags holds a bit this plugin does not define (known: KILN_IK_SOLVE_WARM_START)";
+    }
+    out->flags = options->flags;
+  }
 #undef KILN_IK_HAS_
   return nullptr;
 }

@@ -9,6 +9,7 @@
 //     xyz + rpy as a rotation matrix and a translation), with every fixed joint in between
 //     folded into the next movable joint's transform;
 //   - the joint axes, types (revolute, continuous, prismatic), limits and names, the dof;
+//   - the tip pose at q = 0, composed from the transforms in double (a known value of fk);
 //   - the fixed offset from the last movable joint to the tip link;
 //   - straight-line FK code with the numbers as literals (terms with an exact 0 dropped).
 // Refused, with a message naming the culprit: an unreadable or invalid URDF, an unknown link
@@ -40,7 +41,7 @@
 
 namespace {
 
-constexpr const char *kGeneratorVersion = "kiln-urdf-fk 1";
+constexpr const char *kGeneratorVersion = "kiln-urdf-fk 2";
 // Rotation entries within this of 0 or +-1 are written as exactly 0 or +-1 (URDFs write pi/2
 // as 1.57079632679, whose cosine is 4.9e-12): an error far below float resolution, and the
 // FK code drops the zero terms. Translations within 1e-12 m of 0 are written as 0.
@@ -521,6 +522,18 @@ std::string emit_header(const Chain &chain, const std::string &ns) {
     const auto &a = chain.joints[j].axis;
     s << (j ? ", " : "") << "{" << number(a[0]) << ", " << number(a[1]) << ", " << number(a[2]) << "}";
   }
+  s << "};\n";
+  // Every joint's motion is the identity at q = 0, so the tip pose there is the product of the
+  // fixed transforms, composed here in double and not by fk's generated code: a known value that
+  // the IK plugin's self-test compares fk with.
+  Transform zero;
+  for (const ChainJoint &joint : chain.joints) zero = compose(zero, joint.origin);
+  zero = compose(zero, chain.tip_offset);
+  s << "  // The tip pose at q = 0, composed by the generator from the joint origins (not by fk): a check of fk.\n";
+  s << "  static constexpr double kTipAtZeroPosition[3] = {" << number(zero.t[0]) << ", " << number(zero.t[1]) << ", "
+    << number(zero.t[2]) << "};\n";
+  s << "  static constexpr double kTipAtZeroRotation[9] = {";
+  for (int i = 0; i < 9; ++i) s << (i ? ", " : "") << number(zero.R[static_cast<std::size_t>(i)]);
   s << "};\n\n";
   s << "  // Tip pose in the base frame: p (3), R (9, row-major; columns are the tip's axes).\n";
   s << "  template <class T>\n";
@@ -565,7 +578,8 @@ std::string emit_header(const Chain &chain, const std::string &ns) {
   h << "//   " << ns << "::Chain::fk(q, p, R)              tip position p[3] and rotation R[9] (row-major)\n";
   h << "//   " << ns << "::Chain::fk_jacobian(q, p, R, J)  the same plus the geometric Jacobian J[6 * kDof]\n";
   h << "// q holds kDof joint values (rad or m, chain order). Metadata: kDof, kJointNames, kJointTypes,\n";
-  h << "// kLower, kUpper, kAxes, kRobot, kBaseLink, kTipLink, kSource (host code only).\n";
+  h << "// kLower, kUpper, kAxes, kTipAtZeroPosition, kTipAtZeroRotation, kRobot, kBaseLink, kTipLink,\n";
+  h << "// kSource (host code only).\n";
   h << "// One generated chain header per translation unit; the inline namespace (a hash of the\n";
   h << "// contents) keeps different chains in different translation units apart.\n";
   h << "// Rotation entries within " << number(kRotationSnap) << " of 0 or +-1 are written as exact 0 or +-1.\n";

@@ -5,11 +5,18 @@
 //   kiln_add_plugin(kiln_ik_<robot> SOURCES ik_plugin.cu) + the robot's generated directory
 //   on the include path + KILN_IK_PLUGIN_ID="org.kiln.ik.<robot>".
 //
-// Device layout: one thread per (target, seed); the seeds of a target are `group` (the
-// seed count rounded up to a power of two, <= 32) adjacent lanes of one warp, so the lockstep
-// stop ("one seed converged") is a ballot and the best-seed choice a butterfly of shuffles:
-// no shared or global scratch per seed. Every buffer is reserved at activate for max_batch
-// targets; a solve copies, launches one kernel and records one event.
+// The batch solve itself (kernel and host loop) is ik_batch.cuh. Every buffer is reserved at
+// activate for max_batch targets; a solve copies, launches one kernel and records one event.
+//
+// Hot swap: each slot's last solution (the warm-start state, ik.h "Warm start") lives beside the
+// other buffers (on the device when active on one); a solve that records copies it back with its
+// outputs, and the control thread publishes it to a snapshot (ik_state.hpp) that export_state
+// reads from a setup thread. "kiln.selftest/1" runs ik_selftest.hpp through solve_async + wait.
+//
+// Build-time variants (plugins/ik/README.md, "Variants"): KILN_IK_INITIAL_DAMPING (the damping
+// when options->damping is 0), KILN_IK_MAX_ITERATIONS_CAP (a cap on max_iterations),
+// KILN_IK_VARIANT (appended to the plugin version) and KILN_IK_FAULT_WRONG_ANSWERS (a deliberately
+// broken build whose self-test fails, for tests and demos of a refused swap).
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -21,145 +28,31 @@
 #include <new>
 
 #include "kiln/ext/ik.h"
+#include "kiln/ext/selftest.h"
 #include "kiln/plugin.hpp"
 #include "kiln_fk_chain.cuh"
-#include "ik_core.cuh"
+#include "ik_batch.cuh"
+#include "ik_selftest.hpp"
+#include "ik_state.hpp"
 
 #ifndef KILN_IK_PLUGIN_ID
 #define KILN_IK_PLUGIN_ID "org.kiln.ik"
 #endif
-#define KILN_IK_PLUGIN_VERSION "1.0.0"
+#define KILN_IK_PLUGIN_BASE_VERSION "1.1.0"
+#ifdef KILN_IK_VARIANT
+#define KILN_IK_PLUGIN_VERSION KILN_IK_PLUGIN_BASE_VERSION "+" KILN_IK_VARIANT
+#else
+#define KILN_IK_PLUGIN_VERSION KILN_IK_PLUGIN_BASE_VERSION
+#endif
+#ifndef KILN_IK_MAX_ITERATIONS_CAP
+#define KILN_IK_MAX_ITERATIONS_CAP 0u  // none
+#endif
 
 namespace {
 
-using Chain = kiln_fk::Chain;
-constexpr int kDof = Chain::kDof;
-static_assert(kDof >= 1 && kDof <= 32, "the solver handles chains of 1 to 32 joints");
-using FloatLimits = kiln_ik::Limits<float, kDof>;
-
-constexpr unsigned kBlock = 128;                 // threads per block (4 warps)
 constexpr uint32_t kMaxBatchLimit = 1u << 26;   // keeps (target, seed) thread indices in 32 bits
-constexpr unsigned kFullMask = 0xffffffffu;
-
-struct KernelParams {
-  uint32_t count;
-  uint32_t seeds;
-  uint32_t group_shift;  // log2 of the lanes per target
-  kiln_ik::Settings settings;
-  FloatLimits limits;
-  const float *targets;
-  const float *initial_q;  // nullptr: seed 0 from the middle of the ranges
-  float *q;
-  float *position_error;     // may be nullptr (device memory mode)
-  float *orientation_error;  // may be nullptr
-  uint8_t *converged;        // may be nullptr
-  uint32_t *iterations;      // may be nullptr
-};
-
-uint32_t group_shift_for(uint32_t seeds) {
-  uint32_t shift = 0;
-  while ((1u << shift) < seeds) ++shift;
-  return shift;
-}
-
-__global__ void __launch_bounds__(kBlock) solve_kernel(const KernelParams p) {
-  const uint32_t thread = blockIdx.x * blockDim.x + threadIdx.x;
-  const uint32_t group = 1u << p.group_shift;
-  const uint32_t target = thread >> p.group_shift;
-  const uint32_t seed = thread & (group - 1);
-  const uint32_t lane = threadIdx.x & 31u;
-  const unsigned group_mask = group == 32 ? kFullMask : (((1u << group) - 1u) << (lane & ~(group - 1u)));
-  const bool in_batch = target < p.count;
-
-  kiln_ik::Target<float> goal{};
-  const bool valid = in_batch && kiln_ik::make_target(p.targets + size_t{target} * KILN_IK_POSE_SIZE, goal);
-  const bool active = valid && seed < p.seeds;
-  const float *initial = (p.initial_q != nullptr && in_batch) ? p.initial_q + size_t{target} * kDof : nullptr;
-
-  kiln_ik::Seed<Chain, float> s;
-  if (active) {
-    kiln_ik::restart_seed(s, goal, p.limits, initial, p.settings, target, seed, 0);
-  } else {
-    s.converged = false;
-    s.cost = INFINITY;
-  }
-  bool stopped = !active;
-  uint32_t iterations = 0;
-  for (uint32_t it = 0; it < p.settings.max_iterations; ++it) {
-    const unsigned converged_lanes = __ballot_sync(kFullMask, active && s.converged);
-    if (converged_lanes & group_mask) stopped = true;
-    if (__all_sync(kFullMask, stopped)) break;
-    if (!stopped) {
-      kiln_ik::iterate(s, goal, p.limits, p.settings, target, seed);
-      iterations = it + 1;
-    }
-  }
-
-  // Best seed of the target: a butterfly over the group's lanes.
-  bool best_converged = active && s.converged;
-  float best_cost = active ? s.cost : INFINITY;
-  uint32_t best_seed = active ? seed : 0xffffffffu;
-  for (uint32_t offset = group >> 1; offset > 0; offset >>= 1) {
-    const bool other_converged = __shfl_xor_sync(kFullMask, best_converged ? 1 : 0, static_cast<int>(offset)) != 0;
-    const float other_cost = __shfl_xor_sync(kFullMask, best_cost, static_cast<int>(offset));
-    const uint32_t other_seed = __shfl_xor_sync(kFullMask, best_seed, static_cast<int>(offset));
-    if (kiln_ik::better(other_converged, other_cost, other_seed, best_converged, best_cost, best_seed)) {
-      best_converged = other_converged;
-      best_cost = other_cost;
-      best_seed = other_seed;
-    }
-  }
-  if (!in_batch) return;
-  if (active && seed == best_seed) {
-    float *q = p.q + size_t{target} * kDof;
-    for (int j = 0; j < kDof; ++j) q[j] = s.q[j];
-    if (p.position_error != nullptr) p.position_error[target] = s.position_error;
-    if (p.orientation_error != nullptr) p.orientation_error[target] = s.orientation_error;
-    if (p.converged != nullptr) p.converged[target] = s.converged ? 1 : 0;
-    if (p.iterations != nullptr) p.iterations[target] = iterations;
-  } else if (!valid && seed == 0) {
-    // A zero or non-finite target: seed 0's starting point, NaN errors, not converged.
-    float q0[kDof];
-    kiln_ik::starting_point(p.limits, initial, p.settings.random_seed, target, 0, 0, q0);
-    float *q = p.q + size_t{target} * kDof;
-    for (int j = 0; j < kDof; ++j) q[j] = q0[j];
-    if (p.position_error != nullptr) p.position_error[target] = __int_as_float(0x7fc00000);
-    if (p.orientation_error != nullptr) p.orientation_error[target] = __int_as_float(0x7fc00000);
-    if (p.converged != nullptr) p.converged[target] = 0;
-    if (p.iterations != nullptr) p.iterations[target] = 0;
-  }
-}
-
-// The same algorithm on the host (activate(-1)): seeds in lockstep per target, then the best.
-void solve_host(const KernelParams &p) {
-  kiln_ik::Seed<Chain, float> seeds[KILN_IK_MAX_SEEDS];
-  for (uint32_t target = 0; target < p.count; ++target) {
-    kiln_ik::Target<float> goal{};
-    const bool valid = kiln_ik::make_target(p.targets + size_t{target} * KILN_IK_POSE_SIZE, goal);
-    (void)valid;  // host-memory targets were validated by solve_async
-    const float *initial = p.initial_q != nullptr ? p.initial_q + size_t{target} * kDof : nullptr;
-    for (uint32_t k = 0; k < p.seeds; ++k) kiln_ik::restart_seed(seeds[k], goal, p.limits, initial, p.settings, target, k, 0);
-    uint32_t iterations = 0;
-    for (uint32_t it = 0; it < p.settings.max_iterations; ++it) {
-      bool any = false;
-      for (uint32_t k = 0; k < p.seeds; ++k) any = any || seeds[k].converged;
-      if (any) break;
-      for (uint32_t k = 0; k < p.seeds; ++k) kiln_ik::iterate(seeds[k], goal, p.limits, p.settings, target, k);
-      iterations = it + 1;
-    }
-    uint32_t best = 0;
-    for (uint32_t k = 1; k < p.seeds; ++k) {
-      if (kiln_ik::better(seeds[k].converged, seeds[k].cost, k, seeds[best].converged, seeds[best].cost, best)) best = k;
-    }
-    const kiln_ik::Seed<Chain, float> &s = seeds[best];
-    float *q = p.q + size_t{target} * kDof;
-    for (int j = 0; j < kDof; ++j) q[j] = s.q[j];
-    p.position_error[target] = s.position_error;
-    p.orientation_error[target] = s.orientation_error;
-    p.converged[target] = s.converged ? 1 : 0;
-    p.iterations[target] = iterations;
-  }
-}
+constexpr uint32_t kIterationCap = KILN_IK_MAX_ITERATIONS_CAP;
+const char *const kChainTag = KILN_PLUGIN_STRINGIFY(KILN_FK_CHAIN_TAG);
 
 // The model's limits as floats, rounded inwards so that a clamped float is inside the model's
 // (double) limits.
@@ -184,7 +77,7 @@ void copy_name(char *destination, const char *source) {
 
 // Offsets of the per-target arrays inside one reservation (device or staging), 256-byte aligned.
 struct Layout {
-  size_t targets, initial_q, q, position_error, orientation_error, converged, iterations, total;
+  size_t targets, initial_q, q, position_error, orientation_error, converged, iterations, warm_q, warm_valid, total;
   explicit Layout(size_t batch) {
     size_t at = 0;
     const auto take = [&at](size_t bytes) {
@@ -199,6 +92,8 @@ struct Layout {
     orientation_error = take(batch * sizeof(float));
     converged = take(batch * sizeof(uint8_t));
     iterations = take(batch * sizeof(uint32_t));
+    warm_q = take(batch * kDof * sizeof(float));
+    warm_valid = take(batch * sizeof(uint8_t));
     total = at;
   }
 };
@@ -208,6 +103,8 @@ struct Arrays {
         *orientation_error = nullptr;
   uint8_t *converged = nullptr;
   uint32_t *iterations = nullptr;
+  float *warm_q = nullptr;  // the slots' last solutions: authoritative on the device, else in host memory
+  uint8_t *warm_valid = nullptr;
   static Arrays carve(unsigned char *base, const Layout &layout) {
     Arrays a;
     a.targets = reinterpret_cast<float *>(base + layout.targets);
@@ -217,6 +114,8 @@ struct Arrays {
     a.orientation_error = reinterpret_cast<float *>(base + layout.orientation_error);
     a.converged = base + layout.converged;
     a.iterations = reinterpret_cast<uint32_t *>(base + layout.iterations);
+    a.warm_q = reinterpret_cast<float *>(base + layout.warm_q);
+    a.warm_valid = base + layout.warm_valid;
     return a;
   }
 };
@@ -235,8 +134,9 @@ class IkSolver final : public kiln::plugin::Instance {
     device_ = params.device_ordinal;
     max_batch_ = params.max_batch;
     const Layout layout(max_batch_ > 0 ? max_batch_ : 1u);
+    snapshot_.reset(max_batch_, kDof);  // every slot empty
     if (device_ < 0) {
-      host_block_.reset(new unsigned char[layout.total]);
+      host_block_.reset(new unsigned char[layout.total]());
       host_ = Arrays::carve(host_block_.get(), layout);
       host_bytes_.store(layout.total, std::memory_order_relaxed);
       publish_activation();
@@ -259,6 +159,10 @@ class IkSolver final : public kiln::plugin::Instance {
     pinned_block_ = static_cast<unsigned char *>(pinned);
     device_arrays_ = Arrays::carve(device_block_, layout);
     host_ = Arrays::carve(pinned_block_, layout);
+    std::memset(pinned_block_, 0, layout.total);
+    if (!check(cudaMemsetAsync(device_block_, 0, layout.total, stream_), "activate: clearing the solver's buffers",
+               message))
+      return status_of(last_error_);
     // Warm up: one empty launch, so that module loading and first-launch work happen here.
     KernelParams warm{};
     warm.seeds = 1;
@@ -294,7 +198,66 @@ class IkSolver final : public kiln::plugin::Instance {
   }
 
   const void *get_interface(const char *interface_id) const noexcept override {
-    return std::strcmp(interface_id, KILN_IK_INTERFACE_ID) == 0 ? &table : nullptr;
+    if (std::strcmp(interface_id, KILN_IK_INTERFACE_ID) == 0) return &table;
+    if (std::strcmp(interface_id, KILN_SELFTEST_INTERFACE_ID) == 0) return &selftest_table;
+    return nullptr;
+  }
+
+  // [setup-thread] The slots as the last completed solve left them; may run while the control
+  // thread keeps solving (ik.h, "Warm start"). Not active: a blob of 0 slots.
+  kiln_status export_state(void *buffer, size_t capacity, size_t *size,
+                           kiln::plugin::Message &message) const override {
+    return kiln_ik::state::write_blob(identity(), snapshot_, buffer, capacity, size, message);
+  }
+
+  // [setup-thread] Replaces every slot (those past the blob's empty); no real-time call may run.
+  // A refused blob changes nothing.
+  kiln_status import_state(const void *blob, size_t size, kiln::plugin::Message &message) override {
+    if (!active()) {
+      message.set("import_state: the instance is not active; the state lives in what activate reserves, so activate "
+                  "first");
+      return KILN_ERR_STATE;
+    }
+    if (in_flight_) {
+      message.set("import_state: a solve is in flight on this instance; call wait() first");
+      return KILN_ERR_STATE;
+    }
+    kiln_ik::state::Parsed parsed;
+    const kiln_status status = kiln_ik::state::parse_blob(identity(), max_batch_, blob, size, &parsed, message);
+    if (status != KILN_OK) return status;
+    // Host only, host_ holds the state itself; on a device it is the staging copy sent up.
+    kiln_ik::state::unpack(parsed, kDof, max_batch_, host_.warm_q, host_.warm_valid);
+    if (device_ >= 0) {
+      const Arrays &d = device_arrays_;
+      if (!check(cudaSetDevice(device_), "import_state: cudaSetDevice", message) ||
+          !check(cudaMemcpyAsync(d.warm_q, host_.warm_q, size_t{max_batch_} * kDof * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream_),
+                 "import_state: copying the state to the device", message) ||
+          !check(cudaMemcpyAsync(d.warm_valid, host_.warm_valid, max_batch_, cudaMemcpyHostToDevice, stream_),
+                 "import_state: copying the state to the device", message) ||
+          !check(cudaStreamSynchronize(stream_), "import_state: copying the state to the device", message))
+        return status_of(last_error_);
+    }
+    snapshot_.publish(host_.warm_q, host_.warm_valid, max_batch_);
+    return KILN_OK;
+  }
+
+  // [setup-thread] kiln.selftest/1: ik_selftest.hpp through solve_async + wait, recording nothing.
+  kiln_status selftest(kiln::plugin::Message &message) {
+    if (!active()) {
+      message.set("selftest: the instance is not active; call activate first");
+      return KILN_ERR_STATE;
+    }
+    if (in_flight_) {
+      message.set("selftest: a solve is in flight on this instance; call wait() first");
+      return KILN_ERR_STATE;
+    }
+    const auto solve = [this](const kiln_ik_problem &problem, const kiln_ik_result &result,
+                              kiln::plugin::Message &text) {
+      const kiln_status status = solve_async(&problem, &result, text, /*record=*/false);
+      return status != KILN_OK ? status : wait(text);
+    };
+    return kiln_ik::selftest::run<Chain>(max_batch_, kiln_ik::Settings{}, solve, message);
   }
 
   kiln_status info(kiln_ik_info *out) const noexcept {
@@ -313,12 +276,14 @@ class IkSolver final : public kiln::plugin::Instance {
     copy_name(full.base_link, Chain::kBaseLink);
     copy_name(full.tip_link, Chain::kTipLink);
     copy_name(full.source, Chain::kSource);
+    full.solve_flags = kiln_ik::kSolveFlags;
     std::memcpy(out, &full, out->struct_size < sizeof full ? out->struct_size : sizeof full);
     return KILN_OK;
   }
 
+  // record: the solve updates the slots' last solutions (every caller's solve; not the self-test's).
   kiln_status solve_async(const kiln_ik_problem *problem, const kiln_ik_result *result,
-                          kiln::plugin::Message &message) noexcept {
+                          kiln::plugin::Message &message, bool record = true) noexcept {
     if (!active()) {
       message.set("solve: the instance is not active; call activate first");
       return KILN_ERR_STATE;
@@ -340,6 +305,7 @@ class IkSolver final : public kiln::plugin::Instance {
       message.format("solve: %s", bad);
       return KILN_ERR_INVALID_ARGUMENT;
     }
+    if (kIterationCap > 0 && p.settings.max_iterations > kIterationCap) p.settings.max_iterations = kIterationCap;
     const uint32_t count = problem->count;
     if (count > max_batch_) {
       message.format("solve: count = %u exceeds max_batch = %u reserved at activate", count, max_batch_);
@@ -364,6 +330,10 @@ class IkSolver final : public kiln::plugin::Instance {
     p.seeds = p.settings.seeds;
     p.group_shift = group_shift_for(p.seeds);
     p.limits = limits_;
+    const Arrays &warm = device_ < 0 ? host_ : device_arrays_;
+    p.warm_q = record ? warm.warm_q : nullptr;
+    p.warm_valid = record ? warm.warm_valid : nullptr;
+    p.warm_start = record && (p.settings.flags & KILN_IK_SOLVE_WARM_START) != 0;
 
     if (device_memory) {
       p.targets = problem->targets;
@@ -397,6 +367,7 @@ class IkSolver final : public kiln::plugin::Instance {
       p.converged = host_.converged;
       p.iterations = host_.iterations;
       solve_host(p);
+      if (record) snapshot_.publish(host_.warm_q, host_.warm_valid, count);
     } else {
       cudaStream_t stream = problem->stream != nullptr ? static_cast<cudaStream_t>(problem->stream) : stream_;
       if (!check(cudaSetDevice(device_), "solve: cudaSetDevice", message)) return status_of(last_error_);
@@ -440,9 +411,19 @@ class IkSolver final : public kiln::plugin::Instance {
                    "solve: copying the iteration counts back", message))
           return status_of(last_error_);
       }
+      if (record) {
+        const Arrays &d = device_arrays_;
+        if (!check(cudaMemcpyAsync(host_.warm_q, d.warm_q, size_t{count} * kDof * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream),
+                   "solve: copying the slots' solutions back", message) ||
+            !check(cudaMemcpyAsync(host_.warm_valid, d.warm_valid, count, cudaMemcpyDeviceToHost, stream),
+                   "solve: copying the slots' solutions back", message))
+          return status_of(last_error_);
+      }
       if (!check(cudaEventRecord(done_, stream), "solve: cudaEventRecord", message)) return status_of(last_error_);
     }
     in_flight_ = true;
+    pending_record_ = record && device_ >= 0;  // host only, published above
     pending_device_memory_ = device_memory;
     pending_count_ = count;
     pending_ = *result;
@@ -465,6 +446,7 @@ class IkSolver final : public kiln::plugin::Instance {
           !check(cudaEventSynchronize(done_), "wait: the IK solve", message))
         return status_of(last_error_);
     }
+    if (pending_record_) snapshot_.publish(host_.warm_q, host_.warm_valid, pending_count_);
     if (pending_device_memory_) return KILN_OK;
     const size_t n = pending_count_;
     std::memcpy(pending_.q, host_.q, n * kDof * sizeof(float));
@@ -477,8 +459,11 @@ class IkSolver final : public kiln::plugin::Instance {
   }
 
   static const kiln_ik_v1 table;
+  static const kiln_selftest_v1 selftest_table;
 
  private:
+  static kiln_ik::state::Identity identity() noexcept { return {static_cast<uint32_t>(kDof), kChainTag, Chain::kRobot}; }
+
   void publish_activation() noexcept {
     active_device_.store(device_, std::memory_order_relaxed);
     active_batch_.store(max_batch_, std::memory_order_relaxed);
@@ -502,6 +487,7 @@ class IkSolver final : public kiln::plugin::Instance {
       cudaEventSynchronize(done_);  // a solve on a caller's stream may still use our buffers
     }
     in_flight_ = false;
+    snapshot_.clear();
     host_block_.reset();
     if (stream_ != nullptr || done_ != nullptr || device_block_ != nullptr || pinned_block_ != nullptr) {
       if (device_ >= 0) cudaSetDevice(device_);
@@ -531,8 +517,12 @@ class IkSolver final : public kiln::plugin::Instance {
   Arrays host_;  // staging: pinned (device) or host_block_ (host only)
   cudaError_t last_error_ = cudaSuccess;
 
+  // What export_state reads: the slots' last solutions, published after each recording solve.
+  kiln_ik::state::Snapshot snapshot_;
+
   // The solve in flight.
   bool in_flight_ = false;
+  bool pending_record_ = false;
   bool pending_device_memory_ = false;
   uint32_t pending_count_ = 0;
   kiln_ik_result pending_{};
@@ -618,9 +608,30 @@ kiln_status ik_solve(kiln_instance *instance, const kiln_ik_problem *problem, co
   return ik_wait(instance, message, message_size);
 }
 
+kiln_status ik_selftest(kiln_instance *instance, char *message, size_t message_size) noexcept {
+  kiln::plugin::Message text(message, message_size);
+  if (instance == nullptr) {
+    text.set("selftest: instance is NULL");
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  try {
+    return self(instance).selftest(text);
+  } catch (const std::bad_alloc &) {
+    text.set("selftest: out of host memory");
+    return KILN_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception &error) {
+    text.format("selftest: %s", error.what());
+    return KILN_ERR_INTERNAL;
+  } catch (...) {
+    text.set("selftest: unknown exception");
+    return KILN_ERR_INTERNAL;
+  }
+}
+
 const kiln_ik_v1 IkSolver::table = {sizeof(kiln_ik_v1), &ik_dof,  &ik_info, &ik_joint_info, &ik_fk,
                                     &ik_solve_async,    &ik_poll, &ik_wait, &ik_solve};
+const kiln_selftest_v1 IkSolver::selftest_table = {sizeof(kiln_selftest_v1), &ik_selftest};
 
 }  // namespace
 
-KILN_PLUGIN(IkSolver, KILN_IK_PLUGIN_ID, KILN_IK_PLUGIN_VERSION, KILN_IK_INTERFACE_ID)
+KILN_PLUGIN(IkSolver, KILN_IK_PLUGIN_ID, KILN_IK_PLUGIN_VERSION, KILN_IK_INTERFACE_ID, KILN_SELFTEST_INTERFACE_ID)
