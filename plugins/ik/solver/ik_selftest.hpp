@@ -21,6 +21,7 @@
 #include "ik_core.cuh"
 #include "kiln/ext/ik.h"
 #include "kiln/plugin.hpp"
+#include "../common/kiln_ik_batch.hpp"
 
 namespace kiln_ik {
 namespace selftest {
@@ -109,10 +110,12 @@ kiln_status run(uint32_t max_batch, const Settings &defaults, Solve &&solve, kil
     return KILN_OK;
   }
   std::vector<double> truth(size_t{count} * N), wanted(size_t{count} * KILN_IK_POSE_SIZE);
-  std::vector<float> targets(wanted.size()), near(truth.size()), q(truth.size()), position_error(count),
-      orientation_error(count);
-  std::vector<uint8_t> converged(count);
-  std::vector<uint32_t> iterations(count);
+  kiln_ik::HostBatch batch(count, N);
+  std::vector<float> near(truth.size());
+  std::vector<float> &targets = batch.targets, &q = batch.q, &position_error = batch.position_error,
+                     &orientation_error = batch.orientation_error;
+  const std::vector<uint8_t> &converged = batch.converged;
+  const std::vector<uint32_t> &iterations = batch.iterations;
   for (uint32_t k = 0; k < count; ++k) {
     double *t = truth.data() + size_t{k} * N;
     configuration<Chain>(k, t);
@@ -129,19 +132,9 @@ kiln_status run(uint32_t max_batch, const Settings &defaults, Solve &&solve, kil
   kiln_ik_options options{};
   options.struct_size = sizeof options;
   options.random_seed = kRandomKey;
-  kiln_ik_problem problem{};
-  problem.struct_size = sizeof problem;
-  problem.count = count;
-  problem.memory = KILN_IK_MEMORY_HOST;
-  problem.targets = targets.data();
+  kiln_ik_problem &problem = batch.problem;
+  kiln_ik_result &result = batch.result;
   problem.options = &options;
-  kiln_ik_result result{};
-  result.struct_size = sizeof result;
-  result.q = q.data();
-  result.position_error = position_error.data();
-  result.orientation_error = orientation_error.data();
-  result.converged = converged.data();
-  result.iterations = iterations.data();
   const double allowed_position = defaults.position_tolerance + kPositionSlack;
   const double allowed_orientation = defaults.orientation_tolerance + kOrientationSlack;
   uint32_t most_iterations = 0;
