@@ -1,5 +1,4 @@
 #include <dlfcn.h>
-#include <link.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -23,23 +22,19 @@ void destroy_quietly(const Instance::Library &library, kiln_instance *instance) 
 
 // glibc answers dlopen("/proc/self/fd/<n>") with any loaded library it once opened under that
 // name, so <n> must not name another file while such a library is loaded: a descriptor is
-// closed only once no library is loaded under its name. One loaded twice (two Modules of one
-// entry) outlives the first dlclose; its descriptor is kept until a later call finds it gone.
-// The loaded libraries' names are read from the loader's own list (dl_iterate_phdr): no system
-// call, where asking dlopen(RTLD_NOLOAD) would open and read the file again.
+// closed only once no library is loaded under its name or from its file. One loaded twice (two
+// Modules of one entry) outlives the first dlclose; its descriptor is kept until a later call
+// finds it gone. Only dlopen(RTLD_NOLOAD) can tell: glibc records the second load's name as an
+// alias of the first library (l_libname), which the loader's public list (dl_iterate_phdr)
+// does not show, so asking that list closed a descriptor whose number glibc still answered for.
 bool loaded_under(const std::string &name) {
-  struct Search {
-    const std::string *name;
-    bool found;
-  } search{&name, false};
-  ::dl_iterate_phdr(
-      [](dl_phdr_info *info, std::size_t, void *data) {
-        auto *s = static_cast<Search *>(data);
-        if (info->dlpi_name != nullptr && *s->name == info->dlpi_name) s->found = true;
-        return s->found ? 1 : 0;
-      },
-      &search);
-  return search.found;
+  void *still = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (still == nullptr) {
+    ::dlerror();
+    return false;
+  }
+  ::dlclose(still);
+  return true;
 }
 
 void release_mapped_fd(int fd) {
