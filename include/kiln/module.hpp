@@ -122,6 +122,12 @@ class Module {
   const kiln_plugin_entry &entry() const noexcept;
   std::uint32_t abi_version() const noexcept;
 
+  // [setup-thread] Keep this plugin's code mapped for the rest of the process, even once the
+  // Module and its Instances are gone (its last dlclose then unloads nothing). For a plugin
+  // whose device code the CUDA runtime registered at load (an embedded fatbin): unloading it
+  // leaves the runtime pointing into unmapped memory (abi/README.md "Swap-safe plugins").
+  void keep_mapped() const;
+
   // [setup-thread] Create an instance. Throws AbiError with the plugin's message (or naming the
   // exception that escaped its create).
   Instance create_instance() const;

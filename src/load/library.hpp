@@ -21,6 +21,7 @@ struct Instance::Library {
   // The verified descriptor dlopen mapped as /proc/self/fd/<n>: it stays open while a library
   // may be loaded under that name (module.cpp says why), so <n> never names another file.
   int mapped_fd = -1;
+  bool kept_mapped = false;  // Module::keep_mapped took a reference that is never released
   const kiln_plugin_entry *entry = nullptr;  // &entry_copy once bound
   kiln_plugin_entry entry_copy{};            // the plugin's table up to its struct_size, the rest zero
   std::uint32_t abi_version = 0;

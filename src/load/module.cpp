@@ -143,6 +143,18 @@ const LoadReport &Module::report() const noexcept { return *report_; }
 const kiln_plugin_entry &Module::entry() const noexcept { return *library_->entry; }
 std::uint32_t Module::abi_version() const noexcept { return library_->abi_version; }
 
+void Module::keep_mapped() const {
+  // One more reference on the library, never released. Its descriptor stays open with it:
+  // release_mapped_fd keeps a descriptor while a library is loaded under its name.
+  if (library_->kept_mapped || library_->mapped_fd < 0) return;
+  const std::string name = "/proc/self/fd/" + std::to_string(library_->mapped_fd);
+  if (::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD) == nullptr) {
+    const char *error = ::dlerror();
+    throw IoError("cannot keep " + library_->file + " mapped: " + (error != nullptr ? error : "unknown error"));
+  }
+  library_->kept_mapped = true;
+}
+
 Instance Module::create_instance() const {
   kiln_create_params params{};
   params.struct_size = sizeof params;

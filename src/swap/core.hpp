@@ -1,0 +1,58 @@
+// SwapCore's state: the resident versions (serving first), the versions waiting for their grace
+// period, the readers' domain and the watcher. Shared by core.cpp (the transaction) and
+// watcher.cpp (the cross-process trigger).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <kiln/swap.hpp>
+
+#include "swap/domain.hpp"
+#include "swap/version.hpp"
+
+namespace kiln::swap {
+class GenerationTable;
+}
+
+namespace kiln {
+
+struct SwapCore::Impl {
+  Impl(Runtime &runtime, SwapOptions options);
+
+  Runtime &runtime;
+  SwapOptions options;
+  std::shared_ptr<swap_detail::Domain> domain;
+
+  // Serializes swap, rollback, collect and resident(); never taken by a reader.
+  mutable std::mutex mutex;
+  std::deque<std::unique_ptr<swap_detail::Version>> resident;  // [0] serves
+  struct Retiring {
+    std::unique_ptr<swap_detail::Version> version;
+    std::uint64_t period;  // retired once every reader passed it
+  };
+  std::vector<Retiring> retiring;
+  std::uint64_t next_serial = 1;  // of the next version loaded
+
+  // The transaction (core.cpp); the lock is held.
+  SwapReport swap_locked(const SwapRequest &request, const std::string *to_resident_key);
+  // Retires what is past keep_resident and what waited for a grace period now passed.
+  void retire_locked(SwapReport &report);
+  void retire_all() noexcept;
+  LogCallback runtime_log() const;
+
+  // The watcher (watcher.cpp).
+  void start_watcher();
+  void stop_watcher() noexcept;
+  std::shared_ptr<swap::GenerationTable> generations;
+  std::thread watcher;
+  std::mutex watcher_mutex;
+  std::condition_variable watcher_wake;
+  bool watcher_stop = false;
+};
+
+}  // namespace kiln

@@ -1,0 +1,53 @@
+// The readers' side of hot swap: the published version pointer and the registry of control
+// threads, with quiescent-state-based reclamation as in userspace-RCU's urcu-qsbr.
+//
+// Every registered reader has a slot holding the grace period it last observed (0: offline).
+// A reader announces a quiescent state by copying the global period into its slot: one load and
+// one release store, nothing else. The swap thread publishes a new version, advances the global
+// period to P and waits until every online slot shows >= P: from then on no reader can still hold
+// what was published before. Slots are allocated once (max_readers) and never move, so readers
+// never allocate or lock; the Domain is shared with every SwapReader, so a reader outliving its
+// Swappable touches live memory.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include <kiln/swap.hpp>
+
+namespace kiln::swap_detail {
+
+// One cache line per reader: readers never write a line another reader writes.
+struct alignas(64) ReaderSlot {
+  std::atomic<std::uint64_t> period{0};  // 0: offline (a swap does not wait for it)
+  std::atomic<bool> used{false};
+};
+
+struct Domain {
+  explicit Domain(std::size_t max_readers);
+
+  // [setup-thread] A slot for a new reader, online at the current period; nullptr when full.
+  ReaderSlot *claim();
+  void release(ReaderSlot *slot) noexcept;
+
+  // [swap thread] Make `version` the one acquire() returns. Sequentially consistent, so that a
+  // reader coming online after a synchronize() read it offline sees this store.
+  void publish(const ServedVersion *version) noexcept;
+  // [swap thread] Starts a grace period: the period every reader must reach.
+  std::uint64_t advance() noexcept;
+  // Whether every online reader has passed `target` (no waiting).
+  bool passed(std::uint64_t target) const noexcept;
+  // Waits (sleeping briefly between looks) until passed(target) or the timeout.
+  bool wait(std::uint64_t target, std::chrono::milliseconds timeout) const;
+
+  std::atomic<const ServedVersion *> current{nullptr};
+  alignas(64) std::atomic<std::uint64_t> period{1};
+  std::size_t capacity;
+  std::unique_ptr<ReaderSlot[]> slots;
+  std::mutex registry;  // claim/release only
+};
+
+}  // namespace kiln::swap_detail

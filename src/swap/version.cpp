@@ -1,0 +1,192 @@
+#include "swap/version.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <kiln/ext/selftest.h>
+
+#include "load/boundary.hpp"
+#include "load/elf.hpp"
+
+namespace kiln::swap_detail {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Whether the plugin file has an ".nv_fatbin" section: device code the CUDA runtime registers
+// when the library is loaded and points into until the process ends (cccl #9367, pytorch #24983).
+bool has_cuda_runtime_fatbin(const std::string &file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return true;  // cannot tell: keeping it mapped is the safe side
+  struct stat info {};
+  bool found = true;
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
+    void *data = ::mmap(nullptr, static_cast<std::size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data != MAP_FAILED) {
+      const std::string_view bytes(static_cast<const char *>(data), static_cast<std::size_t>(info.st_size));
+      found = load::find_elf_section(bytes, ".nv_fatbin").has_value();
+      ::munmap(data, static_cast<std::size_t>(info.st_size));
+    }
+  }
+  ::close(fd);
+  return found;
+}
+
+std::string canonical(const std::string &file) {
+  char resolved[PATH_MAX];
+  return ::realpath(file.c_str(), resolved) != nullptr ? std::string(resolved) : file;
+}
+
+}  // namespace
+
+void run_step(std::vector<SwapStep> &steps, const char *step, const std::function<std::string()> &body) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string detail;
+  try {
+    detail = body();
+  } catch (const StepFailure &) {
+    throw;
+  } catch (const Error &error) {
+    steps.push_back({step, ms_since(start), std::string("failed: ") + error.what()});
+    throw StepFailure{step, error.kind(), error.what()};
+  } catch (const std::exception &error) {
+    steps.push_back({step, ms_since(start), std::string("failed: ") + error.what()});
+    throw StepFailure{step, ErrorKind::other, error.what()};
+  }
+  steps.push_back({step, ms_since(start), std::move(detail)});
+}
+
+std::string run_selftest(const Version &version) {
+  const auto *selftest =
+      version.instance->interface<kiln_selftest_v1>(KILN_SELFTEST_INTERFACE_ID, offsetof(kiln_selftest_v1, run) +
+                                                                                    sizeof(kiln_selftest_v1::run));
+  if (selftest == nullptr || selftest->run == nullptr) return "not offered (the plugin has no kiln.selftest/1)";
+  char message[1024] = "";
+  const auto start = std::chrono::steady_clock::now();
+  const kiln_status status = load::call_plugin(version.file, "kiln.selftest/1 run", [&] {
+    return selftest->run(version.instance->handle(), message, sizeof message);
+  });
+  if (status != KILN_OK) {
+    throw AbiError("plugin " + version.file + " (content key " + version.content_key + ") failed its self-test (status " +
+                   std::to_string(status) + "): " + load::message_text(message) +
+                   "; it is not served: fix or rebuild this version");
+  }
+  std::ostringstream detail;
+  detail << "passed";
+  if (message[0] != '\0') detail << ": " << load::message_text(message);
+  detail << " (" << static_cast<int>(ms_since(start) * 10) / 10.0 << " ms)";
+  return detail.str();
+}
+
+static void prepare_steps(Version &v, const SwapOptions &options, std::uint64_t serial, std::vector<SwapStep> &steps) {
+  Version *version = &v;
+  run_step(steps, "create", [&] {
+    version->instance.emplace(version->module.create_instance());
+    return std::string("created");
+  });
+  run_step(steps, "activate", [&] {
+    version->instance->activate(options.device, options.max_batch);
+    return "device " + std::to_string(options.device) + ", max batch " + std::to_string(options.max_batch);
+  });
+  run_step(steps, "interface", [&] {
+    const void *table = version->instance->interface_table(options.interface_id.c_str(), options.interface_min_size);
+    if (table == nullptr) {
+      throw AbiError("plugin " + version->file + " (content key " + version->content_key + ") does not offer " +
+                     options.interface_id + "; the serving version does: publish or build a version offering it");
+    }
+    version->served.table = table;
+    return options.interface_id;
+  });
+  version->served.instance = version->instance->handle();
+  version->served.serial = serial;
+  version->served.content_key = version->content_key.c_str();
+  run_step(steps, "selftest", [&] { return run_selftest(*version); });
+}
+
+std::unique_ptr<Version> prepare_version(Module module, const SwapOptions &options, std::uint64_t serial,
+                                         std::vector<SwapStep> &steps) {
+  auto version = std::make_unique<Version>(std::move(module));
+  const Resolution &resolution = version->module.report().resolution;
+  version->content_key = resolution.content_key;
+  version->file = resolution.file;
+  struct stat info {};
+  if (::stat(version->file.c_str(), &info) == 0) {
+    version->device = info.st_dev;
+    version->inode = info.st_ino;
+  }
+  version->registers_cuda_runtime = has_cuda_runtime_fatbin(version->file);
+
+  // A refused candidate is dropped as a retired one is: one with device code the CUDA runtime
+  // registered stays mapped.
+  try {
+    prepare_steps(*version, options, serial, steps);
+  } catch (...) {
+    if (version->registers_cuda_runtime) {
+      try {
+        version->module.keep_mapped();
+      } catch (const Error &) {
+      }
+    }
+    throw;
+  }
+  return version;
+}
+
+bool mapped_in_process(std::uint64_t device, std::uint64_t inode) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const unsigned major_id = major(device), minor_id = minor(device);
+  while (std::getline(maps, line)) {
+    // address perms offset dev(major:minor, hex) inode path
+    std::istringstream fields(line);
+    std::string address, perms, offset, dev;
+    std::uint64_t ino = 0;
+    if (!(fields >> address >> perms >> offset >> dev >> ino) || ino != inode) continue;
+    unsigned major_seen = 0, minor_seen = 0;
+    if (std::sscanf(dev.c_str(), "%x:%x", &major_seen, &minor_seen) == 2 && major_seen == major_id &&
+        minor_seen == minor_id) {
+      return true;
+    }
+  }
+  return false;
+}
+
+RetiredVersion retire(std::unique_ptr<Version> version, const LogCallback &log) {
+  RetiredVersion retired;
+  retired.content_key = version->content_key;
+  retired.serial = version->served.serial;
+  const std::string file = canonical(version->file);
+  const std::uint64_t device = version->device, inode = version->inode;
+  const bool keep = version->registers_cuda_runtime;
+  if (keep) {
+    try {
+      version->module.keep_mapped();
+    } catch (const Error &error) {
+      if (log) log(LogLevel::warning, std::string("hot swap: ") + error.what());
+    }
+  }
+  version->instance.reset();  // deactivate + destroy
+  version.reset();            // the Module: dlclose
+  retired.unloaded = !mapped_in_process(device, inode);
+  if (keep) {
+    retired.note = "kept mapped: " + file + " has an .nv_fatbin section (device code registered with the CUDA runtime, "
+                   "which must not be unloaded); its instance was destroyed";
+  } else if (!retired.unloaded) {
+    retired.note = file + " is still mapped: another Module of it is alive, or the library cannot be unloaded "
+                   "(STB_GNU_UNIQUE symbols, RTLD_NODELETE, thread_local destructors: abi/README.md \"Swap-safe plugins\")";
+  }
+  return retired;
+}
+
+}  // namespace kiln::swap_detail
