@@ -18,8 +18,8 @@ namespace kiln {
 
 struct Instance::Library {
   void *handle = nullptr;
-  // The verified descriptor dlopen mapped as /proc/self/fd/<n>: it stays open while a library
-  // may be loaded under that name (module.cpp says why), so <n> never names another file.
+  // The descriptor dlopen mapped as /proc/self/fd/<n>, shared by every load of this file
+  // (load/mapped_files.hpp says why); released after the dlclose.
   int mapped_fd = -1;
   bool kept_mapped = false;  // Module::keep_mapped took a reference that is never released
   const kiln_plugin_entry *entry = nullptr;  // &entry_copy once bound

@@ -17,6 +17,7 @@
 #include "load/abi_layout.hpp"
 #include "load/boundary.hpp"
 #include "load/library.hpp"
+#include "load/mapped_files.hpp"
 #include "load/verify.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
@@ -173,8 +174,10 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     library->kernel_source = std::move(kernels);
     library->kernel_service = make_kernel_service(library.get());
   }
-  // Map the verified descriptor itself, so a file swapped in after the checks is never run.
-  library->handle = ::dlopen(descriptor_path(fd.get()).c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Map the verified descriptor itself (or the one already mapping this inode: mapped_files.hpp
+  // says why), so a file swapped in after the checks is never run.
+  library->mapped_fd = load::share_mapped_fd(fd, id.device, id.inode);
+  library->handle = ::dlopen(descriptor_path(library->mapped_fd).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library->handle == nullptr) {
     const char *error = ::dlerror();
     if (::access("/proc/self/fd", X_OK) != 0) throw_missing_proc(resolution.file);
@@ -182,7 +185,6 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
                    " (a missing dependency must be installed on this machine; a file that is not a shared "
                    "object must be republished)");
   }
-  library->mapped_fd = fd.release();  // see Library::mapped_fd
   report.timings.dlopen_ms = ms_since(start);
 
   start = Clock::now();

@@ -2,15 +2,14 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include <kiln/errors.hpp>
 #include <kiln/module.hpp>
 
 #include "load/boundary.hpp"
 #include "load/library.hpp"
+#include "load/mapped_files.hpp"
 
 namespace kiln {
 namespace {
@@ -18,38 +17,6 @@ namespace {
 // destroy from a destructor or a move: a throwing plugin is logged, never fatal to the host.
 void destroy_quietly(const Instance::Library &library, kiln_instance *instance) noexcept {
   load::call_plugin_quietly(library.log, library.file, "destroy", [&] { library.entry->destroy(instance); });
-}
-
-// glibc answers dlopen("/proc/self/fd/<n>") with any loaded library it once opened under that
-// name, so <n> must not name another file while such a library is loaded: a descriptor is
-// closed only once no library is loaded under its name or from its file. One loaded twice (two
-// Modules of one entry) outlives the first dlclose; its descriptor is kept until a later call
-// finds it gone. Only dlopen(RTLD_NOLOAD) can tell: glibc records the second load's name as an
-// alias of the first library (l_libname), which the loader's public list (dl_iterate_phdr)
-// does not show, so asking that list closed a descriptor whose number glibc still answered for.
-bool loaded_under(const std::string &name) {
-  void *still = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-  if (still == nullptr) {
-    ::dlerror();
-    return false;
-  }
-  ::dlclose(still);
-  return true;
-}
-
-void release_mapped_fd(int fd) {
-  static std::mutex guard;
-  static std::vector<int> kept;
-  std::lock_guard<std::mutex> lock(guard);
-  if (fd >= 0) kept.push_back(fd);
-  for (auto it = kept.begin(); it != kept.end();) {
-    if (loaded_under("/proc/self/fd/" + std::to_string(*it))) {
-      ++it;
-    } else {
-      ::close(*it);
-      it = kept.erase(it);
-    }
-  }
 }
 
 }  // namespace
@@ -60,7 +27,7 @@ Instance::Library::~Library() {
   kernel_service.reset();
   kernels.clear();
   if (handle != nullptr) ::dlclose(handle);
-  if (mapped_fd >= 0) release_mapped_fd(mapped_fd);
+  load::release_mapped_fd(mapped_fd);
 }
 
 // ---- Instance ----
@@ -144,8 +111,8 @@ const kiln_plugin_entry &Module::entry() const noexcept { return *library_->entr
 std::uint32_t Module::abi_version() const noexcept { return library_->abi_version; }
 
 void Module::keep_mapped() const {
-  // One more reference on the library, never released. Its descriptor stays open with it:
-  // release_mapped_fd keeps a descriptor while a library is loaded under its name.
+  // One more reference on the library, never released. Its descriptor stays open with it
+  // (load/mapped_files.hpp), and later loads of the file reuse it.
   if (library_->kept_mapped || library_->mapped_fd < 0) return;
   const std::string name = "/proc/self/fd/" + std::to_string(library_->mapped_fd);
   if (::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD) == nullptr) {

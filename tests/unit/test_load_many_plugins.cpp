@@ -7,6 +7,8 @@
 
 #include <optional>
 
+#include <boost/filesystem.hpp>
+
 #include <kiln/ext/example.h>
 #include <kiln/runtime.hpp>
 
@@ -23,6 +25,12 @@ double fma_of(const Module &module) {
   const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
   REQUIRE(table != nullptr);
   return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
+}
+
+std::size_t open_descriptors() {
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto &entry : boost::filesystem::directory_iterator("/proc/self/fd")) ++count;
+  return count;
 }
 
 }  // namespace
@@ -76,6 +84,20 @@ TEST_CASE("load: plugins kept loaded never answer for another plugin loaded afte
       CHECK(fma_of(other) == 7.0);
     }
     CHECK(fma_of(first) == 7.0);
+  }
+  SUBCASE("a plugin kept mapped, loaded and unloaded again and again, takes no new descriptor") {
+    // What a hot swap does with a plugin whose device code the CUDA runtime registered: every
+    // load of it goes through the one descriptor kept open with its mapping.
+    runtime.load("many", "a").keep_mapped();
+    const std::size_t before = open_descriptors();
+    for (int round = 0; round < 50; ++round) {
+      const Module again = runtime.load("many", "a");
+      const Module other = runtime.load("many", "b");
+      CHECK(again.report().resolution.content_key == keys["a"]);
+      CHECK(other.report().resolution.content_key == keys["b"]);
+      CHECK(fma_of(again) == 7.0);
+    }
+    CHECK(open_descriptors() == before);
   }
   SUBCASE("loaded, unloaded and loaded again in turn") {
     for (int round = 0; round < 3; ++round) {
