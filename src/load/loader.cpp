@@ -178,6 +178,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
   // says why), so a file swapped in after the checks is never run.
   library->mapped_fd = load::share_mapped_fd(fd, id.device, id.inode);
   library->handle = ::dlopen(descriptor_path(library->mapped_fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+  load::note_dlopen_name(library->mapped_fd, library->handle);
   if (library->handle == nullptr) {
     const char *error = ::dlerror();
     if (::access("/proc/self/fd", X_OK) != 0) throw_missing_proc(resolution.file);

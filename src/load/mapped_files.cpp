@@ -1,7 +1,10 @@
 #include "load/mapped_files.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <map>
 #include <mutex>
@@ -14,6 +17,7 @@ namespace {
 struct MappedFile {
   int fd = -1;
   std::size_t references = 0;  // Modules loaded through fd and not yet unloaded
+  bool alias = false;          // glibc holds the library under another name: never closed
 };
 
 struct MappedFiles {
@@ -27,16 +31,22 @@ MappedFiles &mapped_files() {
   return *files;
 }
 
-// Whether glibc still has a library under this descriptor's name (it was kept mapped).
+std::string name_of(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// Whether the loader's list holds a library under this descriptor's name (kept mapped).
 bool loaded_under(int fd) {
-  const std::string name = "/proc/self/fd/" + std::to_string(fd);
-  void *still = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-  if (still == nullptr) {
-    ::dlerror();
-    return false;
-  }
-  ::dlclose(still);
-  return true;
+  struct Search {
+    std::string name;
+    bool found = false;
+  } search{name_of(fd)};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info *info, std::size_t, void *data) {
+        auto *s = static_cast<Search *>(data);
+        s->found = info->dlpi_name != nullptr && s->name == info->dlpi_name;
+        return s->found ? 1 : 0;
+      },
+      &search);
+  return search.found;
 }
 
 }  // namespace
@@ -54,6 +64,19 @@ int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64
   return file.fd;
 }
 
+void note_dlopen_name(int fd, void *handle) noexcept {
+  link_map *map = nullptr;
+  if (handle == nullptr || ::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr) return;
+  try {
+    if (map->l_name != nullptr && name_of(fd) == map->l_name) return;
+    MappedFiles &files = mapped_files();
+    std::lock_guard<std::mutex> lock(files.mutex);
+    const auto key = files.file_of.find(fd);
+    if (key != files.file_of.end()) files.by_file[key->second].alias = true;
+  } catch (...) {  // std::string's allocation: keeping a descriptor open is the safe side
+  }
+}
+
 void release_mapped_fd(int fd) noexcept {
   if (fd < 0) return;
   MappedFiles &files = mapped_files();
@@ -62,7 +85,12 @@ void release_mapped_fd(int fd) noexcept {
   if (key == files.file_of.end()) return;
   const auto file = files.by_file.find(key->second);
   if (file == files.by_file.end() || file->second.references == 0) return;
-  if (--file->second.references != 0 || loaded_under(fd)) return;
+  if (--file->second.references != 0 || file->second.alias) return;
+  try {
+    if (loaded_under(fd)) return;
+  } catch (...) {
+    return;
+  }
   ::close(fd);
   files.by_file.erase(file);
   files.file_of.erase(key);
