@@ -1,6 +1,7 @@
-// kiln IK tests, suite "gpu": the self-test and the warm-start state of a hot swap on a device
-// (skipped visibly without one, tests/support/main.cpp). The host-path versions are
-// test_ik_selftest.cpp and test_ik_state.cpp.
+// kiln IK tests, suite "gpu": the self-test and the warm-start state of a hot swap on a device,
+// and 20 swaps on the device under a solving thread (skipped visibly without one,
+// tests/support/main.cpp). The host-path versions are test_ik_selftest.cpp, test_ik_state.cpp and
+// test_ik_swap.cpp.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
@@ -12,11 +13,16 @@
 #include <kiln/ext/ik.h>
 #include <kiln/ext/selftest.h>
 
+#include "ik_swap_run.hpp"
 #include "ik_test_support.hpp"
 
 namespace {
 
 using kiln::test::ik::Batch;
+using kiln::test::ik::SwapRunOptions;
+using kiln::test::ik::SwapRunResult;
+using kiln::test::ik::check_swap_run;
+using kiln::test::ik::swap_under_solves;
 using kiln::test::ik::Solver;
 using kiln::test::ik::Trajectories;
 namespace blob_at = kiln::test::ik::state_blob;
@@ -137,5 +143,32 @@ TEST_SUITE("gpu") {
     cudaFree(targets);
     cudaFree(q);
     cudaStreamDestroy(stream);
+  }
+
+  TEST_CASE("ik swap: GPU: 20 swaps between iiwa14 and iiwa14-b on device 0 under a solving thread; every answer right, "
+            "the state carried, device memory back after the last retirement") {
+    SwapRunOptions options;
+    options.device = 0;
+    options.device_used = []() -> std::optional<std::size_t> {
+      std::size_t free = 0, total = 0;  // cudaMemGetInfo: cuMemGetInfo in the primary context the plugins share
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
+      return total - free;
+    };
+    const SwapRunResult run = swap_under_solves(options);
+    check_swap_run(run, options.swaps);
+    REQUIRE(run.device_before.has_value());
+    REQUIRE(run.device_after.has_value());
+    // Bound: 2 MiB, one page of the driver's device allocations (what cuMemGetInfo moves by), so a
+    // single lazily made driver allocation may show but nothing per swap: one version reserves
+    // device_bytes for max_batch 16384 targets, and leaking that on each of the 20 swaps would add
+    // 20 reservations (checked to be at least 4 bounds' worth, so such a leak cannot hide).
+    const double mib = 1024.0 * 1024.0;
+    const double grown = (static_cast<double>(*run.device_after) - static_cast<double>(*run.device_before)) / mib;
+    MESSAGE("device memory in use " << static_cast<double>(*run.device_before) / mib << " MiB before the 20 swaps, "
+                                    << static_cast<double>(*run.device_after) / mib
+                                    << " MiB after the last retirement (" << grown << " MiB); one version reserves "
+                                    << static_cast<double>(run.device_bytes) / mib << " MiB");
+    REQUIRE(20.0 * static_cast<double>(run.device_bytes) >= 4 * 2 * mib);
+    CHECK(grown <= 2.0);
   }
 }
