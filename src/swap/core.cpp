@@ -130,6 +130,20 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
     if (found != resident.end()) {
       candidate = found->get();
       report.was_resident = true;
+      // A resident version whose grace period never passed (a reader held on past grace_timeout)
+      // may still be called by that reader: its self-test and import_state must wait for it.
+      if (candidate->unused_after != 0 && !domain->passed(candidate->unused_after)) {
+        run_step(report.steps, "grace", [&] {
+          if (!domain->wait(candidate->unused_after, options.grace_timeout)) {
+            throw StepFailure{"grace", ErrorKind::other,
+                              "a control thread still holds version " + candidate->content_key +
+                                  " from before it stopped serving (it has not passed a quiescent point within " +
+                                  std::to_string(options.grace_timeout.count()) +
+                                  " ms): call quiescent() every cycle, or offline() while not cycling, and swap again"};
+          }
+          return std::string("the readers let go of the resident version");
+        });
+      }
       run_step(report.steps, "selftest", [&] { return swap_detail::run_selftest(*candidate); });
     } else {
       std::optional<Module> module;

@@ -202,6 +202,30 @@ TEST_CASE("swap: a reader that has not passed a quiescent point holds retirement
   CHECK(probe.collect() == 0);
   CHECK(version_of(cycle(probe, reader, 1)) == 2);
 
+  // Swapping back to a resident version a reader still holds waits for that reader, and is
+  // refused (the serving version stays) when it does not let go.
+  {
+    SwapOptions two = store.swap_options();
+    two.grace_timeout = std::chrono::milliseconds(30);
+    SwapProbe pair(store.runtime, two);  // keeps 2 resident
+    SwapReader holder = pair.register_reader();
+    const auto old = pair.acquire(holder);  // v1, held across the swaps
+    REQUIRE(pair.swap(to_b).swapped);
+    SwapRequest to_v1;
+    to_v1.name = "probe";
+    try {
+      pair.swap(to_v1);
+      FAIL("a swap back to a version a reader still holds went through");
+    } catch (const SwapError &error) {
+      CHECK(error.step() == "grace");
+      CHECK(has(error.what(), "still holds version"));
+    }
+    CHECK(old->call(old.instance, 1) == 1001);
+    holder.quiescent();
+    CHECK(pair.swap(to_v1).swapped);
+    CHECK(version_of(cycle(pair, holder, 1)) == 1);
+  }
+
   // An offline reader is not waited for.
   reader.offline();
   SwapRequest back;
