@@ -10,6 +10,8 @@
 //   reader.quiescent();                                       // nothing acquired is held any more
 //   // any setup thread:
 //   kiln::SwapReport report = ik.swap();                      // what consumer/name resolves to now
+//   // or from other processes: SwapOptions::watch = true, then `kiln swap kiln-ik iiwa14 [--to KEY]`,
+//   // `kiln publish` or `kiln build` of it make a background thread of this one swap (request_swap)
 //
 // Readers (QSBR, as userspace-RCU's urcu-qsbr): a registered control thread reads the serving
 // version with one acquire load and announces a quiescent state (one load and one release store)
