@@ -84,6 +84,15 @@ struct Watched {
     };
     return base;
   }
+  // Copies under the lock: the watcher thread may report another swap meanwhile.
+  SwapReport report(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return reports.at(i);
+  }
+  std::string error(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return errors.at(i);
+  }
   // Waits (up to 20 s) until `count` watched swaps were reported.
   bool wait_for(std::size_t count) {
     std::unique_lock<std::mutex> lock(mutex);
@@ -121,9 +130,9 @@ TEST_CASE("trigger: kiln publish and kiln swap from child processes make a watch
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   const std::string v2 = json::parse(result.out)["content_key"];
   REQUIRE(watched.wait_for(1));
-  CHECK(watched.errors[0].empty());
-  CHECK(watched.reports[0].swapped);
-  CHECK(watched.reports[0].to_key == v2);
+  CHECK(watched.error(0).empty());
+  CHECK(watched.report(0).swapped);
+  CHECK(watched.report(0).to_key == v2);
   CHECK(served_version(probe, reader) == 2);
 
   // Back to v1 from this process; `kiln swap` (no --to) asks for what the name resolves to: v2.
@@ -145,7 +154,7 @@ TEST_CASE("trigger: kiln publish and kiln swap from child processes make a watch
   CHECK(ack["generation"].get<std::uint64_t>() == 3);
   CHECK(out["pending"].empty());
   REQUIRE(watched.wait_for(2));
-  CHECK(watched.reports[1].was_resident);  // v2 stayed resident: nothing loaded
+  CHECK(watched.report(1).was_resident);  // v2 stayed resident: nothing loaded
   CHECK(served_version(probe, reader) == 2);
 
   // Asked again: already serving, acknowledged as unchanged; the text form says so.
@@ -169,8 +178,8 @@ TEST_CASE("trigger: a publish through another Runtime is picked up; a build hit 
   request.artifact_file = KILN_TEST_PLUGIN_SWAP_V2;
   const std::string v2 = other.publish(request).content_key;
   REQUIRE(watched.wait_for(1));
-  CHECK(watched.reports[0].from_key == v1);
-  CHECK(watched.reports[0].to_key == v2);
+  CHECK(watched.report(0).from_key == v1);
+  CHECK(watched.report(0).to_key == v2);
   CHECK(served_version(probe, reader) == 2);
 
   auto table = swap::GenerationTable::open(store.cache(), {});
@@ -199,13 +208,13 @@ TEST_CASE("trigger: kiln swap --to a content key: one only in the store (no mani
   CHECK(out["acknowledged"][0]["outcome"] == "swapped");
   CHECK(out["acknowledged"][0]["note"] == v1);
   REQUIRE(watched.wait_for(1));
-  CHECK_FALSE(watched.reports[0].was_resident);
+  CHECK_FALSE(watched.report(0).was_resident);
   CHECK(served_version(probe, reader) == 1);
 
   result = run_kiln({"swap", "swap", "probe", "--to", v2, "--json", "--wait", "20000"}, store.env());
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   REQUIRE(watched.wait_for(2));
-  CHECK(watched.reports[1].was_resident);
+  CHECK(watched.report(1).was_resident);
   CHECK(served_version(probe, reader) == 2);
 
   // A key no store holds is refused by kiln swap before anything is asked (exit 3), a
@@ -237,8 +246,8 @@ TEST_CASE("trigger: a refused version (its self-test fails) is acknowledged as r
   const std::string note = ack["note"];
   CHECK_MESSAGE(note.rfind("selftest: ", 0) == 0, note);
   REQUIRE(watched.wait_for(1));
-  CHECK(watched.errors[0].find("call(8) answered 8005, expected 8004") != std::string::npos);
-  CHECK(watched.errors[0].find("version " + v1 + " still serves") != std::string::npos);
+  CHECK(watched.error(0).find("call(8) answered 8005, expected 8004") != std::string::npos);
+  CHECK(watched.error(0).find("version " + v1 + " still serves") != std::string::npos);
   CHECK(served_version(probe, reader) == 1);
   CHECK(store.log().find("refused at step selftest") != std::string::npos);
 
@@ -247,7 +256,7 @@ TEST_CASE("trigger: a refused version (its self-test fails) is acknowledged as r
   auto table = swap::GenerationTable::open(store.cache(), {});
   const std::uint64_t generation = table->bump("swap", "probe", std::string(32, 'b'));
   REQUIRE(watched.wait_for(2));
-  CHECK(watched.errors[1].find("no entry " + std::string(32, 'b')) != std::string::npos);
+  CHECK(watched.error(1).find("no entry " + std::string(32, 'b')) != std::string::npos);
   const auto acks = table->acknowledgements("swap", "probe");
   REQUIRE(acks.size() == 1);
   CHECK(acks[0].generation == generation);
@@ -305,7 +314,7 @@ TEST_CASE("trigger: a damaged or foreign generations file is replaced (logged) a
 
     const std::string v2 = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V2);
     REQUIRE(watched.wait_for(1));
-    CHECK(watched.reports[0].to_key == v2);
+    CHECK(watched.report(0).to_key == v2);
   }
 }
 
