@@ -115,6 +115,13 @@ class Runtime {
   // (consumer, name, device) and kept loaded until the Module and its last Instance are gone
   // (even when the Runtime is destroyed first).
   Module load(const std::string &consumer, const std::string &name, const LoadOptions &options = {}) const;
+  // The entry content_key of consumer in the first store holding it, whether or not a manifest
+  // still names it (an older version to swap back to); `name` labels it where no manifest
+  // does. Runs no artifact code. NotFoundError when no store has it, UsageError for a bad key.
+  Resolution resolve_entry(const std::string &consumer, const std::string &name, const std::string &content_key) const;
+  // load() of that entry: the same checks, verification and refusals.
+  Module load_entry(const std::string &consumer, const std::string &name, const std::string &content_key,
+                    const LoadOptions &options = {}) const;
 
   // Device-image artifacts (kind "images": cubins per arch, PTX, a fatbin -- what an "nvrtc"
   // recipe builds): resolve -> check (schemas; the image the device runs, DESIGN §5, and why) ->

@@ -10,6 +10,8 @@
 //   reader.quiescent();                                       // nothing acquired is held any more
 //   // any setup thread:
 //   kiln::SwapReport report = ik.swap();                      // what consumer/name resolves to now
+//   // or from other processes: SwapOptions::watch = true, then `kiln swap kiln-ik iiwa14 [--to KEY]`,
+//   // `kiln publish` or `kiln build` of it make a background thread of this one swap (request_swap)
 //
 // Readers (QSBR, as userspace-RCU's urcu-qsbr): a registered control thread reads the serving
 // version with one acquire load and announces a quiescent state (one load and one release store)
@@ -124,6 +126,10 @@ struct SwapOptions {
 
 struct SwapRequest {
   std::string name;              // another artifact of the consumer; empty: options.name
+  // Serve this entry of the consumer (32 hex digits): a resident version, else the entry in the
+  // stores whether or not a manifest still names it (Runtime::load_entry). NotFoundError (step
+  // "resolve") when no store has it. Empty: what consumer/name resolves to.
+  std::string content_key;
   std::optional<Recipe> recipe;  // ensure this recipe (build on miss) and serve what it built
   BuildOptions build;
   ShadowCheck shadow;            // optional
@@ -195,6 +201,42 @@ class SwapCore {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// ---- The cross-process trigger (kiln swap): ask the processes watching consumer/name
+// (SwapOptions::watch) to swap, and read what they answered. No server: a generation counter
+// and the watchers' records in <writable cache>/swap/generations (src/swap/generations.hpp).
+
+struct SwapAcknowledgement {
+  std::int64_t pid = 0;
+  // false: the watcher runs in another pid namespace (another container sharing the store):
+  // its pid is that namespace's and whether it still runs cannot be told from here.
+  bool same_pid_namespace = true;
+  std::uint64_t generation = 0;  // the newest generation it handled
+  std::string outcome;           // "watching" (nothing handled yet), "swapped", "unchanged", "refused"
+  int exit_code = 0;             // of a refusal: its ErrorKind (README "Exit codes"), else 0
+  std::string note;              // the swap's to-key, or the refusal's reason (truncated to 120 bytes)
+};
+
+struct SwapRequestResult {
+  std::string consumer;
+  std::string name;
+  std::optional<std::string> content_key;  // what was asked for; nullopt: what the name resolves to
+  std::uint64_t generation = 0;            // the generation this request made
+  std::string table_file;                  // <writable cache>/swap/generations
+  std::vector<SwapAcknowledgement> acknowledged;  // watchers that handled it (or a later one)
+  std::vector<SwapAcknowledgement> pending;       // watchers of this pid namespace that have not yet
+  std::vector<SwapAcknowledgement> foreign;       // of other pid namespaces, not yet at it (maybe gone)
+};
+
+// Bumps consumer/name's generation, asking for content_key when given (checked first: an entry
+// of the consumer in the stores, else NotFoundError; a bad key is a UsageError). Returns at once
+// with the watchers' records as they are. IoError when there is no trigger (no writable cache,
+// the table full).
+SwapRequestResult request_swap(Runtime &runtime, const std::string &consumer, const std::string &name,
+                               const std::optional<std::string> &content_key = std::nullopt);
+// Re-reads the watchers' records until none of this pid namespace is pending, or `wait` passed;
+// returns true when none is pending.
+bool wait_for_acknowledgements(Runtime &runtime, SwapRequestResult &result, std::chrono::milliseconds wait);
 
 template <class Interface>
 class Swappable {

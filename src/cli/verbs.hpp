@@ -13,5 +13,6 @@ Verb add_ls(CLI::App &app, const Flags &flags);       // ls.cpp
 Verb add_show(CLI::App &app, const Flags &flags);     // show.cpp
 Verb add_build(CLI::App &app, const Flags &flags);    // build.cpp
 Verb add_ensure(CLI::App &app, const Flags &flags);   // ensure.cpp
+Verb add_swap(CLI::App &app, const Flags &flags);     // swap.cpp
 
 }  // namespace kiln::cli

@@ -102,6 +102,22 @@ Module Runtime::load(const std::string &consumer, const std::string &name, const
   support::rethrow_typed("loading " + consumer + "/" + name);
 }
 
+Resolution Runtime::resolve_entry(const std::string &consumer, const std::string &name,
+                                  const std::string &content_key) const try {
+  return state_->storage->resolve_entry(consumer, content_key, name);
+} catch (...) {
+  support::rethrow_typed("resolving entry " + content_key + " of " + consumer);
+}
+
+Module Runtime::load_entry(const std::string &consumer, const std::string &name, const std::string &content_key,
+                           const LoadOptions &options) const try {
+  const auto start = Clock::now();
+  Resolution resolution = resolve_entry(consumer, name, content_key);
+  return load_resolved(std::move(resolution), options, ms_since(start));
+} catch (...) {
+  support::rethrow_typed("loading entry " + content_key + " of " + consumer);
+}
+
 Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const {
   LoadReport report;
   report.timings.resolve_ms = resolve_ms;

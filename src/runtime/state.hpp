@@ -14,6 +14,10 @@
 #include "store/storage.hpp"
 #include "store/verification_records.hpp"
 
+namespace kiln::swap {
+class GenerationTable;
+}
+
 namespace kiln {
 
 struct Runtime::State {
@@ -61,6 +65,15 @@ struct Runtime::State {
   mutable std::map<std::string, CachedImages> images;  // image file path
   mutable std::uint64_t image_bytes = 0;
   std::shared_ptr<const KernelImages> verified_image(const Resolution &resolution, std::size_t index) const;
+
+  // The cross-process swap trigger (src/swap/generations.hpp): after a publish or build that
+  // changed the writable manifest's consumer/name, running watchers are told (src/runtime/
+  // trigger.cpp). Never throws: no trigger (no writable cache, a full table) is logged.
+  void bump_generation(const std::string &consumer, const std::string &name) const noexcept;
+  // What the writable cache's manifest names consumer/name now ("" when nothing or unreadable).
+  std::string writable_key(const std::string &consumer, const std::string &name) const noexcept;
+  mutable std::mutex generations_mutex;
+  mutable std::shared_ptr<swap::GenerationTable> generations;  // opened on the first bump
 
   mutable std::once_flag checked_once;
   mutable std::vector<DeviceIdentity> checked;

@@ -44,7 +44,11 @@ Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consu
     }
     return {};
   }
-  const ManifestRecord &record = found->second;
+  return entry_resolution(layer, consumer, name, found->second);
+}
+
+Resolution Storage::entry_resolution(const LocalStore &layer, const std::string &consumer, const std::string &name,
+                                     const ManifestRecord &record) const {
   const std::string what = consumer + "/" + name;
   const EntryRecords entry = layer.entry(consumer, record.content_key, what);
   Resolution resolution;
@@ -52,7 +56,7 @@ Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consu
   resolution.name = name;
   resolution.content_key = record.content_key;
   resolution.input_key = record.input_key;
-  resolution.kind = record.kind;
+  resolution.kind = record.kind.empty() ? entry.meta.kind : record.kind;
   resolution.updated = record.updated;
   resolution.store_root = layer.root().string();
   resolution.store_writable = layer.writable();
@@ -70,6 +74,36 @@ Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consu
                          "\" one: the store was altered; republish or rebuild it");
   }
   return resolution;
+}
+
+Resolution Storage::resolve_entry(const std::string &consumer, const std::string &content_key,
+                                  const std::string &name) const {
+  validate_name("consumer", consumer);
+  validate_name("artifact name", name);
+  if (!is_valid_key(content_key)) {
+    throw UsageError("content key \"" + content_key + "\" is not 32 lower-case hex digits (kiln ls " + consumer +
+                     " lists the keys)");
+  }
+  for (const auto &layer : layers_) {
+    boost::system::error_code error;
+    if (!fs::is_directory(fs::symlink_status(layer->layout(consumer).entry(content_key), error))) continue;
+    ManifestRecord record{content_key, "", "", ""};
+    std::string label = name;
+    if (const auto manifest = layer->manifest(consumer)) {
+      // The name the manifest gives this entry, when it still names it (name first).
+      const auto named = manifest->artifacts.find(name);
+      if (named == manifest->artifacts.end() || named->second.content_key != content_key) {
+        for (const auto &[other, item] : manifest->artifacts) {
+          if (item.content_key == content_key) label = other;
+        }
+      }
+      const auto found = manifest->artifacts.find(label);
+      if (found != manifest->artifacts.end() && found->second.content_key == content_key) record = found->second;
+    }
+    return entry_resolution(*layer, consumer, label, record);
+  }
+  throw NotFoundError("no entry " + content_key + " of consumer \"" + consumer + "\" in any store (searched " +
+                      searched(infos_) + "): name a content key `kiln ls " + consumer + "` lists, or publish it first");
 }
 
 std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, const std::string &name) const {

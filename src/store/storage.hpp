@@ -46,6 +46,11 @@ class Storage {
   std::shared_ptr<const Resolution> resolve(const std::string &consumer, const std::string &name) const;
   // The same in the writable cache only (what a build just made); empty content_key: absent.
   Resolution resolve_writable(const std::string &consumer, const std::string &name) const;
+  // The entry `content_key` of `consumer` in the first layer holding it, whether or not a
+  // manifest still names it (an older version to swap back to). Its name is the one the
+  // layer's manifest gives it, else `name`. NotFoundError when no layer has it, UsageError for
+  // a malformed key.
+  Resolution resolve_entry(const std::string &consumer, const std::string &content_key, const std::string &name) const;
   // Every artifact of `consumer` (all when empty), in store order, shadowed ones marked.
   std::vector<ArtifactSummary> list(const std::string &consumer) const;
 
@@ -81,6 +86,8 @@ class Storage {
  private:
   Resolution resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,
                         bool *consumer_seen, std::vector<std::string> *known) const;
+  Resolution entry_resolution(const LocalStore &layer, const std::string &consumer, const std::string &name,
+                              const ManifestRecord &record) const;
 
   std::vector<std::unique_ptr<LocalStore>> layers_;
   std::vector<StoreInfo> infos_;

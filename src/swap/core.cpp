@@ -114,6 +114,8 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
                           "the recipe builds " + consumer + "/" + name + ", another consumer than the swapped " +
                               who(options) + ": a swap serves versions of one consumer's interface"};
       }
+    } else if (to_resident_key == nullptr && !request.content_key.empty()) {
+      key = request.content_key;  // an entry of the consumer: resident, else found in the stores below
     } else if (to_resident_key == nullptr) {
       run_step(report.steps, "resolve", [&] {
         key = runtime.resolve(consumer, name).content_key;
@@ -147,8 +149,16 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
       run_step(report.steps, "selftest", [&] { return swap_detail::run_selftest(*candidate); });
     } else {
       std::optional<Module> module;
+      const bool by_key = to_resident_key == nullptr && !request.recipe && !request.content_key.empty();
+      if (by_key) {
+        run_step(report.steps, "resolve", [&] {
+          const Resolution entry = runtime.resolve_entry(consumer, name, key);
+          return "entry " + key + " (" + entry.consumer + "/" + entry.name + ") in " + entry.store_root;
+        });
+      }
       run_step(report.steps, "load", [&] {
-        module.emplace(runtime.load(consumer, name, options.load));
+        module.emplace(by_key ? runtime.load_entry(consumer, name, key, options.load)
+                              : runtime.load(consumer, name, options.load));
         const Resolution &loaded = module->report().resolution;
         key = loaded.content_key;  // the manifest may have moved since resolve: what loaded counts
         std::ostringstream detail;
@@ -277,6 +287,7 @@ void SwapCore::Impl::retire_all() noexcept {
 // ---- SwapCore ----
 
 SwapCore::SwapCore(Runtime &runtime, SwapOptions options) : impl_(std::make_unique<Impl>(runtime, std::move(options))) {
+  if (impl_->options.watch) impl_->prepare_watcher();
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->swap_locked({}, nullptr);

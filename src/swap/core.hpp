@@ -13,11 +13,9 @@
 #include <kiln/swap.hpp>
 
 #include "swap/domain.hpp"
+#include "swap/generations.hpp"
 #include "swap/version.hpp"
 
-namespace kiln::swap {
-class GenerationTable;
-}
 
 namespace kiln {
 
@@ -45,10 +43,21 @@ struct SwapCore::Impl {
   void retire_all() noexcept;
   LogCallback runtime_log() const;
 
-  // The watcher (watcher.cpp).
+  // The watcher (watcher.cpp). prepare_watcher opens the table and notes the generation before
+  // the first version is resolved (a bump landing meanwhile is then seen as new); start_watcher
+  // records this process as a watcher and starts the thread. Without a table (no writable
+  // cache, a full table: logged) there is no watcher and swap() still works.
+  void prepare_watcher() noexcept;
   void start_watcher();
   void stop_watcher() noexcept;
+  void watch_loop() noexcept;
+  void handle_request(std::uint64_t word) noexcept;
+  void reopen_if_replaced() noexcept;
   std::shared_ptr<swap::GenerationTable> generations;
+  swap::GenerationTable::Slot *watched = nullptr;
+  int watcher_record = -1;
+  std::uint64_t seen_generation = 0;
+  int torn_reads = 0;
   std::thread watcher;
   std::mutex watcher_mutex;
   std::condition_variable watcher_wake;

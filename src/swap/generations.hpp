@@ -12,8 +12,10 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,38 +23,80 @@
 
 namespace kiln::swap {
 
+inline constexpr std::size_t kSlots = 1024;        // (consumer, name) pairs one store can trigger
+inline constexpr std::size_t kRecords = 256;       // watcher records (one per watching Swappable)
+inline constexpr std::size_t kNoteBytes = 120;     // of a record's note
+inline constexpr std::size_t kRequestRing = 4;     // requested content keys in flight per slot
+
+enum class Outcome : std::uint64_t { watching = 1, swapped = 2, unchanged = 3, refused = 4 };
+const char *to_string(Outcome outcome);
+
 // What one watcher process said about one (consumer, name).
 struct Acknowledgement {
   std::int64_t pid = 0;
+  // false: the record comes from another pid namespace (another container sharing the store):
+  // whether that process still runs cannot be told from here, and the pid is its own namespace's.
+  bool same_pid_namespace = true;
   std::uint64_t generation = 0;  // the newest generation it handled
-  bool swapped = false;          // false: refused (note says why) or already serving it
-  std::string note;              // short, truncated to the record's size
+  Outcome outcome = Outcome::watching;
+  int error_kind = 0;            // ErrorKind of a refusal (its exit code), else 0
+  std::string note;              // short, truncated to kNoteBytes
+};
+
+// What a bump asked for, as the watcher reads it.
+struct Request {
+  std::uint64_t generation = 0;
+  std::optional<std::string> content_key;  // --to KEY; nullopt: what consumer/name resolves to
+  bool torn = false;  // the key's record was being rewritten by a newer request: read it again
 };
 
 class GenerationTable {
  public:
-  // Opens (creating when absent) <cache_dir>/swap/generations. IoError when the cache is not
-  // writable and the file does not exist: callers then run without the cross-process trigger.
+  struct Slot;  // one (consumer, name): its counter, name and requested keys
+
+  // Opens <cache_dir>/swap/generations, creating it (or replacing a damaged one) as needed.
+  // IoError when that cannot be done (no writable cache): callers run without the trigger.
   static std::shared_ptr<GenerationTable> open(const std::string &cache_dir, const LogCallback &log);
+  // The same, nullptr instead of the error; the error is logged once per cache per process.
+  static std::shared_ptr<GenerationTable> open_or_log(const std::string &cache_dir, const LogCallback &log) noexcept;
   ~GenerationTable();
+  GenerationTable(const GenerationTable &) = delete;
+  GenerationTable &operator=(const GenerationTable &) = delete;
 
-  // The counter of consumer/name (created at 0 when new). The address stays valid as long as the
-  // table lives; loading it is the watcher's poll. nullptr when the table is full (logged).
-  const std::atomic<std::uint64_t> *counter(const std::string &consumer, const std::string &name);
-  // Increments consumer/name's counter; returns the new generation (0 when the table is full).
-  std::uint64_t bump(const std::string &consumer, const std::string &name);
+  const std::string &file() const;
+  // False once another process replaced the file this table maps (it judged it damaged): the
+  // caller reopens. One stat call.
+  bool current() const noexcept;
 
-  // Watcher records: the calling process says what it did with `generation`.
-  void acknowledge(const std::string &consumer, const std::string &name, const Acknowledgement &ack);
-  // Records of live processes watching consumer/name (dead pids' records are dropped).
+  // consumer/name's slot, claimed when new; nullptr when the table is full (logged). Bad names
+  // throw UsageError. The slot lives as long as the table.
+  Slot *slot(const std::string &consumer, const std::string &name);
+  // The word the watcher polls: one acquire load. generation_of(word) is its generation.
+  const std::atomic<std::uint64_t> &counter(const Slot &slot) const noexcept;
+  static std::uint64_t generation_of(std::uint64_t word) noexcept { return word >> 32; }
+  // What the bump that wrote `word` asked for.
+  Request request(const Slot &slot, std::uint64_t word) const noexcept;
+
+  // Increments consumer/name's generation, asking for content_key when given (32 hex digits,
+  // written before the bump). Returns the new generation; 0 when the table is full (logged).
+  std::uint64_t bump(const std::string &consumer, const std::string &name,
+                     const std::optional<std::string> &content_key = std::nullopt);
+
+  // Watcher records. claim: a free record (or one of a dead process of this pid namespace) for
+  // this process watching `slot`; -1 when all are taken (logged).
+  int claim_record(const Slot &slot, std::uint64_t generation);
+  void acknowledge(int record, std::uint64_t generation, Outcome outcome, int error_kind, const std::string &note) noexcept;
+  void release_record(int record) noexcept;
+  // Records of consumer/name's watchers that may be alive (those of dead pids of this pid
+  // namespace are left out).
   std::vector<Acknowledgement> acknowledgements(const std::string &consumer, const std::string &name) const;
-  // Forget this process's watcher record of consumer/name (watcher stopped).
-  void unregister(const std::string &consumer, const std::string &name);
 
  private:
   GenerationTable() = default;
+  Slot *find(const std::string &consumer, const std::string &name, bool claim);
   struct Mapping;
   std::unique_ptr<Mapping> mapping_;
+  LogCallback log_;
 };
 
 }  // namespace kiln::swap

@@ -1,13 +1,166 @@
-// The cross-process trigger's watcher thread: not wired yet (the generation table lands next).
+// The cross-process trigger's watcher: a background thread (never a control thread) polls
+// consumer/name's generation with one atomic load per SwapOptions::watch_interval, and when it
+// moved runs the transactional swap (to the requested content key, if the bump named one),
+// then records what it did for `kiln swap` and calls on_watched_swap. Nothing leaves the thread.
 #include "swap/core.hpp"
 
-namespace kiln {
+#include <algorithm>
 
-void SwapCore::Impl::start_watcher() {
-  throw UsageError("hot swap of " + options.consumer + "/" + options.name +
-                   ": SwapOptions::watch is not available yet in this kiln; swap from a setup thread");
+namespace kiln {
+namespace {
+
+using swap::GenerationTable;
+using swap::Outcome;
+
+std::string who(const SwapOptions &options) { return options.consumer + "/" + options.name; }
+
+// "refused at step selftest: <reason>; version ... still serves" -> "selftest: <reason>"
+std::string short_reason(const SwapError &error) {
+  std::string text = error.what();
+  const std::string marker = "refused at step " + error.step() + ": ";
+  const auto at = text.find(marker);
+  if (at != std::string::npos) text = text.substr(at + marker.size());
+  const auto still = text.rfind("; version ");
+  if (still != std::string::npos) text = text.substr(0, still);
+  return error.step() + ": " + text;
 }
 
-void SwapCore::Impl::stop_watcher() noexcept {}
+}  // namespace
+
+void SwapCore::Impl::prepare_watcher() noexcept {
+  try {
+    generations = GenerationTable::open_or_log(runtime.stores().back().root, runtime_log());
+    if (generations) watched = generations->slot(options.consumer, options.name);
+    if (watched == nullptr) {
+      runtime.log(LogLevel::warning, "hot swap of " + who(options) +
+                                         ": SwapOptions::watch is on but there is no cross-process trigger (see above); "
+                                         "it swaps only when swap() is called");
+      generations.reset();
+      return;
+    }
+    seen_generation = GenerationTable::generation_of(generations->counter(*watched).load(std::memory_order_acquire));
+  } catch (const std::exception &error) {
+    generations.reset();
+    watched = nullptr;
+    try {
+      runtime.log(LogLevel::warning, "hot swap of " + who(options) + ": no cross-process trigger: " + error.what());
+    } catch (...) {
+    }
+  }
+}
+
+void SwapCore::Impl::start_watcher() {
+  if (!generations) return;
+  watcher_record = generations->claim_record(*watched, seen_generation);
+  watcher = std::thread([this] { watch_loop(); });
+}
+
+void SwapCore::Impl::stop_watcher() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(watcher_mutex);
+    watcher_stop = true;
+  }
+  watcher_wake.notify_all();
+  if (watcher.joinable()) watcher.join();
+  if (generations) generations->release_record(watcher_record);
+  watcher_record = -1;
+}
+
+void SwapCore::Impl::watch_loop() noexcept {
+  // About once a second: did another process replace the file (it found it damaged)?
+  const auto interval = std::max(options.watch_interval, std::chrono::milliseconds(1));
+  const long check_every = std::max<long>(1, static_cast<long>(1000 / interval.count()));
+  long polls = 0;
+  std::unique_lock<std::mutex> lock(watcher_mutex);
+  while (!watcher_stop) {
+    if (watcher_wake.wait_for(lock, interval, [this] { return watcher_stop; })) break;
+    const std::uint64_t word = generations->counter(*watched).load(std::memory_order_acquire);
+    const bool moved = GenerationTable::generation_of(word) != seen_generation;
+    if (!moved && ++polls % check_every != 0) continue;
+    lock.unlock();
+    if (moved) {
+      handle_request(word);
+    } else {
+      reopen_if_replaced();
+    }
+    lock.lock();
+  }
+}
+
+void SwapCore::Impl::handle_request(std::uint64_t word) noexcept {
+  const swap::Request asked = generations->request(*watched, word);
+  if (asked.torn && ++torn_reads < 50) return;  // a newer request is being written: next poll
+  seen_generation = asked.generation;
+  const int record = watcher_record;
+  if (asked.torn) {
+    torn_reads = 0;
+    generations->acknowledge(record, asked.generation, Outcome::refused, static_cast<int>(ErrorKind::other),
+                             "request: its content key was overwritten before it could be read; ask again");
+    return;
+  }
+  torn_reads = 0;
+  auto notify = [this](const SwapReport &report, const Error *error) {
+    if (!options.on_watched_swap) return;
+    try {
+      options.on_watched_swap(report, error);
+    } catch (...) {
+      // The host's callback threw; the watcher keeps watching.
+    }
+  };
+  const std::string wanted = asked.content_key ? *asked.content_key : std::string("what it resolves to");
+  try {
+    try {
+      SwapRequest request;
+      if (asked.content_key) request.content_key = *asked.content_key;
+      SwapReport report;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        report = swap_locked(request, nullptr);
+      }
+      generations->acknowledge(record, asked.generation, report.swapped ? Outcome::swapped : Outcome::unchanged, 0,
+                               report.to_key);
+      runtime.log(report.swapped ? LogLevel::info : LogLevel::debug,
+                  "hot swap of " + who(options) + " (generation " + std::to_string(asked.generation) + "): " +
+                      (report.swapped ? "now serving " : "already serving ") + report.to_key);
+      notify(report, nullptr);
+    } catch (const SwapError &error) {
+      generations->acknowledge(record, asked.generation, Outcome::refused, static_cast<int>(error.kind()),
+                               short_reason(error));
+      runtime.log(LogLevel::warning, std::string(error.what()) + " (requested by generation " +
+                                         std::to_string(asked.generation) + ")");
+      notify(error.report(), &error);
+    } catch (const Error &error) {
+      generations->acknowledge(record, asked.generation, Outcome::refused, static_cast<int>(error.kind()), error.what());
+      runtime.log(LogLevel::warning, "hot swap of " + who(options) + " to " + wanted + " refused: " + error.what());
+      notify(SwapReport{}, &error);
+    } catch (const std::exception &error) {
+      const Error wrapped(ErrorKind::other, error.what());
+      generations->acknowledge(record, asked.generation, Outcome::refused, static_cast<int>(ErrorKind::other),
+                               error.what());
+      runtime.log(LogLevel::warning, "hot swap of " + who(options) + " to " + wanted + " refused: " + error.what());
+      notify(SwapReport{}, &wrapped);
+    }
+  } catch (...) {
+    // Logging itself failed (out of memory): the next bump is tried again.
+  }
+}
+
+void SwapCore::Impl::reopen_if_replaced() noexcept {
+  if (generations->current()) return;
+  try {
+    auto table = GenerationTable::open_or_log(runtime.stores().back().root, runtime_log());
+    GenerationTable::Slot *slot = table ? table->slot(options.consumer, options.name) : nullptr;
+    if (slot == nullptr) return;  // keep polling the old mapping; tried again in a second
+    generations->release_record(watcher_record);
+    generations = std::move(table);
+    watched = slot;
+    // Every bump the new file holds came after the old one was replaced: handled next poll.
+    seen_generation = 0;
+    watcher_record = generations->claim_record(*watched, 0);
+    runtime.log(LogLevel::info, "hot swap of " + who(options) + ": the swap trigger table " + generations->file() +
+                                    " was replaced by another process; watching the new one");
+  } catch (...) {
+  }
+}
 
 }  // namespace kiln

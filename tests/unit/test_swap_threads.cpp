@@ -98,7 +98,11 @@ TEST_CASE("swap: 1000 swaps with unloads leave descriptors, mappings and memory 
   CHECK(after.fds == before.fds);
   CHECK(after.mappings <= before.mappings + 2);
   MESSAGE("RSS before " << before.rss_kb << " kB, after 1000 swaps " << after.rss_kb << " kB");
+#if defined(__SANITIZE_THREAD__)
+  // TSan's shadow memory and access history grow with every load and call: RSS says nothing here.
+#else
   CHECK(after.rss_kb < before.rss_kb + 2048);
+#endif
   // Only the serving instance is alive in each file.
   const auto served = probe.acquire(reader);
   CHECK(served->live_instances() == 1);

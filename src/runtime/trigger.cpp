@@ -1,0 +1,47 @@
+// Runtime's side of the cross-process swap trigger: publish and build bump consumer/name's
+// generation when they changed what the writable manifest names, so watching controllers swap.
+#include "runtime/state.hpp"
+
+#include "swap/generations.hpp"
+
+namespace kiln {
+
+std::string Runtime::State::writable_key(const std::string &consumer, const std::string &name) const noexcept {
+  try {
+    const auto manifest = writable().manifest(consumer);
+    if (!manifest) return "";
+    const auto found = manifest->artifacts.find(name);
+    return found == manifest->artifacts.end() ? "" : found->second.content_key;
+  } catch (...) {
+    return "";  // a damaged manifest: the write that follows replaces it, and bumps
+  }
+}
+
+void Runtime::State::bump_generation(const std::string &consumer, const std::string &name) const noexcept {
+  try {
+    std::shared_ptr<swap::GenerationTable> table;
+    {
+      std::lock_guard<std::mutex> lock(generations_mutex);
+      // Reopened when another process replaced the file (it found it damaged): bumps of a file
+      // no watcher maps any more would be lost.
+      if (!generations || !generations->current()) {
+        generations = swap::GenerationTable::open_or_log(writable().root().string(), options.log);
+      }
+      table = generations;
+    }
+    if (!table) return;
+    const std::uint64_t generation = table->bump(consumer, name);
+    if (generation != 0) {
+      log(LogLevel::debug, "swap trigger: " + consumer + "/" + name + " is at generation " + std::to_string(generation));
+    }
+  } catch (const std::exception &error) {
+    try {
+      log(LogLevel::warning, "swap trigger of " + consumer + "/" + name + " not bumped: " + error.what() +
+                                 "; running controllers were not told (kiln swap " + consumer + " " + name + " tells them)");
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,435 @@
+// Hot swap's cross-process trigger: a watching Swappable (SwapOptions::watch) swaps when `kiln
+// swap`, `kiln publish` or another Runtime's publish bumps consumer/name's generation in
+// <cache>/swap/generations, records what it did, and `kiln swap --json` reports it. The table
+// file is never trusted when damaged or foreign, a full table is harmless, and destroying a
+// watcher is prompt. Every wait is on a condition with a deadline.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
+
+#include "store/files.hpp"
+#include "support/swap_fixture.hpp"
+#include "swap/generations.hpp"
+
+using namespace kiln;
+using namespace kiln::test;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A store of the swap probes whose Runtime's log is kept, and the CLI's environment for it.
+struct TriggerStore {
+  TempDir dir;
+  std::mutex log_mutex;
+  std::string log_text;
+  Runtime runtime;
+
+  TriggerStore() : runtime(options()) {}
+
+  RuntimeOptions options() {
+    RuntimeOptions options = SwapStore::options(dir);
+    options.log = [this](LogLevel level, const std::string &line) {
+      std::lock_guard<std::mutex> lock(log_mutex);
+      log_text += std::string(to_string(level)) + ": " + line + "\n";
+    };
+    return options;
+  }
+  std::string cache() const { return (dir / "cache").string(); }
+  fs::path table_file() const { return dir / "cache" / "swap" / "generations"; }
+  std::map<std::string, std::string> env() const {
+    return {{"KILN_CACHE_DIR", cache()}, {"KILN_DEVICE", "sm_90"}, {"KILN_STORE_PATH", ""}};
+  }
+  std::string log() {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    return log_text;
+  }
+  std::string publish(const std::string &name, const std::string &file) {
+    PublishRequest request;
+    request.consumer = "swap";
+    request.name = name;
+    request.artifact_file = file;
+    return runtime.publish(request).content_key;
+  }
+};
+
+// What the watcher thread reported through on_watched_swap.
+struct Watched {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<SwapReport> reports;
+  std::vector<std::string> errors;  // "" for a swap that happened
+
+  SwapOptions options(SwapOptions base) {
+    base.watch = true;
+    base.watch_interval = std::chrono::milliseconds(5);
+    base.on_watched_swap = [this](const SwapReport &report, const Error *error) {
+      std::lock_guard<std::mutex> lock(mutex);
+      reports.push_back(report);
+      errors.push_back(error != nullptr ? error->what() : "");
+      changed.notify_all();
+    };
+    return base;
+  }
+  // Copies under the lock: the watcher thread may report another swap meanwhile.
+  SwapReport report(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return reports.at(i);
+  }
+  std::string error(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return errors.at(i);
+  }
+  // Waits (up to 20 s) until `count` watched swaps were reported.
+  bool wait_for(std::size_t count) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(20), [&] { return reports.size() >= count; });
+  }
+};
+
+SwapOptions base_options() {
+  SwapOptions options;
+  options.consumer = "swap";
+  options.name = "probe";
+  options.interface_id = KILN_TEST_SWAP_INTERFACE_ID;
+  options.device = -1;
+  return options;
+}
+
+std::uint64_t served_version(const SwapProbe &probe, SwapReader &reader) { return version_of(cycle(probe, reader, 1)); }
+
+}  // namespace
+
+TEST_SUITE("swap") {
+
+TEST_CASE("trigger: kiln publish and kiln swap from child processes make a watching Swappable swap; --json "
+          "shows the acknowledgement") {
+  TriggerStore store;
+  store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  Watched watched;
+  SwapProbe probe(store.runtime, watched.options(base_options()));
+  SwapReader reader = probe.register_reader();
+  CHECK(served_version(probe, reader) == 1);
+
+  // kiln publish of a new version (another process) bumps the generation.
+  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2,
+                          "--arch", "none", "--json"}, store.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string v2 = json::parse(result.out)["content_key"];
+  REQUIRE(watched.wait_for(1));
+  CHECK(watched.error(0).empty());
+  CHECK(watched.report(0).swapped);
+  CHECK(watched.report(0).to_key == v2);
+  CHECK(served_version(probe, reader) == 2);
+
+  // Back to v1 from this process; `kiln swap` (no --to) asks for what the name resolves to: v2.
+  probe.rollback();
+  CHECK(served_version(probe, reader) == 1);
+  result = run_kiln({"swap", "swap", "probe", "--json", "--wait", "20000"}, store.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const json out = json::parse(result.out);
+  CHECK(out["consumer"] == "swap");
+  CHECK(out["content_key"].is_null());
+  CHECK(out["generation"].get<std::uint64_t>() == 3);  // two publishes, then this request
+  CHECK(out["all_acknowledged"] == true);
+  REQUIRE(out["acknowledged"].size() == 1);
+  const json &ack = out["acknowledged"][0];
+  CHECK(ack["pid"].get<std::int64_t>() == ::getpid());
+  CHECK(ack["same_pid_namespace"] == true);
+  CHECK(ack["outcome"] == "swapped");
+  CHECK(ack["note"] == v2);
+  CHECK(ack["generation"].get<std::uint64_t>() == 3);
+  CHECK(out["pending"].empty());
+  REQUIRE(watched.wait_for(2));
+  CHECK(watched.report(1).was_resident);  // v2 stayed resident: nothing loaded
+  CHECK(served_version(probe, reader) == 2);
+
+  // Asked again: already serving, acknowledged as unchanged; the text form says so.
+  result = run_kiln({"swap", "swap", "probe", "--wait", "20000"}, store.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(result.out.find("pid " + std::to_string(::getpid()) + ": already serving " + v2) != std::string::npos);
+}
+
+TEST_CASE("trigger: a publish through another Runtime is picked up; a build hit or a republish of the same key "
+          "is not a bump") {
+  TriggerStore store;
+  const std::string v1 = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  Watched watched;
+  SwapProbe probe(store.runtime, watched.options(base_options()));
+  SwapReader reader = probe.register_reader();
+
+  Runtime other(SwapStore::options(store.dir));
+  PublishRequest request;
+  request.consumer = "swap";
+  request.name = "probe";
+  request.artifact_file = KILN_TEST_PLUGIN_SWAP_V2;
+  const std::string v2 = other.publish(request).content_key;
+  REQUIRE(watched.wait_for(1));
+  CHECK(watched.report(0).from_key == v1);
+  CHECK(watched.report(0).to_key == v2);
+  CHECK(served_version(probe, reader) == 2);
+
+  auto table = swap::GenerationTable::open(store.cache(), {});
+  auto *slot = table->slot("swap", "probe");
+  REQUIRE(slot != nullptr);
+  const std::uint64_t before = swap::GenerationTable::generation_of(table->counter(*slot).load());
+  CHECK(before == 2);  // v1's publish, then v2's
+  CHECK(other.publish(request).reused);  // the manifest already names v2: no bump
+  CHECK(swap::GenerationTable::generation_of(table->counter(*slot).load()) == before);
+}
+
+TEST_CASE("trigger: kiln swap --to a content key: one only in the store (no manifest names it) and a resident one") {
+  TriggerStore store;
+  const std::string v1 = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  const std::string v2 = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V2);  // the manifest now names v2 only
+  Watched watched;
+  SwapProbe probe(store.runtime, watched.options(base_options()));
+  SwapReader reader = probe.register_reader();
+  CHECK(served_version(probe, reader) == 2);
+
+  auto result = run_kiln({"swap", "swap", "probe", "--to", v1, "--json", "--wait", "20000"}, store.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  json out = json::parse(result.out);
+  CHECK(out["content_key"] == v1);
+  REQUIRE(out["acknowledged"].size() == 1);
+  CHECK(out["acknowledged"][0]["outcome"] == "swapped");
+  CHECK(out["acknowledged"][0]["note"] == v1);
+  REQUIRE(watched.wait_for(1));
+  CHECK_FALSE(watched.report(0).was_resident);
+  CHECK(served_version(probe, reader) == 1);
+
+  result = run_kiln({"swap", "swap", "probe", "--to", v2, "--json", "--wait", "20000"}, store.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  REQUIRE(watched.wait_for(2));
+  CHECK(watched.report(1).was_resident);
+  CHECK(served_version(probe, reader) == 2);
+
+  // A key no store holds is refused by kiln swap before anything is asked (exit 3), a
+  // malformed one as usage (exit 2).
+  result = run_kiln({"swap", "swap", "probe", "--to", std::string(32, 'a'), "--json"}, store.env());
+  CHECK(result.exit_code == 3);
+  CHECK(json::parse(result.out)["error"]["message"].get<std::string>().find("no entry") != std::string::npos);
+  result = run_kiln({"swap", "swap", "probe", "--to", "v1", "--json"}, store.env());
+  CHECK(result.exit_code == 2);
+  CHECK(json::parse(result.out).contains("error"));
+}
+
+TEST_CASE("trigger: a refused version (its self-test fails) is acknowledged as refused with the reason, the old "
+          "version still serves, and kiln swap exits with the refusal's code") {
+  TriggerStore store;
+  const std::string v1 = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  const std::string broken = store.publish("probe-broken", KILN_TEST_PLUGIN_SWAP_SELFTEST_FAILS);
+  Watched watched;
+  SwapProbe probe(store.runtime, watched.options(base_options()));
+  SwapReader reader = probe.register_reader();
+
+  auto result = run_kiln({"swap", "swap", "probe", "--to", broken, "--json", "--wait", "20000"}, store.env());
+  CHECK(result.exit_code == static_cast<int>(ErrorKind::abi));
+  const json out = json::parse(result.out);
+  REQUIRE(out["acknowledged"].size() == 1);
+  const json &ack = out["acknowledged"][0];
+  CHECK(ack["outcome"] == "refused");
+  CHECK(ack["exit_code"] == static_cast<int>(ErrorKind::abi));
+  const std::string note = ack["note"];
+  CHECK_MESSAGE(note.rfind("selftest: ", 0) == 0, note);
+  REQUIRE(watched.wait_for(1));
+  CHECK(watched.error(0).find("call(8) answered 8005, expected 8004") != std::string::npos);
+  CHECK(watched.error(0).find("version " + v1 + " still serves") != std::string::npos);
+  CHECK(served_version(probe, reader) == 1);
+  CHECK(store.log().find("refused at step selftest") != std::string::npos);
+
+  // A request naming a key that is in no store this process sees (a bump written directly):
+  // refused at resolve, not found.
+  auto table = swap::GenerationTable::open(store.cache(), {});
+  const std::uint64_t generation = table->bump("swap", "probe", std::string(32, 'b'));
+  REQUIRE(watched.wait_for(2));
+  CHECK(watched.error(1).find("no entry " + std::string(32, 'b')) != std::string::npos);
+  const auto acks = table->acknowledgements("swap", "probe");
+  REQUIRE(acks.size() == 1);
+  CHECK(acks[0].generation == generation);
+  CHECK(acks[0].outcome == swap::Outcome::refused);
+  CHECK(acks[0].error_kind == static_cast<int>(ErrorKind::not_found));
+  CHECK(acks[0].note.rfind("resolve: ", 0) == 0);
+  CHECK(served_version(probe, reader) == 1);
+}
+
+TEST_CASE("trigger: a damaged or foreign generations file is replaced (logged) and the trigger works") {
+  struct Damage {
+    const char *what;
+    std::function<void(const fs::path &file, const fs::path &outside)> plant;
+    const char *logged;
+  };
+  const Damage damages[] = {
+      {"garbage of the right size",
+       [](const fs::path &file, const fs::path &outside) {
+         write_text(file, std::string(fs::file_size(outside.parent_path() / "good-size"), 'Z'));
+       },
+       "no kiln generation table (bad magic)"},
+      {"wrong size", [](const fs::path &file, const fs::path &) { write_text(file, "kilnGEN1"); }, "8 bytes instead of"},
+      {"a symlink", [](const fs::path &file, const fs::path &outside) { fs::create_symlink(outside, file); },
+       "a symbolic link"},
+      {"a FIFO", [](const fs::path &file, const fs::path &) { REQUIRE(::mkfifo(file.c_str(), 0644) == 0); },
+       "not a regular file"},
+      {"writable by others",
+       [](const fs::path &file, const fs::path &) {
+         write_text(file, "x");
+         REQUIRE(::chmod(file.c_str(), 0666) == 0);
+       },
+       "writable by group or others"},
+  };
+  for (const auto &damage : damages) {
+    const std::string what = damage.what;
+    CAPTURE(what);
+    TriggerStore store;
+    store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+    const fs::path outside = store.dir / "outside";
+    write_text(outside, "not kiln's");
+    // The publish made the table; plant the damage in its place.
+    REQUIRE(fs::exists(store.table_file()));
+    write_text(store.dir / "good-size", std::string(fs::file_size(store.table_file()), '\0'));
+    fs::remove(store.table_file());
+    damage.plant(store.table_file(), outside);
+
+    Watched watched;
+    SwapProbe probe(store.runtime, watched.options(base_options()));
+    CHECK_MESSAGE(store.log().find("is not trusted (" + std::string(damage.logged)) != std::string::npos, store.log());
+    struct stat info {};
+    REQUIRE(::lstat(store.table_file().c_str(), &info) == 0);
+    CHECK(S_ISREG(info.st_mode));
+    CHECK((info.st_mode & 0777) == 0644);
+    CHECK(read_text(outside) == "not kiln's");  // a symlink's target is never written
+
+    const std::string v2 = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V2);
+    REQUIRE(watched.wait_for(1));
+    CHECK(watched.report(0).to_key == v2);
+  }
+}
+
+TEST_CASE("trigger: a full table is logged and harmless: publish works, kiln swap says why, a watcher still serves") {
+  TriggerStore store;
+  {
+    auto table = swap::GenerationTable::open(store.cache(), {});
+    for (std::size_t i = 0; i < swap::kSlots; ++i) CHECK(table->bump("fill", "n" + std::to_string(i)) == 1);
+    CHECK(table->bump("fill", "one-more") == 0);
+    CHECK(table->slot("swap", "probe") == nullptr);
+  }
+  store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);  // no error
+  CHECK(store.log().find("is full (1024 consumer/name pairs): swap/probe gets no cross-process trigger") !=
+        std::string::npos);
+  Watched watched;
+  SwapProbe probe(store.runtime, watched.options(base_options()));
+  SwapReader reader = probe.register_reader();
+  CHECK(served_version(probe, reader) == 1);
+  CHECK(store.log().find("SwapOptions::watch is on but there is no cross-process trigger") != std::string::npos);
+
+  const auto result = run_kiln({"swap", "swap", "probe", "--json"}, store.env());
+  CHECK(result.exit_code == 1);
+  CHECK(json::parse(result.out)["error"]["message"].get<std::string>().find("is full") != std::string::npos);
+}
+
+TEST_CASE("trigger: no writable cache: publish-less runtimes run without the trigger (logged once) and kiln swap "
+          "says why") {
+  TriggerStore store;
+  store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  // A regular file where the table's directory belongs: the trigger cannot exist.
+  fs::remove_all(store.dir / "cache" / "swap");
+  write_text(store.dir / "cache" / "swap", "in the way");
+  Watched watched;
+  SwapProbe first(store.runtime, watched.options(base_options()));
+  SwapProbe second(store.runtime, watched.options(base_options()));
+  const std::string log = store.log();
+  const auto said = log.find("no cross-process swap trigger");
+  REQUIRE(said != std::string::npos);
+  CHECK(log.find("no cross-process swap trigger", said + 1) == std::string::npos);  // once
+  SwapReader reader = first.register_reader();
+  CHECK(served_version(first, reader) == 1);
+  const auto result = run_kiln({"swap", "swap", "probe"}, store.env());
+  CHECK(result.exit_code == 1);
+  CHECK(result.err.find("not a directory") != std::string::npos);
+}
+
+TEST_CASE("trigger: destroying a watching Swappable is prompt even with a long poll interval") {
+  TriggerStore store;
+  store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  SwapOptions options = base_options();
+  options.watch = true;
+  options.watch_interval = std::chrono::seconds(30);
+  auto probe = std::make_unique<SwapProbe>(store.runtime, options);
+  auto table = swap::GenerationTable::open(store.cache(), {});
+  CHECK(table->acknowledgements("swap", "probe").size() == 1);  // registered while it watches
+  const auto start = Clock::now();
+  probe.reset();
+  CHECK(Clock::now() - start < std::chrono::seconds(5));  // not the 30 s interval
+  CHECK(table->acknowledgements("swap", "probe").empty());  // its record released
+}
+
+TEST_CASE("trigger: the table: concurrent bumps all count, a request overwritten by newer ones reads as torn, "
+          "records of dead processes are left out") {
+  TempDir dir;
+  auto table = swap::GenerationTable::open((dir / "cache").string(), {});
+  auto *slot = table->slot("c", "n");
+  REQUIRE(slot != nullptr);
+  CHECK(table->slot("c", "n") == slot);
+  CHECK(table->slot("c", "m") != slot);
+  CHECK_THROWS_AS(table->slot("c", "../n"), UsageError);
+  CHECK_THROWS_AS(table->bump("c", "n", std::string("nothex")), UsageError);
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto mine = swap::GenerationTable::open((dir / "cache").string(), {});  // its own mapping
+      for (int i = 0; i < 500; ++i) mine->bump("c", "n", i % 2 == 0 ? std::optional<std::string>(std::string(32, 'c')) : std::nullopt);
+    });
+  }
+  for (auto &thread : threads) thread.join();
+  const std::uint64_t word = table->counter(*slot).load();
+  CHECK(swap::GenerationTable::generation_of(word) == 2000);
+
+  const std::string key(32, 'd');
+  table->bump("c", "n", key);
+  const std::uint64_t asked = table->counter(*slot).load();
+  swap::Request request = table->request(*slot, asked);
+  CHECK_FALSE(request.torn);
+  REQUIRE(request.content_key);
+  CHECK(*request.content_key == key);
+  for (std::size_t i = 0; i < swap::kRequestRing; ++i) table->bump("c", "n", std::string(32, 'e'));
+  CHECK(table->request(*slot, asked).torn);  // its ring entry now holds a newer request
+  table->bump("c", "n");
+  CHECK_FALSE(table->request(*slot, table->counter(*slot).load()).content_key);
+
+  const int mine = table->claim_record(*slot, 7);
+  REQUIRE(mine >= 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    table->claim_record(*slot, 9);  // atomics only, no allocation: safe after fork
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  const auto acks = table->acknowledgements("c", "n");
+  REQUIRE(acks.size() == 1);  // the exited child's record is left out
+  CHECK(acks[0].pid == ::getpid());
+  CHECK(acks[0].generation == 7);
+  CHECK(acks[0].outcome == swap::Outcome::watching);
+  table->acknowledge(mine, 8, swap::Outcome::refused, 5, std::string(300, 'z'));
+  CHECK(table->acknowledgements("c", "n")[0].note == std::string(swap::kNoteBytes, 'z'));
+  table->release_record(mine);
+  CHECK(table->acknowledgements("c", "n").empty());
+  CHECK(table->acknowledgements("c", "never").empty());
+}
+
+}  // TEST_SUITE
