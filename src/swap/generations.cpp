@@ -1,10 +1,6 @@
-// The generation table: <writable cache>/swap/generations, a fixed-size file mapped MAP_SHARED.
-//
-// Why a file in the cache and not /dev/shm (or a Boost.Interprocess shared_memory_object, which
-// lives there): containers that share a store volume share its files, not /dev/shm, so a
-// `kiln publish` in a build container reaches the controller in another. Plain mmap rather than
-// Boost.Interprocess' file_mapping: the file is opened O_NOFOLLOW | O_NONBLOCK and checked
-// (fstat) before anything maps it, which file_mapping's open does not allow.
+// The generation table's operations: slots, the --to key ring, watcher records. The file they
+// live in (<writable cache>/swap/generations, fixed-size, mapped MAP_SHARED) is opened, checked
+// and replaced by generations_file.cpp.
 //
 // Layout: a header, kSlots slots, kRecords watcher records, every field a lock-free 64-bit
 // atomic. Nothing is ever locked, so a process killed at any point leaves the file usable:
@@ -15,14 +11,9 @@
 //           seen as torn, never read as a key.
 //   record  owner (pid-namespace id << 32 | pid, claimed by CAS), a seqlock (one writer: the
 //           owning watcher), the slot watched, the generation handled, the outcome and a note.
-// Only the owner of the file may have written it (same uid, not writable by group or others);
-// the same uid could also truncate it under a mapping (SIGBUS), but that user can ptrace the
-// controller anyway, and kiln itself never truncates: it replaces by rename.
 #include "swap/generations.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,9 +29,8 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/files.hpp"
 #include "store/names.hpp"
-#include "store/unique_fd.hpp"
+#include "swap/generations_file.hpp"
 
 namespace kiln::swap {
 
@@ -51,15 +41,10 @@ static_assert(std::is_standard_layout_v<Word>);
 
 namespace {
 
-constexpr std::uint64_t kMagic = 0x314e45476e6c696bull;  // "kilnGEN1" little-endian
-constexpr std::uint64_t kLayoutVersion = 1;
+constexpr std::uint64_t kLayoutVersion = 1;  // bumped when Slot, Record or Layout change
 constexpr std::size_t kNameWords = 17;  // "consumer/name": 64 + 1 + 64 bytes, zero padded
 constexpr std::size_t kKeyChunks = 4;   // 32 hex digits = 4 x 32 bits
 constexpr std::uint64_t kTagReady = 1;  // tag's low bit: the name is written
-
-struct Header {
-  Word magic, layout, slots, records, size, reserved[3];
-};
 
 }  // namespace
 
@@ -87,28 +72,20 @@ struct Record {
 };
 
 struct Layout {
-  Header header;
+  GenerationsHeader header;
   GenerationTable::Slot slots[kSlots];
   Record records[kRecords];
 };
 
-static_assert(sizeof(GenerationTable::Slot) == 40 * 8 && sizeof(Record) == 24 * 8 && sizeof(Header) == 8 * 8);
-static_assert(sizeof(Layout) == sizeof(Header) + kSlots * sizeof(GenerationTable::Slot) + kRecords * sizeof(Record));
+static_assert(sizeof(GenerationTable::Slot) == 40 * 8 && sizeof(Record) == 24 * 8 && sizeof(GenerationsHeader) == 8 * 8);
+static_assert(sizeof(Layout) == sizeof(GenerationsHeader) + kSlots * sizeof(GenerationTable::Slot) + kRecords * sizeof(Record));
 constexpr std::size_t kFileBytes = sizeof(Layout);
 
 constexpr auto acquire = std::memory_order_acquire;
 constexpr auto release = std::memory_order_release;
 constexpr auto relaxed = std::memory_order_relaxed;
 
-std::string error_text(int error) { return std::strerror(error); }
-
-void safe_log(const LogCallback &log, LogLevel level, const std::string &line) noexcept {
-  if (!log) return;
-  try {
-    log(level, line);
-  } catch (...) {
-  }
-}
+constexpr GenerationsShape kShape{kLayoutVersion, kSlots, kRecords, kFileBytes};
 
 std::uint64_t hash_of(const std::string &text) {  // FNV-1a
   std::uint64_t hash = 0xcbf29ce484222325ull;
@@ -148,65 +125,7 @@ bool dead(std::uint64_t owner) {
   return pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH);
 }
 
-// Why the opened file cannot be trusted, or "" when it can.
-std::string distrust(const struct stat &info) {
-  if (!S_ISREG(info.st_mode)) return "not a regular file";
-  if (info.st_uid != ::geteuid()) return "owned by uid " + std::to_string(info.st_uid) + ", not this user";
-  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) return "writable by group or others";
-  if (static_cast<std::uint64_t>(info.st_size) != kFileBytes) {
-    return std::to_string(info.st_size) + " bytes instead of " + std::to_string(kFileBytes);
-  }
-  return "";
-}
-
-std::string distrust(const Layout &layout) {
-  if (layout.header.magic.load(acquire) != kMagic) return "no kiln generation table (bad magic)";
-  if (layout.header.layout.load(relaxed) != kLayoutVersion || layout.header.slots.load(relaxed) != kSlots ||
-      layout.header.records.load(relaxed) != kRecords || layout.header.size.load(relaxed) != kFileBytes) {
-    return "another layout of the table";
-  }
-  return "";
-}
-
-// A fresh table in a temp file next to `file`, then linked (when absent) or renamed over it
-// (replacing `damaged`, when it is still the file there).
-void write_fresh(const std::string &dir, const std::string &file, const struct stat *damaged) {
-  const std::string temp = dir + "/" + store::atomic_temp_prefix("generations") + store::unique_suffix();
-  {
-    store::UniqueFd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (fd.get() < 0) throw IoError("cannot create " + temp + ": " + error_text(errno) + "; make " + dir + " writable");
-    Header header{};
-    header.magic.store(kMagic, relaxed);
-    header.layout.store(kLayoutVersion, relaxed);
-    header.slots.store(kSlots, relaxed);
-    header.records.store(kRecords, relaxed);
-    header.size.store(kFileBytes, relaxed);
-    if (::fchmod(fd.get(), 0644) != 0 || ::ftruncate(fd.get(), static_cast<off_t>(kFileBytes)) != 0 ||
-        ::pwrite(fd.get(), &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
-      const int error = errno;
-      ::unlink(temp.c_str());
-      throw IoError("cannot write " + temp + ": " + error_text(error));
-    }
-  }
-  if (damaged == nullptr) {
-    // link, not rename: two processes creating it at once both end up mapping the first one.
-    const int linked = ::link(temp.c_str(), file.c_str());
-    const int error = errno;
-    ::unlink(temp.c_str());
-    if (linked != 0 && error != EEXIST) throw IoError("cannot create " + file + ": " + error_text(error));
-    return;
-  }
-  struct stat now {};
-  if (::lstat(file.c_str(), &now) == 0 && (now.st_dev != damaged->st_dev || now.st_ino != damaged->st_ino)) {
-    ::unlink(temp.c_str());  // another process replaced it meanwhile: use theirs
-    return;
-  }
-  if (::rename(temp.c_str(), file.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    throw IoError("cannot replace the damaged " + file + ": " + error_text(error) + "; remove it");
-  }
-}
+Layout &layout_of(const GenerationsFile &file) { return *static_cast<Layout *>(file.base()); }
 
 }  // namespace
 
@@ -220,86 +139,18 @@ const char *to_string(Outcome outcome) {
   return "?";
 }
 
-struct GenerationTable::Mapping {
-  std::string file;
-  void *base = MAP_FAILED;
-  dev_t device = 0;
-  ino_t inode = 0;
-  Layout &layout() const { return *static_cast<Layout *>(base); }
-  ~Mapping() {
-    if (base != MAP_FAILED) ::munmap(base, kFileBytes);
-  }
-};
-
 GenerationTable::~GenerationTable() = default;
 
-const std::string &GenerationTable::file() const { return mapping_->file; }
+const std::string &GenerationTable::file() const { return file_->path(); }
 
-bool GenerationTable::current() const noexcept {
-  struct stat info {};
-  return ::lstat(mapping_->file.c_str(), &info) == 0 && info.st_dev == mapping_->device &&
-         info.st_ino == mapping_->inode;
-}
+bool GenerationTable::current() const noexcept { return file_->current(); }
 
 std::shared_ptr<GenerationTable> GenerationTable::open(const std::string &cache_dir, const LogCallback &log) {
-  const std::string dir = cache_dir + "/swap";
-  const std::string file = dir + "/generations";
-  try {
-    store::create_directories(dir);
-  } catch (const Error &error) {
-    throw IoError(std::string("no cross-process swap trigger: ") + error.what());
-  }
-  struct stat dir_info {};
-  if (::lstat(dir.c_str(), &dir_info) != 0 || !S_ISDIR(dir_info.st_mode) || dir_info.st_uid != ::geteuid() ||
-      (dir_info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    throw IoError("no cross-process swap trigger: " + dir + " is not a directory of this user that only it can write "
-                  "(a symlink, or writable by others); remove it and kiln makes a new one");
-  }
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    store::UniqueFd fd(::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    struct stat info {};
-    std::string why;
-    if (fd.get() < 0) {
-      const int error = errno;
-      if (error == ENOENT) {
-        write_fresh(dir, file, nullptr);
-        continue;
-      }
-      if (error != ELOOP && error != EISDIR && error != ENXIO && error != EACCES) {
-        throw IoError("no cross-process swap trigger: cannot open " + file + ": " + error_text(error));
-      }
-      if (::lstat(file.c_str(), &info) != 0) continue;
-      if (error == EACCES && info.st_uid != ::geteuid()) {
-        throw IoError("no cross-process swap trigger: " + file + " belongs to uid " + std::to_string(info.st_uid) +
-                      " and this user cannot write it; run as that user or remove it");
-      }
-      why = S_ISLNK(info.st_mode) ? "a symbolic link" : "not a file this process can open (" + error_text(error) + ")";
-    } else if (::fstat(fd.get(), &info) != 0) {
-      throw IoError("no cross-process swap trigger: cannot stat " + file + ": " + error_text(errno));
-    } else {
-      why = distrust(info);
-    }
-    if (why.empty()) {
-      auto mapping = std::make_unique<Mapping>();
-      mapping->file = file;
-      mapping->device = info.st_dev;
-      mapping->inode = info.st_ino;
-      mapping->base = ::mmap(nullptr, kFileBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-      if (mapping->base == MAP_FAILED) {
-        throw IoError("no cross-process swap trigger: cannot map " + file + ": " + error_text(errno));
-      }
-      why = distrust(mapping->layout());
-      if (why.empty()) {
-        std::shared_ptr<GenerationTable> table(new GenerationTable());
-        table->mapping_ = std::move(mapping);
-        table->log_ = log;
-        return table;
-      }
-    }
-    safe_log(log, LogLevel::warning, "swap trigger table " + file + " is not trusted (" + why + "): replaced by a new one");
-    write_fresh(dir, file, &info);
-  }
-  throw IoError("no cross-process swap trigger: " + file + " kept changing while it was opened (4 attempts); retry");
+  auto file = GenerationsFile::open(cache_dir, kShape, log);
+  std::shared_ptr<GenerationTable> table(new GenerationTable());
+  table->file_ = std::move(file);
+  table->log_ = log;
+  return table;
 }
 
 std::shared_ptr<GenerationTable> GenerationTable::open_or_log(const std::string &cache_dir, const LogCallback &log) noexcept {
@@ -328,7 +179,7 @@ GenerationTable::Slot *GenerationTable::find(const std::string &consumer, const 
   pack(key, words);
   const std::uint64_t hash = hash_of(key);
   const std::uint64_t claiming = (hash | 2) & ~kTagReady;  // never 0
-  Layout &layout = mapping_->layout();
+  Layout &layout = layout_of(*file_);
   for (std::size_t probe = 0; probe < kSlots; ++probe) {
     Slot &slot = layout.slots[(hash + probe) % kSlots];
     std::uint64_t tag = slot.tag.load(acquire);
@@ -358,7 +209,7 @@ GenerationTable::Slot *GenerationTable::find(const std::string &consumer, const 
     if (same) return &slot;
   }
   if (claim) {
-    safe_log(log_, LogLevel::warning, "swap trigger table " + mapping_->file + " is full (" + std::to_string(kSlots) +
+    safe_log(log_, LogLevel::warning, "swap trigger table " + file_->path() + " is full (" + std::to_string(kSlots) +
                                           " consumer/name pairs): " + key +
                                           " gets no cross-process trigger; remove the file to start over");
   }
@@ -419,7 +270,7 @@ std::uint64_t GenerationTable::bump(const std::string &consumer, const std::stri
 }
 
 int GenerationTable::claim_record(const Slot &slot, std::uint64_t generation) {
-  Layout &layout = mapping_->layout();
+  Layout &layout = layout_of(*file_);
   const std::uint64_t me = owner_of_this_process();
   for (std::size_t i = 0; i < kRecords; ++i) {
     Record &record = layout.records[i];
@@ -434,7 +285,7 @@ int GenerationTable::claim_record(const Slot &slot, std::uint64_t generation) {
     acknowledge(static_cast<int>(i), generation, Outcome::watching, 0, "");
     return static_cast<int>(i);
   }
-  safe_log(log_, LogLevel::warning, "swap trigger table " + mapping_->file + ": all " + std::to_string(kRecords) +
+  safe_log(log_, LogLevel::warning, "swap trigger table " + file_->path() + ": all " + std::to_string(kRecords) +
                                         " watcher records are taken; this watcher's acknowledgements are not recorded");
   return -1;
 }
@@ -442,7 +293,7 @@ int GenerationTable::claim_record(const Slot &slot, std::uint64_t generation) {
 void GenerationTable::acknowledge(int index, std::uint64_t generation, Outcome outcome, int error_kind,
                                   const std::string &note) noexcept {
   if (index < 0 || static_cast<std::size_t>(index) >= kRecords) return;
-  Record &record = mapping_->layout().records[index];
+  Record &record = layout_of(*file_).records[index];
   std::uint64_t words[kNoteBytes / 8] = {};
   std::memcpy(words, note.data(), std::min(note.size(), sizeof words));
   const std::uint64_t seq = record.seq.load(relaxed);
@@ -455,7 +306,7 @@ void GenerationTable::acknowledge(int index, std::uint64_t generation, Outcome o
 
 void GenerationTable::release_record(int index) noexcept {
   if (index < 0 || static_cast<std::size_t>(index) >= kRecords) return;
-  Record &record = mapping_->layout().records[index];
+  Record &record = layout_of(*file_).records[index];
   const std::uint64_t seq = record.seq.load(relaxed);
   record.seq.store(seq | 1, release);
   record.slot.store(0, release);
@@ -468,7 +319,7 @@ std::vector<Acknowledgement> GenerationTable::acknowledgements(const std::string
   std::vector<Acknowledgement> out;
   Slot *slot = const_cast<GenerationTable *>(this)->find(consumer, name, false);
   if (slot == nullptr) return out;
-  const Layout &layout = mapping_->layout();
+  const Layout &layout = layout_of(*file_);
   const std::uint64_t index = static_cast<std::uint64_t>(slot - layout.slots) + 1;
   for (const Record &record : layout.records) {
     if (record.owner.load(acquire) == 0) continue;

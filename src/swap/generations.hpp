@@ -8,7 +8,8 @@
 //
 // The file is fixed-size and only ever holds lock-free 64-bit atomics, so no lock is needed and
 // a process killed at any moment leaves it consistent. A damaged or foreign file (wrong magic,
-// size or mode) is never trusted: it is replaced (temp + rename) and the event logged.
+// size or mode) is never trusted: it is replaced (temp + rename; generations_file.hpp) and the
+// event logged.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,8 @@
 #include <kiln/log.hpp>
 
 namespace kiln::swap {
+
+class GenerationsFile;  // swap/generations_file.hpp
 
 inline constexpr std::size_t kSlots = 1024;        // (consumer, name) pairs one store can trigger
 inline constexpr std::size_t kRecords = 256;       // watcher records (one per watching Swappable)
@@ -94,8 +97,7 @@ class GenerationTable {
  private:
   GenerationTable() = default;
   Slot *find(const std::string &consumer, const std::string &name, bool claim);
-  struct Mapping;
-  std::unique_ptr<Mapping> mapping_;
+  std::unique_ptr<GenerationsFile> file_;
   LogCallback log_;
 };
 
