@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +43,7 @@
 #include <kiln/swap.hpp>
 
 #include "device/driver.hpp"
+#include "kiln_swap_checks.hpp"
 #include "kiln_swap_loop.hpp"
 
 namespace {

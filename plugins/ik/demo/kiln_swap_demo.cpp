@@ -30,6 +30,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/swap.hpp>
 
+#include "kiln_swap_checks.hpp"
 #include "kiln_swap_loop.hpp"
 
 namespace {
