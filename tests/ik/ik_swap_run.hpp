@@ -241,17 +241,23 @@ inline void check_swap_run(const SwapRunResult &r, int swaps) {
   CHECK(failed == 0);
   CHECK(wrong == 0);
   CHECK(unknown == 0);
-  // Every swap was seen by the solving thread, and each new version's first solve was warm.
+  // Every swap was seen by the solving thread, and the new versions' first solves were warm: in
+  // all clearly fewer iterations than cold solves of the same targets, and one swap in ten at
+  // most no better than cold (a single cycle can be, by chance: the demo measures that rate on
+  // ordinary cycles; without the state carried every swap is).
   CHECK(r.first_after_swap.size() == r.reports.size());
   std::uint64_t first = 0, cold = 0;
+  std::size_t not_warmer = 0;
   for (std::size_t i = 0; i < r.first_after_swap.size(); ++i) {
-    CAPTURE(i);
-    CHECK(r.first_after_swap[i] < r.cold_same_targets[i]);
+    if (r.first_after_swap[i] >= r.cold_same_targets[i]) ++not_warmer;
     first += r.first_after_swap[i];
     cold += r.cold_same_targets[i];
   }
   MESSAGE("iterations of each new version's first cycle: " << first << " in all, against " << cold
-                                                          << " for cold solves of the same targets");
+                                                          << " for cold solves of the same targets; "
+                                                          << not_warmer << " swaps no better than cold");
+  CHECK(first * 10 < cold * 9);
+  CHECK(not_warmer * 10 <= r.first_after_swap.size());
 }
 
 }  // namespace kiln::test::ik
