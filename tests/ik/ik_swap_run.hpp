@@ -55,25 +55,6 @@ struct SwapRunResult {
   std::vector<std::uint32_t> first_after_swap, cold_same_targets;
 };
 
-// |p_a - p_b| (m) and the angle between the orientations (rad, 2 atan2(|v|, |w|) of a * conj(b):
-// well conditioned for small angles, unlike acos of the dot product).
-inline double pose_distance(const float *target, const float *pose, double *orientation) {
-  const double dx = double{target[0]} - pose[0], dy = double{target[1]} - pose[1], dz = double{target[2]} - pose[2];
-  double a[4], b[4], na = 0, nb = 0;
-  for (int k = 0; k < 4; ++k) {
-    a[k] = target[3 + k], b[k] = pose[3 + k];
-    na += a[k] * a[k], nb += b[k] * b[k];
-  }
-  na = std::sqrt(na), nb = std::sqrt(nb);
-  for (int k = 0; k < 4; ++k) a[k] /= na, b[k] /= nb;
-  const double w = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
-  const double x = -a[0] * b[1] + a[1] * b[0] - a[2] * b[3] + a[3] * b[2];
-  const double y = -a[0] * b[2] + a[1] * b[3] + a[2] * b[0] - a[3] * b[1];
-  const double z = -a[0] * b[3] - a[1] * b[2] + a[2] * b[1] + a[3] * b[0];
-  *orientation = 2.0 * std::atan2(std::sqrt(x * x + y * y + z * z), std::fabs(w));
-  return std::sqrt(dx * dx + dy * dy + dz * dz);
-}
-
 inline SwapRunResult swap_under_solves(const SwapRunOptions &o) {
   SwapRunResult out;
   TempDir dir;
@@ -146,9 +127,9 @@ inline SwapRunResult swap_under_solves(const SwapRunOptions &o) {
       if (c.status == KILN_OK) {
         served->fk(served.instance, batch.q.data(), o.count, poses.data());
         for (std::uint32_t i = 0; i < o.count; ++i) {
-          double orientation = 0;
-          const double position =
-              pose_distance(batch.targets.data() + i * KILN_IK_POSE_SIZE, poses.data() + i * KILN_IK_POSE_SIZE, &orientation);
+          double position = 0, orientation = 0;
+          kiln_ik::pose_error(batch.targets.data() + i * KILN_IK_POSE_SIZE, poses.data() + i * KILN_IK_POSE_SIZE, position,
+                              orientation);
           bool inside = true;
           for (std::uint32_t j = 0; j < cold_a.dof; ++j) {
             const double v = batch.q[i * cold_a.dof + j];

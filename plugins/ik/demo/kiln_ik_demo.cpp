@@ -120,25 +120,6 @@ ChainInfo query_chain(const kiln_ik_v1 &ik, const kiln::Instance &instance) {
   return chain;
 }
 
-// Pose error between two kiln.ik/1 poses (x y z qw qx qy qz): metres and radians.
-void pose_error(const float *target, const float *pose, double &position_error, double &orientation_error) {
-  const double dx = double{target[0]} - pose[0], dy = double{target[1]} - pose[1], dz = double{target[2]} - pose[2];
-  position_error = std::sqrt(dx * dx + dy * dy + dz * dz);
-  // d = target * conj(pose); angle = 2 atan2(|vec d|, |w d|) (well conditioned for small angles).
-  double a[4], b[4];
-  double na = 0, nb = 0;
-  for (int k = 0; k < 4; ++k) {
-    a[k] = target[3 + k], b[k] = pose[3 + k];
-    na += a[k] * a[k], nb += b[k] * b[k];
-  }
-  na = std::sqrt(na), nb = std::sqrt(nb);
-  for (int k = 0; k < 4; ++k) a[k] /= na, b[k] /= nb;
-  const double w = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
-  const double x = -a[0] * b[1] + a[1] * b[0] - a[2] * b[3] + a[3] * b[2];
-  const double y = -a[0] * b[2] + a[1] * b[3] + a[2] * b[0] - a[3] * b[1];
-  const double z = -a[0] * b[3] - a[1] * b[2] + a[2] * b[1] + a[3] * b[0];
-  orientation_error = 2.0 * std::atan2(std::sqrt(x * x + y * y + z * z), std::fabs(w));
-}
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -185,7 +166,7 @@ Verdict judge(const kiln_ik_v1 &ik, const kiln::Instance &instance, const ChainI
   double iterations = 0;
   for (size_t i = 0; i < batch.count; ++i) {
     double pe = 0, oe = 0;
-    pose_error(batch.targets.data() + i * KILN_IK_POSE_SIZE, poses.data() + i * KILN_IK_POSE_SIZE, pe, oe);
+    kiln_ik::pose_error(batch.targets.data() + i * KILN_IK_POSE_SIZE, poses.data() + i * KILN_IK_POSE_SIZE, pe, oe);
     bool inside = true;
     for (size_t j = 0; j < batch.dof; ++j) {
       const double value = batch.q[i * batch.dof + j];

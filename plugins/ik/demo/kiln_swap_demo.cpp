@@ -98,25 +98,13 @@ int run(const Settings &s) {
   std::printf("  iiwa14: %s in %.2f s (%s); iiwa14-b and iiwa14-broken are built on miss by the swaps\n",
               kiln::to_string(first.outcome), static_cast<double>(sl::now_ns() - build_start) / 1e9, short_key(first.content_key).c_str());
 
-  kiln::SwapOptions swap_options;
-  swap_options.consumer = variants[0].recipe.consumer;
-  swap_options.name = variants[0].recipe.name;
-  swap_options.interface_id = KILN_IK_INTERFACE_ID;
-  swap_options.device = device;
-  swap_options.max_batch = s.targets;
-  swap_options.keep_resident = s.keep_resident;
+  kiln::SwapOptions swap_options = sl::ik_swap_options(variants[0].recipe, device, s.targets, s.keep_resident);
   swap_options.carry_state = s.carry_state;
   sl::Ik ik(runtime, swap_options);
   kiln::SwapReader reader = ik.register_reader();
-  sl::Trajectory path;
-  std::uint64_t initial_serial = 0;
-  {
-    const auto served = ik.acquire(reader);
-    path = sl::Trajectory(*served.table, served.instance);
-    initial_serial = served.serial;
-    reader.quiescent();
-    reader.offline();
-  }
+  const sl::FirstServed first_version = sl::first_served(ik, reader);
+  const sl::Trajectory &path = first_version.path;
+  const std::uint64_t initial_serial = first_version.serial;
 
   sl::LoopConfig loop;
   loop.seconds = s.seconds;

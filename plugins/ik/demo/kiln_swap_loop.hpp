@@ -81,24 +81,6 @@ inline std::size_t rss_kb() {
   return 0;
 }
 
-// Pose error between two kiln.ik/1 poses (x y z qw qx qy qz): metres and radians.
-inline void pose_error(const float *target, const float *pose, double &position_error, double &orientation_error) {
-  const double dx = double{target[0]} - pose[0], dy = double{target[1]} - pose[1], dz = double{target[2]} - pose[2];
-  position_error = std::sqrt(dx * dx + dy * dy + dz * dz);
-  double a[4], b[4];
-  double na = 0, nb = 0;
-  for (int k = 0; k < 4; ++k) {
-    a[k] = target[3 + k], b[k] = pose[3 + k];
-    na += a[k] * a[k], nb += b[k] * b[k];
-  }
-  na = std::sqrt(na), nb = std::sqrt(nb);
-  for (int k = 0; k < 4; ++k) a[k] /= na, b[k] /= nb;
-  const double w = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
-  const double x = -a[0] * b[1] + a[1] * b[0] - a[2] * b[3] + a[3] * b[2];
-  const double y = -a[0] * b[2] + a[1] * b[3] + a[2] * b[0] - a[3] * b[1];
-  const double z = -a[0] * b[3] - a[1] * b[2] + a[2] * b[1] + a[3] * b[0];
-  orientation_error = 2.0 * std::atan2(std::sqrt(x * x + y * y + z * z), std::fabs(w));
-}
 
 // An answer is right when the plugin's fk (double, rounded to float) of the returned q is within
 // the solver's default tolerances plus the self-test's slack (1e-5 m / 1e-4 rad) and q is inside
@@ -133,6 +115,34 @@ struct Trajectory {
     }
   }
 };
+
+// How the demo and the bench serve the IK variants: as the first variant's consumer/name, on
+// `device` with room for `targets` per solve.
+inline kiln::SwapOptions ik_swap_options(const kiln::Recipe &first, int device, std::uint32_t targets,
+                                         std::size_t keep_resident) {
+  kiln::SwapOptions options;
+  options.consumer = first.consumer;
+  options.name = first.name;
+  options.interface_id = KILN_IK_INTERFACE_ID;
+  options.device = device;
+  options.max_batch = targets;
+  options.keep_resident = keep_resident;
+  return options;
+}
+
+// What serves before the first swap: the joint trajectory it is driven along and its serial.
+// The reader is left offline until the loop starts.
+struct FirstServed {
+  Trajectory path;
+  std::uint64_t serial = 0;
+};
+inline FirstServed first_served(const Ik &ik, kiln::SwapReader &reader) {
+  const auto served = ik.acquire(reader);
+  FirstServed first{Trajectory(*served.table, served.instance), served.serial};
+  reader.quiescent();
+  reader.offline();
+  return first;
+}
 
 // One cycle as the control thread recorded it.
 struct Cycle {
@@ -204,7 +214,7 @@ inline void control_loop(const Ik &ik, kiln::SwapReader &reader, const LoopConfi
       served->fk(served.instance, batch.q.data(), config.batch, poses.data());
       for (std::uint32_t i = 0; i < config.batch; ++i) {
         double pe = 0, oe = 0;
-        pose_error(batch.targets.data() + i * KILN_IK_POSE_SIZE, poses.data() + i * KILN_IK_POSE_SIZE, pe, oe);
+        kiln_ik::pose_error(batch.targets.data() + i * KILN_IK_POSE_SIZE, poses.data() + i * KILN_IK_POSE_SIZE, pe, oe);
         bool inside = true;
         for (std::size_t j = 0; j < dof; ++j) {
           const double v = batch.q[i * dof + j];
