@@ -17,6 +17,15 @@ namespace kiln::test {
 
 using SwapProbe = Swappable<kiln_test_swap_v1>;
 
+// Publishes `file` as swap/name through `runtime`; its content key.
+inline std::string publish_probe(Runtime &runtime, const std::string &name, const std::string &file) {
+  PublishRequest request;
+  request.consumer = "swap";
+  request.name = name;
+  request.artifact_file = file;
+  return runtime.publish(request).content_key;
+}
+
 struct SwapStore {
   TempDir dir;
   Runtime runtime;
@@ -31,13 +40,7 @@ struct SwapStore {
   }
 
   // Publishes `file` as swap/name; its content key.
-  std::string publish(const std::string &name, const std::string &file) {
-    PublishRequest request;
-    request.consumer = "swap";
-    request.name = name;
-    request.artifact_file = file;
-    return runtime.publish(request).content_key;
-  }
+  std::string publish(const std::string &name, const std::string &file) { return publish_probe(runtime, name, file); }
 
   SwapOptions swap_options(const std::string &name = "probe") const {
     SwapOptions options;

@@ -57,13 +57,7 @@ struct TriggerStore {
     std::lock_guard<std::mutex> lock(log_mutex);
     return log_text;
   }
-  std::string publish(const std::string &name, const std::string &file) {
-    PublishRequest request;
-    request.consumer = "swap";
-    request.name = name;
-    request.artifact_file = file;
-    return runtime.publish(request).content_key;
-  }
+  std::string publish(const std::string &name, const std::string &file) { return publish_probe(runtime, name, file); }
 };
 
 // What the watcher thread reported through on_watched_swap.
