@@ -10,6 +10,7 @@
 #include <kiln/recipe.hpp>
 
 #include "load/boundary.hpp"
+#include "support/elapsed.hpp"
 
 namespace kiln {
 namespace {
@@ -17,13 +18,9 @@ namespace {
 using swap_detail::StepFailure;
 using swap_detail::Version;
 using swap_detail::run_step;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string who(const SwapOptions &options) { return options.consumer + "/" + options.name; }
+using support::Clock;
+using support::ms_since;
+using swap_detail::who;
 
 SwapOptions checked(SwapOptions options) {
   if (options.consumer.empty() || options.name.empty()) {

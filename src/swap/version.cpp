@@ -16,13 +16,12 @@
 
 #include "load/boundary.hpp"
 #include "load/elf.hpp"
+#include "support/elapsed.hpp"
 
 namespace kiln::swap_detail {
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
+using support::ms_since;
 
 // Whether the plugin file has an ".nv_fatbin" section: device code the CUDA runtime registers
 // when the library is loaded and points into until the process ends (cccl #9367, pytorch #24983).

@@ -16,6 +16,9 @@
 
 namespace kiln::swap_detail {
 
+// "consumer/name", as swap messages name what is swapped.
+inline std::string who(const SwapOptions &options) { return options.consumer + "/" + options.name; }
+
 // A failed step of a swap: which, and the error it threw (kind kept for SwapError).
 struct StepFailure {
   std::string step;

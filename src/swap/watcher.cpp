@@ -11,8 +11,7 @@ namespace {
 
 using swap::GenerationTable;
 using swap::Outcome;
-
-std::string who(const SwapOptions &options) { return options.consumer + "/" + options.name; }
+using swap_detail::who;
 
 // "refused at step selftest: <reason>; version ... still serves" -> "selftest: <reason>"
 std::string short_reason(const SwapError &error) {
