@@ -115,7 +115,8 @@ struct SwapOptions {
                                                   // past it the old version is retired later
   std::size_t max_readers = 64;
   // Follow cross-process requests (kiln swap, kiln publish, kiln build of consumer/name) on a
-  // background thread that polls a shared generation counter (no system call per poll).
+  // background thread that polls a shared generation counter (a locked pread of a file in the
+  // writable cache per poll; never on a control thread).
   bool watch = false;
   std::chrono::milliseconds watch_interval{20};
   // Called on the watcher thread after each swap it ran: the report, and the error if refused.

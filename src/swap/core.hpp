@@ -51,13 +51,12 @@ struct SwapCore::Impl {
   void start_watcher();
   void stop_watcher() noexcept;
   void watch_loop() noexcept;
-  void handle_request(std::uint64_t word) noexcept;
+  void handle_request(const swap::Request &asked) noexcept;
   void reopen_if_replaced() noexcept;
   std::shared_ptr<swap::GenerationTable> generations;
-  swap::GenerationTable::Slot *watched = nullptr;
+  std::optional<swap::SlotId> watched;
   int watcher_record = -1;
   std::uint64_t seen_generation = 0;
-  int torn_reads = 0;
   std::thread watcher;
   std::mutex watcher_mutex;
   std::condition_variable watcher_wake;

@@ -1,18 +1,17 @@
 // The cross-process swap trigger (DESIGN §7): a generation counter per (consumer, name), in a
-// small file of the writable cache mapped shared by every process using that store, so that
+// small file of the writable cache shared by every process using that store, so that
 // containers sharing a store volume share it too. Writers (kiln swap, kiln publish, kiln build,
 // Runtime::publish/build whenever the manifest changes) bump it; a running controller's watcher
-// thread reads it with one atomic load per poll (no system call) and swaps when it moves.
+// thread polls it (a locked pread per poll, off the control thread) and swaps when it moves.
 // Watchers also leave a record (pid, the generation they applied or refused and why) that
 // `kiln swap` reads to say which running processes acknowledged.
 //
-// The file is fixed-size and only ever holds lock-free 64-bit atomics, so no lock is needed and
-// a process killed at any moment leaves it consistent. A damaged or foreign file (wrong magic,
-// size or mode) is never trusted: it is replaced (temp + rename; generations_file.hpp) and the
-// event logged.
+// Every change is a read-modify-write under the file's lock (generations_file.hpp), each one
+// pwrite of one slot or record, so a process killed at any moment leaves the file consistent
+// and its lock released. A damaged, foreign or truncated file is never trusted: it is replaced
+// (temp + rename) and the event logged; watchers reopen the new one.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,7 +28,6 @@ class GenerationsFile;  // swap/generations_file.hpp
 inline constexpr std::size_t kSlots = 1024;        // (consumer, name) pairs one store can trigger
 inline constexpr std::size_t kRecords = 256;       // watcher records (one per watching Swappable)
 inline constexpr std::size_t kNoteBytes = 120;     // of a record's note
-inline constexpr std::size_t kRequestRing = 4;     // requested content keys in flight per slot
 
 enum class Outcome : std::uint64_t { watching = 1, swapped = 2, unchanged = 3, refused = 4 };
 const char *to_string(Outcome outcome);
@@ -46,17 +44,21 @@ struct Acknowledgement {
   std::string note;              // short, truncated to kNoteBytes
 };
 
-// What a bump asked for, as the watcher reads it.
+// What the latest bump asked for, as the watcher reads it.
 struct Request {
   std::uint64_t generation = 0;
   std::optional<std::string> content_key;  // --to KEY; nullopt: what consumer/name resolves to
-  bool torn = false;  // the key's record was being rewritten by a newer request: read it again
+};
+
+// One (consumer, name)'s place in the table, valid as long as the table.
+struct SlotId {
+  std::uint32_t index = 0;
+  bool operator==(const SlotId &other) const { return index == other.index; }
+  bool operator!=(const SlotId &other) const { return index != other.index; }
 };
 
 class GenerationTable {
  public:
-  struct Slot;  // one (consumer, name): its counter, name and requested keys
-
   // Opens <cache_dir>/swap/generations, creating it (or replacing a damaged one) as needed.
   // IoError when that cannot be done (no writable cache): callers run without the trigger.
   static std::shared_ptr<GenerationTable> open(const std::string &cache_dir, const LogCallback &log);
@@ -67,36 +69,35 @@ class GenerationTable {
   GenerationTable &operator=(const GenerationTable &) = delete;
 
   const std::string &file() const;
-  // False once another process replaced the file this table maps (it judged it damaged): the
-  // caller reopens. One stat call.
+  // False once another process replaced the file (it judged it damaged) or it was found
+  // truncated in place: the caller reopens. One stat call.
   bool current() const noexcept;
 
-  // consumer/name's slot, claimed when new; nullptr when the table is full (logged). Bad names
-  // throw UsageError. The slot lives as long as the table.
-  Slot *slot(const std::string &consumer, const std::string &name);
-  // The word the watcher polls: one acquire load. generation_of(word) is its generation.
-  const std::atomic<std::uint64_t> &counter(const Slot &slot) const noexcept;
-  static std::uint64_t generation_of(std::uint64_t word) noexcept { return word >> 32; }
-  // What the bump that wrote `word` asked for.
-  Request request(const Slot &slot, std::uint64_t word) const noexcept;
+  // consumer/name's slot, claimed when new; nullopt when the table is full (logged). Bad names
+  // throw UsageError; IoError when the file cannot be read (truncated, locked for seconds).
+  std::optional<SlotId> slot(const std::string &consumer, const std::string &name);
+  // The slot's latest request: its generation and what it asked for. nullopt when the file
+  // cannot be read now (truncated in place, locked for seconds): current() says whether to reopen.
+  std::optional<Request> poll(SlotId slot) const noexcept;
 
-  // Increments consumer/name's generation, asking for content_key when given (32 hex digits,
-  // written before the bump). Returns the new generation; 0 when the table is full (logged).
+  // Increments consumer/name's generation, asking for content_key when given (32 hex digits).
+  // Returns the new generation; 0 when the table is full (logged). IoError when the file cannot
+  // be read or written.
   std::uint64_t bump(const std::string &consumer, const std::string &name,
                      const std::optional<std::string> &content_key = std::nullopt);
 
   // Watcher records. claim: a free record (or one of a dead process of this pid namespace) for
-  // this process watching `slot`; -1 when all are taken (logged).
-  int claim_record(const Slot &slot, std::uint64_t generation);
+  // this process watching `slot`; -1 when all are taken or the file cannot be used (logged).
+  int claim_record(SlotId slot, std::uint64_t generation);
   void acknowledge(int record, std::uint64_t generation, Outcome outcome, int error_kind, const std::string &note) noexcept;
   void release_record(int record) noexcept;
   // Records of consumer/name's watchers that may be alive (those of dead pids of this pid
-  // namespace are left out).
+  // namespace are left out). IoError when the file cannot be read.
   std::vector<Acknowledgement> acknowledgements(const std::string &consumer, const std::string &name) const;
 
  private:
   GenerationTable() = default;
-  Slot *find(const std::string &consumer, const std::string &name, bool claim);
+  std::optional<SlotId> find(const std::string &consumer, const std::string &name, bool claim) const;
   std::unique_ptr<GenerationsFile> file_;
   LogCallback log_;
 };

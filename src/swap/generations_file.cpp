@@ -1,38 +1,33 @@
-// Opening the generation table's file: <writable cache>/swap/generations, fixed-size, mapped
-// MAP_SHARED.
+// Opening, checking, locking and reading the generation table's file: <writable
+// cache>/swap/generations, fixed-size.
 //
 // Why a file in the cache and not /dev/shm (or a Boost.Interprocess shared_memory_object, which
 // lives there): containers that share a store volume share its files, not /dev/shm, so a
-// `kiln publish` in a build container reaches the controller in another. Plain mmap rather than
-// Boost.Interprocess' file_mapping: the file is opened O_NOFOLLOW | O_NONBLOCK and checked
-// (fstat) before anything maps it, which file_mapping's open does not allow.
-//
-// Only the owner of the file may have written it (same uid, not writable by group or others);
-// the same uid could also truncate it under a mapping (SIGBUS), but that user can ptrace the
-// controller anyway, and kiln itself never truncates: it replaces by rename.
+// `kiln publish` in a build container reaches the controller in another. The file is opened
+// O_NOFOLLOW | O_NONBLOCK and checked (fstat, then its header) before it is used. Only the owner
+// of the file may have written it (same uid, not writable by group or others); kiln itself
+// never truncates or rewrites it whole: it replaces it by rename.
 #include "swap/generations_file.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
-#include "store/unique_fd.hpp"
 
 namespace kiln::swap {
 
 namespace {
 
 constexpr std::uint64_t kMagic = 0x314e45476e6c696bull;  // "kilnGEN1" little-endian
-
-constexpr auto acquire = std::memory_order_acquire;
-constexpr auto relaxed = std::memory_order_relaxed;
 
 std::string error_text(int error) { return std::strerror(error); }
 
@@ -48,9 +43,9 @@ std::string distrust(const struct stat &info, const GenerationsShape &shape) {
 }
 
 std::string distrust(const GenerationsHeader &header, const GenerationsShape &shape) {
-  if (header.magic.load(acquire) != kMagic) return "no kiln generation table (bad magic)";
-  if (header.layout.load(relaxed) != shape.layout_version || header.slots.load(relaxed) != shape.slots ||
-      header.records.load(relaxed) != shape.records || header.size.load(relaxed) != shape.bytes) {
+  if (header.magic != kMagic) return "no kiln generation table (bad magic)";
+  if (header.layout != shape.layout_version || header.slots != shape.slots || header.records != shape.records ||
+      header.size != shape.bytes) {
     return "another layout of the table";
   }
   return "";
@@ -65,11 +60,11 @@ void write_fresh(const std::string &dir, const std::string &file, const Generati
     store::UniqueFd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0) throw IoError("cannot create " + temp + ": " + error_text(errno) + "; make " + dir + " writable");
     GenerationsHeader header{};
-    header.magic.store(kMagic, relaxed);
-    header.layout.store(shape.layout_version, relaxed);
-    header.slots.store(shape.slots, relaxed);
-    header.records.store(shape.records, relaxed);
-    header.size.store(shape.bytes, relaxed);
+    header.magic = kMagic;
+    header.layout = shape.layout_version;
+    header.slots = shape.slots;
+    header.records = shape.records;
+    header.size = shape.bytes;
     if (::fchmod(fd.get(), 0644) != 0 || ::ftruncate(fd.get(), static_cast<off_t>(shape.bytes)) != 0 ||
         ::pwrite(fd.get(), &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
       const int error = errno;
@@ -107,13 +102,75 @@ void safe_log(const LogCallback &log, LogLevel level, const std::string &line) n
   }
 }
 
-GenerationsFile::~GenerationsFile() {
-  if (base_ != nullptr) ::munmap(base_, bytes_);
-}
-
 bool GenerationsFile::current() const noexcept {
+  if (short_io_.load(std::memory_order_relaxed)) return false;
   struct stat info {};
   return ::lstat(path_.c_str(), &info) == 0 && info.st_dev == device_ && info.st_ino == inode_;
+}
+
+GenerationsFile::Hold::Hold(const GenerationsFile *file, std::unique_lock<std::mutex> lock) noexcept
+    : file_(file), lock_(std::move(lock)), held_(true) {}
+
+GenerationsFile::Hold::Hold(Hold &&other) noexcept
+    : file_(other.file_), lock_(std::move(other.lock_)), held_(other.held_) {
+  other.held_ = false;
+}
+
+GenerationsFile::Hold::~Hold() {
+  if (held_) file_->unlock();
+}
+
+GenerationsFile::Hold GenerationsFile::hold(bool exclusive) const noexcept {
+  std::unique_lock<std::mutex> lock(mutex_);
+  struct flock range {};
+  range.l_type = exclusive ? F_WRLCK : F_RDLCK;
+  range.l_whence = SEEK_SET;  // start 0, length 0: the whole file
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    if (::fcntl(fd_.get(), F_OFD_SETLK, &range) == 0) return Hold(this, std::move(lock));
+    if (errno == EINTR) continue;
+    if ((errno != EAGAIN && errno != EACCES) || std::chrono::steady_clock::now() >= deadline) {
+      Hold none(this, std::unique_lock<std::mutex>());
+      none.held_ = false;
+      return none;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+}
+
+void GenerationsFile::unlock() const noexcept {
+  struct flock range {};
+  range.l_type = F_UNLCK;
+  range.l_whence = SEEK_SET;
+  ::fcntl(fd_.get(), F_OFD_SETLK, &range);
+}
+
+bool GenerationsFile::read(std::size_t offset, void *out, std::size_t bytes) const noexcept {
+  ssize_t got = 0;
+  do {
+    got = ::pread(fd_.get(), out, bytes, static_cast<off_t>(offset));
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(bytes)) return true;
+  short_io_.store(true, std::memory_order_relaxed);
+  return false;
+}
+
+bool GenerationsFile::write(std::size_t offset, const void *in, std::size_t bytes) const noexcept {
+  // Never past the end: a file truncated in place must not be extended with holes and trusted.
+  struct stat info {};
+  if (::fstat(fd_.get(), &info) != 0 || static_cast<std::uint64_t>(info.st_size) < offset + bytes) {
+    short_io_.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  ssize_t put = 0;
+  do {
+    put = ::pwrite(fd_.get(), in, bytes, static_cast<off_t>(offset));
+  } while (put < 0 && errno == EINTR);
+  if (put == static_cast<ssize_t>(bytes)) return true;
+  short_io_.store(true, std::memory_order_relaxed);
+  return false;
 }
 
 std::unique_ptr<GenerationsFile> GenerationsFile::open(const std::string &cache_dir, const GenerationsShape &shape,
@@ -156,18 +213,18 @@ std::unique_ptr<GenerationsFile> GenerationsFile::open(const std::string &cache_
       why = distrust(info, shape);
     }
     if (why.empty()) {
-      std::unique_ptr<GenerationsFile> mapped(new GenerationsFile());
-      mapped->path_ = file;
-      mapped->device_ = info.st_dev;
-      mapped->inode_ = info.st_ino;
-      void *base = ::mmap(nullptr, shape.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-      if (base == MAP_FAILED) {
-        throw IoError("no cross-process swap trigger: cannot map " + file + ": " + error_text(errno));
+      std::unique_ptr<GenerationsFile> opened(new GenerationsFile());
+      opened->path_ = file;
+      opened->device_ = info.st_dev;
+      opened->inode_ = info.st_ino;
+      opened->fd_.reset(fd.release());
+      GenerationsHeader header{};
+      const Hold held = opened->hold(false);
+      if (!held) {
+        throw IoError("no cross-process swap trigger: " + file + " stayed locked by another process for 2 s; retry");
       }
-      mapped->base_ = base;
-      mapped->bytes_ = shape.bytes;
-      why = distrust(*static_cast<const GenerationsHeader *>(base), shape);
-      if (why.empty()) return mapped;
+      why = opened->read(0, &header, sizeof header) ? distrust(header, shape) : "shorter than its header";
+      if (why.empty()) return opened;
     }
     safe_log(log, LogLevel::warning, "swap trigger table " + file + " is not trusted (" + why + "): replaced by a new one");
     write_fresh(dir, file, shape, &info);

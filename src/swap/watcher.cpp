@@ -1,5 +1,5 @@
 // The cross-process trigger's watcher: a background thread (never a control thread) polls
-// consumer/name's generation with one atomic load per SwapOptions::watch_interval, and when it
+// consumer/name's generation once per SwapOptions::watch_interval (a locked pread), and when it
 // moved runs the transactional swap (to the requested content key, if the bump named one),
 // then records what it did for `kiln swap` and calls on_watched_swap. Nothing leaves the thread.
 #include "swap/core.hpp"
@@ -30,17 +30,19 @@ void SwapCore::Impl::prepare_watcher() noexcept {
   try {
     generations = GenerationTable::open_or_log(runtime.stores().back().root, runtime_log());
     if (generations) watched = generations->slot(options.consumer, options.name);
-    if (watched == nullptr) {
+    const auto polled = watched ? generations->poll(*watched) : std::nullopt;
+    if (!polled) {
       runtime.log(LogLevel::warning, "hot swap of " + who(options) +
                                          ": SwapOptions::watch is on but there is no cross-process trigger (see above); "
                                          "it swaps only when swap() is called");
       generations.reset();
+      watched.reset();
       return;
     }
-    seen_generation = GenerationTable::generation_of(generations->counter(*watched).load(std::memory_order_acquire));
+    seen_generation = polled->generation;
   } catch (const std::exception &error) {
     generations.reset();
-    watched = nullptr;
+    watched.reset();
     try {
       runtime.log(LogLevel::warning, "hot swap of " + who(options) + ": no cross-process trigger: " + error.what());
     } catch (...) {
@@ -66,19 +68,20 @@ void SwapCore::Impl::stop_watcher() noexcept {
 }
 
 void SwapCore::Impl::watch_loop() noexcept {
-  // About once a second: did another process replace the file (it found it damaged)?
+  // About once a second, and whenever a poll cannot read it: did another process replace the
+  // file (it found it damaged), or was it truncated in place (then it is replaced here)?
   const auto interval = std::max(options.watch_interval, std::chrono::milliseconds(1));
   const long check_every = std::max<long>(1, static_cast<long>(1000 / interval.count()));
   long polls = 0;
   std::unique_lock<std::mutex> lock(watcher_mutex);
   while (!watcher_stop) {
     if (watcher_wake.wait_for(lock, interval, [this] { return watcher_stop; })) break;
-    const std::uint64_t word = generations->counter(*watched).load(std::memory_order_acquire);
-    const bool moved = GenerationTable::generation_of(word) != seen_generation;
-    if (!moved && ++polls % check_every != 0) continue;
+    const auto polled = generations->poll(*watched);
+    const bool moved = polled && polled->generation != seen_generation;
+    if (polled && !moved && ++polls % check_every != 0) continue;
     lock.unlock();
     if (moved) {
-      handle_request(word);
+      handle_request(*polled);
     } else {
       reopen_if_replaced();
     }
@@ -86,18 +89,9 @@ void SwapCore::Impl::watch_loop() noexcept {
   }
 }
 
-void SwapCore::Impl::handle_request(std::uint64_t word) noexcept {
-  const swap::Request asked = generations->request(*watched, word);
-  if (asked.torn && ++torn_reads < 50) return;  // a newer request is being written: next poll
+void SwapCore::Impl::handle_request(const swap::Request &asked) noexcept {
   seen_generation = asked.generation;
   const int record = watcher_record;
-  if (asked.torn) {
-    torn_reads = 0;
-    generations->acknowledge(record, asked.generation, Outcome::refused, static_cast<int>(ErrorKind::other),
-                             "request: its content key was overwritten before it could be read; ask again");
-    return;
-  }
-  torn_reads = 0;
   auto notify = [this](const SwapReport &report, const Error *error) {
     if (!options.on_watched_swap) return;
     try {
@@ -148,8 +142,8 @@ void SwapCore::Impl::reopen_if_replaced() noexcept {
   if (generations->current()) return;
   try {
     auto table = GenerationTable::open_or_log(runtime.stores().back().root, runtime_log());
-    GenerationTable::Slot *slot = table ? table->slot(options.consumer, options.name) : nullptr;
-    if (slot == nullptr) return;  // keep polling the old mapping; tried again in a second
+    const auto slot = table ? table->slot(options.consumer, options.name) : std::nullopt;
+    if (!slot) return;  // keep polling the old file; tried again at the next poll
     generations->release_record(watcher_record);
     generations = std::move(table);
     watched = slot;
@@ -157,7 +151,7 @@ void SwapCore::Impl::reopen_if_replaced() noexcept {
     seen_generation = 0;
     watcher_record = generations->claim_record(*watched, 0);
     runtime.log(LogLevel::info, "hot swap of " + who(options) + ": the swap trigger table " + generations->file() +
-                                    " was replaced by another process; watching the new one");
+                                    " was replaced or truncated; watching the new one");
   } catch (...) {
   }
 }
