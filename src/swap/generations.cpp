@@ -8,10 +8,14 @@
 //   slot    tag (hash of "consumer/name" | 1; 0: free; open addressing by the hash, the name
 //           compared), the generation, and the latest bump's requested content key (if any).
 //   record  owner (pid-namespace id << 32 | pid; 0: free), the slot watched, the generation
-//           handled, the outcome and a note.
+//           handled, the outcome, a note, and when its owner last said it is alive. A record of
+//           this pid namespace is free once kill(pid, 0) says its process is gone; one of
+//           another namespace (another container), whose pid means nothing here, once its
+//           heartbeat is older than the foreign timeout.
 #include "swap/generations.hpp"
 
 #include <signal.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,7 +55,7 @@ struct Record {
   std::uint64_t generation;
   std::uint64_t outcome;  // Outcome | error kind << 8
   char note[kNoteBytes];
-  std::uint64_t pad[1];
+  std::uint64_t alive;  // CLOCK_BOOTTIME seconds of its owner's last heartbeat
 };
 
 static_assert(std::is_trivially_copyable_v<Slot> && std::is_trivially_copyable_v<Record>);
@@ -71,13 +75,18 @@ std::uint64_t hash_of(const std::string &text) {  // FNV-1a
   return hash;
 }
 
-// This process's pid namespace (the inode of /proc/self/ns/pid), 0 when /proc cannot say.
+// This process's pid namespace (the inode of /proc/self/ns/pid), 0 when /proc cannot say. Not
+// remembered: a child forked into a new pid namespace must not claim with its parent's.
 std::uint32_t pid_namespace() {
-  static const std::uint32_t id = [] {
-    struct stat info {};
-    return ::stat("/proc/self/ns/pid", &info) == 0 ? static_cast<std::uint32_t>(info.st_ino) : 0u;
-  }();
-  return id;
+  struct stat info {};
+  return ::stat("/proc/self/ns/pid", &info) == 0 ? static_cast<std::uint32_t>(info.st_ino) : 0u;
+}
+
+// Seconds since boot, suspend included: one clock for every container of the machine.
+std::uint64_t boot_seconds() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  return static_cast<std::uint64_t>(now.tv_sec);
 }
 
 std::uint64_t owner_of_this_process() {
@@ -216,18 +225,27 @@ std::uint64_t GenerationTable::bump(const std::string &consumer, const std::stri
   return slot.generation;
 }
 
+bool GenerationTable::reclaimable(const void *stored, std::uint64_t now) const noexcept {
+  const Record &record = *static_cast<const Record *>(stored);
+  if (record.owner == 0) return true;
+  if (same_namespace(record.owner)) return dead(record.owner);
+  return record.alive + static_cast<std::uint64_t>(foreign_timeout_.count()) < now;
+}
+
 int GenerationTable::claim_record(SlotId slot, std::uint64_t generation) {
   const std::uint64_t me = owner_of_this_process();
+  const std::uint64_t now = boot_seconds();
   const auto held = file_->hold(true);
   for (std::size_t i = 0; held && i < kRecords; ++i) {
     Record record{};
     if (!file_->read(record_offset(i), &record, sizeof record)) break;
-    if (record.owner != 0 && !(same_namespace(record.owner) && dead(record.owner))) continue;
+    if (!reclaimable(&record, now)) continue;
     record = Record{};
     record.owner = me;
     record.slot = slot.index + 1;
     record.generation = generation;
     record.outcome = static_cast<std::uint64_t>(Outcome::watching);
+    record.alive = now;
     if (!file_->write(record_offset(i), &record, sizeof record)) break;
     return static_cast<int>(i);
   }
@@ -237,6 +255,17 @@ int GenerationTable::claim_record(SlotId slot, std::uint64_t generation) {
                      " watcher records are taken; this watcher's acknowledgements are not recorded"
                : unusable(file_->path()) + "; this watcher's acknowledgements are not recorded until it reopens it");
   return -1;
+}
+
+bool GenerationTable::heartbeat(int index) noexcept {
+  if (index < 0 || static_cast<std::size_t>(index) >= kRecords) return false;
+  const auto held = file_->hold(true);
+  Record record{};
+  if (!held || !file_->read(record_offset(index), &record, sizeof record)) return true;  // not now; not lost
+  if (record.owner != owner_of_this_process()) return false;
+  record.alive = boot_seconds();
+  file_->write(record_offset(index), &record, sizeof record);
+  return true;
 }
 
 void GenerationTable::acknowledge(int index, std::uint64_t generation, Outcome outcome, int error_kind,
@@ -274,11 +303,11 @@ std::vector<Acknowledgement> GenerationTable::acknowledgements(const std::string
       throw IoError(unusable(file_->path()));
     }
   }
+  const std::uint64_t now = boot_seconds();
   for (const Record &record : records) {
-    if (record.owner == 0 || record.slot != id->index + 1) continue;
+    if (record.slot != id->index + 1 || reclaimable(&record, now)) continue;
     Acknowledgement ack;
     ack.same_pid_namespace = same_namespace(record.owner);
-    if (ack.same_pid_namespace && dead(record.owner)) continue;
     ack.pid = static_cast<std::int64_t>(record.owner & 0xffffffffu);
     ack.generation = record.generation;
     const std::uint64_t kind = record.outcome & 0xff;

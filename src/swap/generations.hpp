@@ -12,6 +12,7 @@
 // (temp + rename) and the event logged; watchers reopen the new one.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -86,20 +87,30 @@ class GenerationTable {
   std::uint64_t bump(const std::string &consumer, const std::string &name,
                      const std::optional<std::string> &content_key = std::nullopt);
 
-  // Watcher records. claim: a free record (or one of a dead process of this pid namespace) for
-  // this process watching `slot`; -1 when all are taken or the file cannot be used (logged).
+  // Watcher records. claim: a free record for this process watching `slot` (free: never
+  // claimed, or its process is gone: of this pid namespace dead, of another one silent past
+  // foreign_timeout); -1 when all are taken or the file cannot be used (logged).
   int claim_record(SlotId slot, std::uint64_t generation);
+  // The watcher says it is alive (about once a second); false when the record is no longer
+  // this process's (another judged it gone): claim a new one.
+  bool heartbeat(int record) noexcept;
+  // How long a watcher of another pid namespace may stay silent before its record counts as
+  // free (default 30 s): its pid cannot be checked from here. A watcher busy in one swap for
+  // longer is listed again when it next writes.
+  void set_foreign_timeout(std::chrono::seconds timeout) noexcept { foreign_timeout_ = timeout; }
   void acknowledge(int record, std::uint64_t generation, Outcome outcome, int error_kind, const std::string &note) noexcept;
   void release_record(int record) noexcept;
-  // Records of consumer/name's watchers that may be alive (those of dead pids of this pid
-  // namespace are left out). IoError when the file cannot be read.
+  // Records of consumer/name's watchers that may be alive (free ones, as claim judges them, are
+  // left out). IoError when the file cannot be read.
   std::vector<Acknowledgement> acknowledgements(const std::string &consumer, const std::string &name) const;
 
  private:
   GenerationTable() = default;
   std::optional<SlotId> find(const std::string &consumer, const std::string &name, bool claim) const;
+  bool reclaimable(const void *record, std::uint64_t now) const noexcept;
   std::unique_ptr<GenerationsFile> file_;
   LogCallback log_;
+  std::chrono::seconds foreign_timeout_{30};
 };
 
 }  // namespace kiln::swap

@@ -84,6 +84,9 @@ void SwapCore::Impl::watch_loop() noexcept {
       handle_request(*polled);
     } else {
       reopen_if_replaced();
+      if (watcher_record >= 0 && !generations->heartbeat(watcher_record)) {
+        watcher_record = generations->claim_record(*watched, seen_generation);
+      }
     }
     lock.lock();
   }

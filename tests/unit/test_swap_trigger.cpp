@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/files.hpp"
+#include "support/preconditions.hpp"
 #include "support/swap_fixture.hpp"
 #include "swap/generations.hpp"
 
@@ -489,6 +491,84 @@ TEST_CASE("trigger: the table: concurrent bumps from threads and processes all c
   table->release_record(mine);
   CHECK(table->acknowledgements("c", "n").empty());
   CHECK(table->acknowledgements("c", "never").empty());
+}
+
+// In a forked (single-threaded) child: a new pid namespace, as root, else inside a new user
+// namespace mapping this uid to 0 there (so the table's owner check still holds). The next
+// child forked is pid 1 of it.
+bool enter_new_pid_namespace() {
+  if (::unshare(CLONE_NEWPID) == 0) return true;
+  const uid_t uid = ::getuid();
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0) return false;
+  const std::string map = "0 " + std::to_string(uid) + " 1";
+  const int setgroups = ::open("/proc/self/setgroups", O_WRONLY);
+  if (setgroups >= 0) {
+    (void)!::write(setgroups, "deny", 4);
+    ::close(setgroups);
+  }
+  const int uid_map = ::open("/proc/self/uid_map", O_WRONLY);
+  const bool mapped = uid_map >= 0 && ::write(uid_map, map.data(), map.size()) == static_cast<ssize_t>(map.size());
+  if (uid_map >= 0) ::close(uid_map);
+  return mapped;
+}
+
+// Runs `inner` as pid 1 of a new pid namespace; its exit status, or -1 when none could be made.
+int run_in_new_pid_namespace(const std::function<int()> &inner) {
+  const pid_t child = ::fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    if (!enter_new_pid_namespace()) ::_exit(200);
+    const pid_t first = ::fork();
+    if (first == 0) ::_exit(::getpid() == 1 ? inner() : 201);
+    int status = 0;
+    ::_exit(first > 0 && ::waitpid(first, &status, 0) == first && WIFEXITED(status) ? WEXITSTATUS(status) : 202);
+  }
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status) >= 200 ? -1 : WEXITSTATUS(status);
+}
+
+std::optional<std::string> no_pid_namespace() {
+  if (run_in_new_pid_namespace([] { return 0; }) == 0) return std::nullopt;
+  return std::string("neither unshare(CLONE_NEWPID) nor a user namespace with one is permitted here");
+}
+
+TEST_CASE("trigger: a watcher record of another pid namespace is listed while it is fresh and free once it is "
+          "silent past the foreign timeout" * kiln::test::skip_if(no_pid_namespace)) {
+  TempDir dir;
+  auto table = swap::GenerationTable::open((dir / "cache").string(), {});
+  const auto slot = table->slot("c", "n");
+  REQUIRE(slot);
+  // A process of a new pid namespace (as in another container) claims a record and vanishes
+  // without releasing it.
+  const std::string cache = (dir / "cache").string();
+  const int claimed = run_in_new_pid_namespace([&cache] {
+    auto theirs = swap::GenerationTable::open(cache, {});
+    const auto their_slot = theirs->slot("c", "n");
+    return their_slot && theirs->claim_record(*their_slot, 3) >= 0 ? 0 : 1;
+  });
+  REQUIRE(claimed == 0);
+  auto acks = table->acknowledgements("c", "n");
+  REQUIRE(acks.size() == 1);
+  CHECK_FALSE(acks[0].same_pid_namespace);
+  CHECK(acks[0].pid == 1);  // its own namespace's pid
+  CHECK(acks[0].generation == 3);
+
+  // Silent past the timeout: left out of the list, and its record is claimed again once every
+  // other one is taken (the table holds 256).
+  table->set_foreign_timeout(std::chrono::seconds(0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the heartbeat clock counts seconds
+  CHECK(table->acknowledgements("c", "n").empty());
+  std::vector<int> mine;
+  for (std::size_t i = 0; i < swap::kRecords; ++i) mine.push_back(table->claim_record(*slot, 4));
+  CHECK(std::count(mine.begin(), mine.end(), -1) == 0);  // the foreign one was free
+  CHECK(table->claim_record(*slot, 4) == -1);
+  CHECK(table->acknowledgements("c", "n").size() == swap::kRecords);
+  for (const int record : mine) {
+    CHECK(table->heartbeat(record));
+    table->release_record(record);
+  }
+  CHECK(table->acknowledgements("c", "n").empty());
 }
 
 }  // TEST_SUITE
