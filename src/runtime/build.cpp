@@ -38,11 +38,7 @@ BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) tr
     for (const auto &arch : recipe.archs) native = native || arch == "native";
   }
   if (native) context.devices = state_->check_devices();  // cuInit only when "native" needs it
-  const std::string before = state_->writable_key(recipe.consumer, recipe.name);
-  BuildResult result = builder::run_build(recipe, options, context);
-  // A hit that finds the manifest already naming its entry changes nothing a watcher serves.
-  if (state_->writable_key(result.consumer, result.name) != before) state_->bump_generation(result.consumer, result.name);
-  return result;
+  return builder::run_build(recipe, options, context);
 } catch (...) {
   support::rethrow_typed("building " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file + ")");
 }

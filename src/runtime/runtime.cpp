@@ -60,6 +60,10 @@ Runtime::Runtime(RuntimeOptions options) try : state_(std::make_shared<State>())
   // (~/.cache -> /data/cache), so a symlink it meets lies inside a store.
   for (auto &location : locations) location.root = store::resolve_store_root(location.root);
   state_->storage = std::make_unique<store::Storage>(locations);
+  // Whatever changes what the writable manifest names (publish, build, import) tells watchers.
+  state_->storage->on_rename([state = state_.get()](const std::string &consumer, const std::string &name) {
+    state->bump_generation(consumer, name);
+  });
   state_->verification_records =
       std::make_unique<store::VerificationRecords>(state_->writable().root() / "verified");
 } catch (...) {

@@ -66,12 +66,11 @@ struct Runtime::State {
   mutable std::uint64_t image_bytes = 0;
   std::shared_ptr<const KernelImages> verified_image(const Resolution &resolution, std::size_t index) const;
 
-  // The cross-process swap trigger (src/swap/generations.hpp): after a publish or build that
-  // changed the writable manifest's consumer/name, running watchers are told (src/runtime/
-  // trigger.cpp). Never throws: no trigger (no writable cache, a full table) is logged.
+  // The cross-process swap trigger (src/swap/generations.hpp): after a commit that changed
+  // what the writable manifest names for consumer/name (Storage::on_rename), running watchers
+  // are told (src/runtime/trigger.cpp). Never throws: no trigger (no writable cache, a full
+  // table) is logged.
   void bump_generation(const std::string &consumer, const std::string &name) const noexcept;
-  // What the writable cache's manifest names consumer/name now ("" when nothing or unreadable).
-  std::string writable_key(const std::string &consumer, const std::string &name) const noexcept;
   mutable std::mutex generations_mutex;
   mutable std::shared_ptr<swap::GenerationTable> generations;  // opened on the first bump
 

@@ -1,21 +1,11 @@
-// Runtime's side of the cross-process swap trigger: publish and build bump consumer/name's
-// generation when they changed what the writable manifest names, so watching controllers swap.
+// Runtime's side of the cross-process swap trigger: every commit that changed what the writable
+// manifest names for consumer/name (Storage::on_rename: publish, build, import) bumps its
+// generation, so watching controllers swap.
 #include "runtime/state.hpp"
 
 #include "swap/generations.hpp"
 
 namespace kiln {
-
-std::string Runtime::State::writable_key(const std::string &consumer, const std::string &name) const noexcept {
-  try {
-    const auto manifest = writable().manifest(consumer);
-    if (!manifest) return "";
-    const auto found = manifest->artifacts.find(name);
-    return found == manifest->artifacts.end() ? "" : found->second.content_key;
-  } catch (...) {
-    return "";  // a damaged manifest: the write that follows replaces it, and bumps
-  }
-}
 
 void Runtime::State::bump_generation(const std::string &consumer, const std::string &name) const noexcept {
   try {

@@ -179,16 +179,21 @@ void LocalStore::write_pointer(const std::string &consumer, const std::string &i
   write_file_atomic(file, content_key + "\n");
 }
 
-void LocalStore::write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const {
+bool LocalStore::write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const {
   const auto same = [&](const Manifest &manifest) {
     const auto it = manifest.artifacts.find(name);
     return it != manifest.artifacts.end() && it->second.content_key == record.content_key &&
            it->second.input_key == record.input_key && it->second.kind == record.kind;
   };
-  if (const auto current = manifest(consumer); current && same(*current)) return;  // the hit path writes nothing
+  if (const auto current = manifest(consumer); current && same(*current)) return false;  // the hit path writes nothing
+  bool renamed = false;
   update_manifest(layout(consumer), [&](Manifest &manifest) {
-    if (!same(manifest)) manifest.artifacts[name] = record;
+    if (same(manifest)) return;
+    const auto it = manifest.artifacts.find(name);
+    renamed = it == manifest.artifacts.end() || it->second.content_key != record.content_key;
+    manifest.artifacts[name] = record;
   });
+  return renamed;
 }
 
 }  // namespace kiln::store

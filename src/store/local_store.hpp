@@ -73,7 +73,9 @@ class LocalStore {
   // only once the build lock of input_key is free and they are old (sweep.hpp).
   void write_pointer(const std::string &consumer, const std::string &input_key, const std::string &content_key) const;
   // manifest.json's record for `name`, under the manifest lock (written only when it differs).
-  void write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const;
+  // True when the content key the manifest names for `name` changed (it named none or another),
+  // as decided under the lock: what a running process serving the name should hear about.
+  bool write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const;
 
  private:
   StoreLocation location_;

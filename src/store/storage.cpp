@@ -211,8 +211,10 @@ void Storage::point(const Publication &publication) const {
     cache.write_pointer(publication.consumer, publication.input_key, publication.content_key);
     KILN_FAULT_POINT("build.after_bykey");
   }
-  cache.write_record(publication.consumer, publication.name,
-                     {publication.content_key, publication.input_key, publication.kind, utc_now_iso8601()});
+  const bool renamed = cache.write_record(publication.consumer, publication.name,
+                                         {publication.content_key, publication.input_key, publication.kind,
+                                          utc_now_iso8601()});
+  if (renamed && on_rename_) on_rename_(publication.consumer, publication.name);
 }
 
 }  // namespace kiln::store

@@ -12,6 +12,7 @@
 // commits like a build; a commit uploads. Callers do not change.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,12 @@ class Storage {
   // only the pointers are written, and only where they differ.
   void point(const Publication &publication) const;
 
+  // Called after a commit or point made the writable manifest name another content key for
+  // consumer/name (decided under the manifest lock, so exact with concurrent writers): the
+  // runtime tells running watchers (hot swap's trigger). Must not throw.
+  using RenameObserver = std::function<void(const std::string &consumer, const std::string &name)>;
+  void on_rename(RenameObserver observer) { on_rename_ = std::move(observer); }
+
  private:
   Resolution resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,
                         bool *consumer_seen, std::vector<std::string> *known) const;
@@ -91,6 +98,7 @@ class Storage {
 
   std::vector<std::unique_ptr<LocalStore>> layers_;
   std::vector<StoreInfo> infos_;
+  RenameObserver on_rename_;
 
   struct CachedResolution {
     std::vector<std::string> manifest_files;  // every layer consulted, in order

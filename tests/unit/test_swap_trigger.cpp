@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "store/files.hpp"
+#include "support/build_recipe.hpp"
+#include "support/machine.hpp"
 #include "support/preconditions.hpp"
 #include "support/swap_fixture.hpp"
 #include "swap/generations.hpp"
@@ -569,6 +571,26 @@ TEST_CASE("trigger: a watcher record of another pid namespace is listed while it
     table->release_record(record);
   }
   CHECK(table->acknowledgements("c", "n").empty());
+}
+
+TEST_CASE("trigger: kiln build bumps consumer/name when it changes what the manifest names, not on a hit" *
+          kiln::test::skip_if(kiln::test::no_toolchain)) {
+  BuildRecipeDir fx;
+  const auto generation = [&fx]() -> std::uint64_t {
+    auto table = swap::GenerationTable::open(fx.cache().string(), {});
+    const auto slot = table->slot("build-tests", "two-units");
+    return table->poll(slot.value()).value().generation;
+  };
+  auto result = run_kiln({"build", fx.recipe_file().string()}, fx.cli_env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(generation() == 1);
+  result = run_kiln({"build", fx.recipe_file().string()}, fx.cli_env());  // a hit: the manifest already names it
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(generation() == 1);
+  fx.edit("values.txt", "3", "4");  // another input key and artifact
+  result = run_kiln({"build", fx.recipe_file().string()}, fx.cli_env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(generation() == 2);
 }
 
 }  // TEST_SUITE
