@@ -14,6 +14,7 @@
 #include <kiln/module.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/toolchain.hpp>
+#include <kiln/verify.hpp>
 
 namespace kiln {
 
@@ -171,6 +172,11 @@ class Runtime {
 
   // Every artifact of consumer (all consumers when empty), in store order.
   std::vector<ArtifactSummary> list(const std::string &consumer = "") const;
+
+  // kiln verify (kiln/verify.hpp): checks every store (or options.store_dir) as loads and
+  // builds would, repairing what can be repaired without loss when asked. Findings are the
+  // result, not errors: it throws only for bad options (a store_dir that is no directory).
+  VerifyReport verify(const VerifyOptions &options = {}) const;
 
   void log(LogLevel level, const std::string &message) const;
 

@@ -14,5 +14,6 @@ Verb add_show(CLI::App &app, const Flags &flags);     // show.cpp
 Verb add_build(CLI::App &app, const Flags &flags);    // build.cpp
 Verb add_ensure(CLI::App &app, const Flags &flags);   // ensure.cpp
 Verb add_swap(CLI::App &app, const Flags &flags);     // swap.cpp
+Verb add_verify(CLI::App &app, const Flags &flags);   // verify.cpp
 
 }  // namespace kiln::cli

@@ -162,9 +162,7 @@ bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
     // A damaged entry under our key (a torn or altered file) is moved aside, never modified
     // in place and never trusted, so that the fresh copy can take its name. A sweep removes it
     // a day later (a lock-less staging directory, sweep.hpp): time to inspect it.
-    const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + "-damaged");
-    fs::rename(entry, aside);
-    if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
+    move_entry_aside(owned.consumer(), meta.content_key, log);
   }
   const bool fresh = commit_staging(owned.dir(), entry);
   owned.release();  // renamed into place, or removed by commit_staging when another writer won
@@ -194,6 +192,57 @@ bool LocalStore::write_record(const std::string &consumer, const std::string &na
     manifest.artifacts[name] = record;
   });
   return renamed;
+}
+
+fs::path LocalStore::move_entry_aside(const std::string &consumer, const std::string &content_key,
+                                     const LogCallback &log) const {
+  const ConsumerLayout paths = layout(consumer);
+  const fs::path entry = paths.entry(content_key);
+  const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + "-damaged");
+  fs::rename(entry, aside);
+  fsync_path(paths.entries());
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    entries_.erase(entry.string());
+  }
+  if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
+  return aside;
+}
+
+bool LocalStore::drop_record(const std::string &consumer, const std::string &name, const std::string &content_key) const {
+  bool dropped = false;
+  update_manifest(layout(consumer), [&](Manifest &manifest) {
+    const auto it = manifest.artifacts.find(name);
+    if (it == manifest.artifacts.end() || it->second.content_key != content_key) return;
+    manifest.artifacts.erase(it);
+    dropped = true;
+  });
+  return dropped;
+}
+
+bool LocalStore::drop_pointer(const std::string &consumer, const std::string &input_key,
+                              const std::optional<std::string> &content_key) const {
+  const ConsumerLayout paths = layout(consumer);
+  bool missing = false;
+  const auto lock = FileLock::try_acquire_existing(paths.build_lock(input_key), &missing);
+  if (!lock && !missing) return false;  // a build of this key is running: it rewrites the pointer
+  if (pointer(consumer, input_key, LogCallback()) != content_key) return false;
+  boost::system::error_code error;
+  fs::remove(paths.bykey(input_key), error);
+  if (error) throw IoError("cannot remove " + paths.bykey(input_key).string() + ": " + error.message());
+  fsync_path(paths.bykey_dir());
+  return true;
+}
+
+fs::path LocalStore::move_manifest_aside(const std::string &consumer) const {
+  const ConsumerLayout paths = layout(consumer);
+  FileLock lock(paths.manifest_lock());
+  const fs::path aside = paths.dir() / ("manifest.json.damaged-" + unique_suffix());
+  fs::rename(paths.manifest(), aside);
+  fsync_path(paths.dir());
+  std::lock_guard<std::mutex> guard(cache_mutex_);
+  manifests_.erase(consumer);
+  return aside;
 }
 
 }  // namespace kiln::store

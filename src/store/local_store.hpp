@@ -77,6 +77,22 @@ class LocalStore {
   // as decided under the lock: what a running process serving the name should hear about.
   bool write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const;
 
+  // ---- Repairs (kiln verify --repair): nothing is deleted that could still be inspected.
+
+  // store/<content_key> renamed to store/.staging-<random>-damaged (swept a day later);
+  // returns where it went.
+  fs::path move_entry_aside(const std::string &consumer, const std::string &content_key, const LogCallback &log) const;
+  // Removes the manifest record of `name`, under the manifest lock, if it still names
+  // content_key; true when it did.
+  bool drop_record(const std::string &consumer, const std::string &name, const std::string &content_key) const;
+  // Removes bykey/<input_key> under its build lock if it still reads as it did (damaged, or
+  // naming content_key); false when a live build holds the lock or it changed meanwhile.
+  bool drop_pointer(const std::string &consumer, const std::string &input_key,
+                    const std::optional<std::string> &content_key) const;
+  // manifest.json, unreadable, renamed to manifest.json.damaged-<random> under the manifest
+  // lock, so that the next writer starts a fresh one; returns where it went.
+  fs::path move_manifest_aside(const std::string &consumer) const;
+
  private:
   StoreLocation location_;
 

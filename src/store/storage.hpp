@@ -40,6 +40,7 @@ class Storage {
 
   const std::vector<StoreInfo> &infos() const { return infos_; }
   const LocalStore &writable() const { return *layers_.back(); }
+  const std::vector<std::unique_ptr<LocalStore>> &layers() const { return layers_; }  // the writable cache last
 
   // consumer/name in the first layer that names it. Remembered while every manifest consulted
   // and the entry's meta.json keep their identity: a warm resolve is a few stat calls.

@@ -330,7 +330,7 @@ TEST_CASE("trigger: the file truncated in place under a running watcher: no proc
     SwapReader reader = probe.register_reader();
     CHECK(served_version(probe, reader) == 1);
     const auto size = fs::file_size(store.table_file());
-    REQUIRE(::truncate(store.table_file().c_str(), static_cast<off_t>(size * keep)) == 0);
+    REQUIRE(::truncate(store.table_file().c_str(), static_cast<off_t>(static_cast<double>(size) * keep)) == 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // several polls of the short file
 
     const std::string v2 = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V2);

@@ -1,0 +1,69 @@
+// kiln verify: check the stores (or one store directory) and, with --repair, repair them.
+// Exit 0 when no damage is left, 6 (integrity) when some is (README "Exit codes").
+#include <memory>
+
+#include "verbs.hpp"
+
+namespace kiln::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string store;
+  bool repair = false;
+};
+
+nlohmann::json finding_json(const StoreFinding &finding) {
+  return {{"kind", finding.kind},         {"severity", finding.severity}, {"store", finding.store},
+          {"consumer", finding.consumer}, {"path", finding.path},         {"detail", finding.detail},
+          {"repair", finding.repair},     {"repaired", finding.repaired}};
+}
+
+int verify(const Flags &flags, const VerifyArgs &args) {
+  Runtime runtime = make_runtime(flags);
+  VerifyOptions options;
+  options.store_dir = args.store;
+  options.repair = args.repair;
+  const VerifyReport report = runtime.verify(options);
+  const double mb = static_cast<double>(report.bytes) / 1e6;
+  const double mb_per_s = report.seconds > 0 ? mb / report.seconds : 0;
+  std::size_t counts[3] = {0, 0, 0};  // damage, stale, info
+  std::size_t repaired = 0;
+  nlohmann::json findings = nlohmann::json::array();
+  std::string text;
+  for (const auto &finding : report.findings) {
+    counts[finding.severity == "damage" ? 0 : finding.severity == "stale" ? 1 : 2]++;
+    repaired += finding.repaired ? 1 : 0;
+    findings.push_back(finding_json(finding));
+    text += finding.severity + "  " + finding.kind + "  " + finding.path + "\n    " + finding.detail + "\n";
+    if (!finding.repair.empty()) text += "    repair: " + finding.repair + "\n";
+  }
+  const std::size_t left = report.unrepaired_damage();
+  text += "checked " + std::to_string(report.stores.size()) + " store(s), " + std::to_string(report.consumers) +
+          " consumer(s), " + std::to_string(report.entries) + " entries (" + std::to_string(report.files) +
+          " files, " + fixed(mb, 1) + " MB) in " + fixed(report.seconds, 3) + " s (" + fixed(mb_per_s, 0) +
+          " MB/s): " + std::to_string(counts[0]) + " damage, " + std::to_string(counts[1]) + " stale, " +
+          std::to_string(counts[2]) + " info" + (args.repair ? ", " + std::to_string(repaired) + " repaired" : "") +
+          (left > 0 ? "; damage left: " + std::to_string(left) + (args.repair ? "" : " (kiln verify --repair)") : "") +
+          "\n";
+  const nlohmann::json out = {{"stores", report.stores},       {"consumers", report.consumers},
+                              {"entries", report.entries},     {"files", report.files},
+                              {"bytes", report.bytes},         {"seconds", report.seconds},
+                              {"findings", findings},          {"damage_left", left},
+                              {"repaired", repaired},          {"clean", report.findings.empty()}};
+  emit(flags, out, text);
+  return left > 0 ? static_cast<int>(ErrorKind::integrity) : 0;
+}
+
+}  // namespace
+
+Verb add_verify(CLI::App &app, const Flags &flags) {
+  auto args = std::make_shared<VerifyArgs>();
+  CLI::App *command = app.add_subcommand(
+      "verify", "check every store entry's digest, manifests, bykey pointers, permissions, leftovers and orphans");
+  command->add_option("--store", args->store, "check this store directory only (e.g. a vendor layer being prepared)");
+  command->add_flag("--repair", args->repair,
+                    "move damaged entries aside, drop dangling records and pointers, sweep leftovers (writable stores)");
+  return {command, [&flags, args] { return verify(flags, *args); }};
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,329 @@
+// kiln verify on one store directory (audit.hpp). Per consumer: the directory's safety, the
+// manifest, every entry (records, permissions, digests: the readers a load uses), the bykey
+// pointers, then what references what (missing entries, dangling pointers, orphans) and the
+// leftovers of dead writers. Repairs go through LocalStore's primitives, each under the lock
+// its writers take, and never delete what could still be inspected: a damaged entry or
+// manifest is moved aside.
+#include "store/audit.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/errors.hpp>
+
+#include "store/files.hpp"
+#include "store/names.hpp"
+#include "store/safety.hpp"
+#include "store/sweep.hpp"
+
+namespace kiln::store {
+namespace {
+
+bool starts_with(const std::string &text, const std::string &prefix) { return text.rfind(prefix, 0) == 0; }
+
+// Why a directory inside the store breaks the store's rules, or "" when it does not.
+std::string unsafe_directory(const fs::path &dir) {
+  struct stat info {};
+  if (::lstat(dir.c_str(), &info) != 0) return "";
+  if (S_ISLNK(info.st_mode)) return "a symbolic link inside the store; replace it with the directory itself";
+  if (!S_ISDIR(info.st_mode)) return "not a directory";
+  if (info.st_uid != ::geteuid() && info.st_uid != 0) {
+    return "owned by uid " + std::to_string(info.st_uid) + ", not this user or root; chown it";
+  }
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) return "writable by group or others; chmod go-w it";
+  return "";
+}
+
+enum class EntryState { intact, damaged, unreadable };
+
+class Auditor {
+ public:
+  Auditor(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log)
+      : store_(store), repair_(repair), report_(report), log_(log) {}
+
+  void run() {
+    const fs::path consumers = store_.root() / "consumers";
+    boost::system::error_code error;
+    if (!fs::exists(fs::symlink_status(consumers, error))) return;  // an empty store
+    check_directory(consumers, "");
+    for (fs::directory_iterator it(consumers, error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (!is_valid_name(name)) {
+        add("foreign_file", "info", "", it->path(), "not a consumer name kiln writes; left alone");
+        continue;
+      }
+      if (!check_directory(it->path(), name)) continue;
+      ++report_.consumers;
+      consumer(name);
+    }
+    if (error) add("unreadable", "damage", "", consumers, "cannot list it: " + error.message());
+  }
+
+ private:
+  std::size_t add(const std::string &kind, const std::string &severity, const std::string &consumer,
+                  const fs::path &path, const std::string &detail) {
+    StoreFinding finding;
+    finding.kind = kind;
+    finding.severity = severity;
+    finding.store = store_.root().string();
+    finding.consumer = consumer;
+    finding.path = path.string();
+    finding.detail = detail;
+    report_.findings.push_back(std::move(finding));
+    return report_.findings.size() - 1;
+  }
+
+  // Runs `fix` (which says what it did) when repairs are asked for and allowed here.
+  template <typename Fix>
+  void repair(std::size_t index, Fix fix) {
+    if (!repair_) return;
+    StoreFinding &finding = report_.findings[index];
+    if (!store_.writable()) {
+      finding.repair = "read-only layer: not repaired";
+      return;
+    }
+    try {
+      std::string done = fix();
+      StoreFinding &now = report_.findings[index];
+      now.repaired = !done.empty();
+      now.repair = now.repaired ? done : "busy: a live writer holds it; left in place";
+    } catch (const std::exception &error) {
+      report_.findings[index].repair = std::string("failed: ") + error.what();
+    }
+  }
+
+  // False when the directory is not one to walk into (a symlink, not a directory).
+  bool check_directory(const fs::path &dir, const std::string &consumer) {
+    const std::string why = unsafe_directory(dir);
+    if (why.empty()) return true;
+    add("unsafe_permissions", "damage", consumer, dir, why);
+    return why.find("symbolic link") == std::string::npos && why != "not a directory";
+  }
+
+  void consumer(const std::string &name) {
+    const ConsumerLayout layout = store_.layout(name);
+    std::shared_ptr<const Manifest> manifest;
+    try {
+      check_store_file_safe(layout.manifest().string(), &ignored_);
+    } catch (const NotFoundError &) {
+    } catch (const IntegrityError &error) {
+      add("unsafe_permissions", "damage", name, layout.manifest(), error.what());
+    } catch (const std::exception &) {
+    }
+    try {
+      manifest = store_.manifest(name);
+    } catch (const IoError &error) {
+      add("unreadable", "damage", name, layout.manifest(), error.what());
+    } catch (const std::exception &error) {  // IntegrityError, IncompatibleError
+      const std::size_t index = add("damaged_manifest", "damage", name, layout.manifest(), error.what());
+      repair(index, [&] { return "moved aside to " + store_.move_manifest_aside(name).string(); });
+    }
+
+    std::map<std::string, EntryState> states;
+    std::map<std::string, std::size_t> damaged_findings;
+    entries(layout, states, damaged_findings);
+
+    std::set<std::string> referenced;
+    if (manifest) {
+      for (const auto &[artifact, record] : manifest->artifacts) {
+        referenced.insert(record.content_key);
+        const auto state = states.find(record.content_key);
+        if (state == states.end()) {
+          const std::size_t index =
+              add("missing_entry", "damage", name, layout.entry(record.content_key),
+                  "the manifest names " + name + "/" + artifact + " as " + record.content_key +
+                      ", which has no entry; republish or rebuild it");
+          repair(index, [&] { return store_.drop_record(name, artifact, record.content_key) ? "record dropped" : ""; });
+        } else if (state->second == EntryState::damaged) {
+          StoreFinding &entry = report_.findings[damaged_findings[record.content_key]];
+          if (entry.repaired && store_.drop_record(name, artifact, record.content_key)) {
+            entry.repair += "; manifest record " + artifact + " dropped";
+          }
+        }
+      }
+    }
+    pointers(layout, states, referenced);
+    for (const auto &[key, state] : states) {
+      if (state == EntryState::intact && referenced.count(key) == 0) {
+        add("orphan_entry", "info", name, layout.entry(key),
+            "no manifest record or bykey pointer names it (kiln gc evicts such entries)");
+      }
+    }
+    leftovers(layout);
+  }
+
+  void entries(const ConsumerLayout &layout, std::map<std::string, EntryState> &states,
+               std::map<std::string, std::size_t> &damaged_findings) {
+    const fs::path dir = layout.entries();
+    boost::system::error_code error;
+    if (!fs::exists(fs::symlink_status(dir, error)) || !check_directory(dir, layout.consumer())) return;
+    std::vector<std::string> keys;
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (starts_with(name, kStagingPrefix)) continue;  // leftovers(): judged by their locks
+      if (!is_valid_key(name)) {
+        add("foreign_file", "info", layout.consumer(), it->path(), "not a content key; left alone");
+        continue;
+      }
+      keys.push_back(name);
+    }
+    if (error) add("unreadable", "damage", layout.consumer(), dir, "cannot list it: " + error.message());
+    for (const auto &key : keys) {
+      const EntryState state = entry(layout, key);
+      states[key] = state;
+      if (state != EntryState::damaged) continue;
+      const std::size_t index = report_.findings.size() - 1;  // entry() added it last
+      damaged_findings[key] = index;
+      repair(index, [&] { return "moved aside to " + store_.move_entry_aside(layout.consumer(), key, log_).string(); });
+    }
+  }
+
+  EntryState entry(const ConsumerLayout &layout, const std::string &key) {
+    const fs::path dir = layout.entry(key);
+    const std::string consumer = layout.consumer();
+    if (!check_directory(dir, consumer)) return EntryState::unreadable;
+    ++report_.entries;
+    // Permissions first: whoever can write meta.json can make altered code match its digest, so
+    // such an entry is neither judged intact nor moved aside here; a person decides.
+    const auto unsafe = [&](const fs::path &file, bool code) {
+      struct stat info {};
+      if (::lstat(file.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return false;  // altered: damage, below
+      try {
+        if (code) {
+          check_file_safe(file.string(), &ignored_);
+        } else {
+          check_store_file_safe(file.string(), &ignored_);
+        }
+      } catch (const IntegrityError &error) {
+        add("unsafe_permissions", "damage", consumer, file, error.what());
+        return true;
+      } catch (const std::exception &) {
+        // absent or unreadable: the readers below say so
+      }
+      return false;
+    };
+    if (unsafe(dir / kMetaFile, false) || unsafe(dir / kIdentityFile, false)) return EntryState::unreadable;
+    EntryRecords records;
+    try {
+      records = store_.entry(consumer, key, consumer + " entry " + key);
+    } catch (const IoError &error) {
+      add("unreadable", "damage", consumer, dir, error.what());
+      return EntryState::unreadable;
+    } catch (const std::exception &error) {  // IntegrityError, IncompatibleError
+      add("damaged_entry", "damage", consumer, dir, error.what());
+      return EntryState::damaged;
+    }
+    const EntryMeta &meta = records.meta;
+    bool unsafe_files = unsafe(dir / meta.file, meta.kind == "plugin");
+    for (const auto &image : meta.images) unsafe_files = unsafe(dir / image.file, false) || unsafe_files;
+    if (unsafe_files) return EntryState::unreadable;
+    try {
+      if (!entry_files_intact(dir, meta)) {
+        add("damaged_entry", "damage", consumer, dir,
+            "a file it lists is missing or its bytes differ from its recorded digest; kiln rebuilds or republishes "
+            "over it once it is moved aside (kiln verify --repair)");
+        return EntryState::damaged;
+      }
+    } catch (const std::exception &error) {
+      add("unreadable", "damage", consumer, dir, error.what());
+      return EntryState::unreadable;
+    }
+    report_.files += 1 + meta.images.size();
+    report_.bytes += meta.size;
+    for (const auto &image : meta.images) report_.bytes += image.size;
+    return EntryState::intact;
+  }
+
+  void pointers(const ConsumerLayout &layout, const std::map<std::string, EntryState> &states,
+                std::set<std::string> &referenced) {
+    const fs::path dir = layout.bykey_dir();
+    boost::system::error_code error;
+    if (!fs::exists(fs::symlink_status(dir, error)) || !check_directory(dir, layout.consumer())) return;
+    std::vector<std::string> input_keys;
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (starts_with(name, ".")) continue;  // atomic-write temps: leftovers()
+      if (!is_valid_key(name)) {
+        add("foreign_file", "info", layout.consumer(), it->path(), "not an input key; left alone");
+        continue;
+      }
+      input_keys.push_back(name);
+    }
+    for (const auto &input_key : input_keys) {
+      const auto key = store_.pointer(layout.consumer(), input_key, LogCallback());
+      if (key) referenced.insert(*key);
+      const auto state = key ? states.find(*key) : states.end();
+      if (key && state != states.end() && state->second != EntryState::damaged) continue;
+      const std::size_t index = add(
+          "dangling_pointer", "stale", layout.consumer(), layout.bykey(input_key),
+          key ? "points at " + *key + ", which is " + (state == states.end() ? "not in the store" : "damaged") +
+                    "; the next build of these inputs rebuilds it"
+              : "damaged (not one content key); the next build of these inputs rebuilds over it");
+      repair(index, [&] { return store_.drop_pointer(layout.consumer(), input_key, key) ? "removed" : ""; });
+    }
+  }
+
+  // Staging directories of dead writers and damaged entries moved aside, atomic-write temps:
+  // listed, then (repair) swept by the writers' own sweep with its graces; what it keeps is said.
+  void leftovers(const ConsumerLayout &layout) {
+    std::vector<std::size_t> found;
+    boost::system::error_code error;
+    for (fs::directory_iterator it(layout.entries(), error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (!starts_with(name, kStagingPrefix)) continue;
+      bool missing = false;
+      const auto lock = FileLock::try_acquire_existing(it->path() / kStagingLockFile, &missing);
+      if (!lock && !missing) continue;  // a live writer's
+      const bool aside = name.size() > 8 && name.compare(name.size() - 8, 8, "-damaged") == 0;
+      found.push_back(add("staging_leftover", "stale", layout.consumer(), it->path(),
+                          aside ? "a damaged entry moved aside (kept a day for inspection)"
+                                : "the staging directory of a writer that died"));
+    }
+    const auto temps_in = [&](const fs::path &dir) {
+      boost::system::error_code list_error;
+      for (fs::directory_iterator it(dir, list_error), end; !list_error && it != end; it.increment(list_error)) {
+        const std::string name = it->path().filename().string();
+        if (name.find(".tmp-") == std::string::npos || !starts_with(name, ".")) continue;
+        found.push_back(add("temp_leftover", "stale", layout.consumer(), it->path(),
+                            "an atomic-write temp (of a writer that died, or one writing right now)"));
+      }
+    };
+    temps_in(layout.dir());
+    temps_in(layout.bykey_dir());
+    temps_in(layout.objects());
+    if (found.empty() || !repair_) return;
+    if (!store_.writable()) {
+      for (const std::size_t index : found) report_.findings[index].repair = "read-only layer: not repaired";
+      return;
+    }
+    sweep_leftovers(layout);
+    for (const std::size_t index : found) {
+      StoreFinding &finding = report_.findings[index];
+      boost::system::error_code gone;
+      finding.repaired = !fs::exists(fs::symlink_status(finding.path, gone));
+      finding.repair = finding.repaired ? "removed"
+                                        : "kept: younger than the sweep's grace (a day for staging directories "
+                                          "without a lock, a minute for temps), or a live writer's";
+    }
+  }
+
+  const LocalStore &store_;
+  bool repair_;
+  VerifyReport &report_;
+  const LogCallback &log_;
+  FileIdentity ignored_;
+};
+
+}  // namespace
+
+void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log) {
+  report.stores.push_back(store.root().string());
+  Auditor(store, repair, report, log).run();
+}
+
+}  // namespace kiln::store

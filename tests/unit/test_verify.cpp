@@ -1,0 +1,280 @@
+// kiln verify [--repair]: each kind of damage a store can hold is found (exit 6) and, where
+// kiln can repair it without losing anything, repaired (exit 0 after); what a person must fix
+// (permissions) is said and left; a read-only layer is reported, never written; hostile files
+// (a FIFO, a symlink) neither hang nor mislead it.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
+
+#include "store/locks.hpp"
+#include "support/fixtures.hpp"
+
+using namespace kiln::test;
+using nlohmann::json;
+
+namespace {
+
+// A writable cache with consumer "t": artifacts a (example plugin) and b (host-only plugin).
+struct VerifyStore {
+  TempDir dir;
+  std::string key_a, key_b;
+
+  VerifyStore() {
+    key_a = publish("a", KILN_TEST_PLUGIN_EXAMPLE);
+    key_b = publish("b", KILN_TEST_PLUGIN_HOST_ONLY);
+  }
+  fs::path cache() const { return dir / "cache"; }
+  fs::path consumer() const { return cache() / "consumers" / "t"; }
+  fs::path entry(const std::string &key) const { return consumer() / "store" / key; }
+  std::map<std::string, std::string> env() const {
+    return {{"KILN_CACHE_DIR", cache().string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
+  }
+  std::string publish(const std::string &name, const std::string &file) const {
+    const auto result = run_kiln({"publish", "--consumer", "t", "--name", name, "--artifact", file, "--arch", "sm_90",
+                                  "--json"}, env());
+    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    return json::parse(result.out)["content_key"];
+  }
+  // kiln verify's JSON and exit code.
+  std::pair<int, json> verify(const std::vector<std::string> &extra = {}) const {
+    std::vector<std::string> args = {"verify", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto result = run_kiln(args, env());
+    INFO(result.err);
+    return {result.exit_code, json::parse(result.out)};
+  }
+};
+
+std::vector<json> findings_of(const json &report, const std::string &kind) {
+  std::vector<json> out;
+  for (const auto &finding : report["findings"]) {
+    if (finding["kind"] == kind) out.push_back(finding);
+  }
+  return out;
+}
+
+std::string plugin_file(const fs::path &entry) {
+  for (fs::directory_iterator it(entry), end; it != end; ++it) {
+    if (it->path().extension() == ".so") return it->path().string();
+  }
+  FAIL("no .so in " << entry);
+  return "";
+}
+
+void flip_byte(const std::string &file, std::uint64_t at) {
+  std::string bytes = read_text(file);
+  REQUIRE(at < bytes.size());
+  bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
+  write_text(file, bytes);
+}
+
+void make_old(const fs::path &file) {  // mtime two days back
+  struct timeval times[2] = {{::time(nullptr) - 2 * 86400, 0}, {::time(nullptr) - 2 * 86400, 0}};
+  REQUIRE(::utimes(file.c_str(), times) == 0);
+}
+
+}  // namespace
+
+TEST_SUITE("verify") {
+
+TEST_CASE("verify: a clean store is clean (exit 0) and every entry's bytes are counted") {
+  VerifyStore store;
+  const auto [code, report] = store.verify();
+  CHECK(code == 0);
+  CHECK(report["clean"] == true);
+  CHECK(report["entries"] == 2);
+  CHECK(report["files"] == 2);
+  CHECK(report["bytes"].get<std::uint64_t>() ==
+        fs::file_size(plugin_file(store.entry(store.key_a))) + fs::file_size(plugin_file(store.entry(store.key_b))));
+}
+
+TEST_CASE("verify: an entry whose artifact bytes changed is damage; --repair moves it aside and drops its record, "
+          "so the name reads as not found (not corrupt) and a republish works") {
+  VerifyStore store;
+  flip_byte(plugin_file(store.entry(store.key_a)), 4096);
+  auto [code, report] = store.verify();
+  CHECK(code == 6);
+  auto damaged = findings_of(report, "damaged_entry");
+  REQUIRE(damaged.size() == 1);
+  CHECK(damaged[0]["path"] == store.entry(store.key_a).string());
+  CHECK(damaged[0]["severity"] == "damage");
+  CHECK(run_kiln({"load", "t", "a"}, store.env()).exit_code == 6);
+
+  std::tie(code, report) = store.verify({"--repair"});
+  CHECK(code == 0);
+  damaged = findings_of(report, "damaged_entry");
+  REQUIRE(damaged.size() == 1);
+  CHECK(damaged[0]["repaired"] == true);
+  const std::string repair = damaged[0]["repair"];
+  CHECK(repair.find("moved aside to " + (store.consumer() / "store").string() + "/.staging-") == 0);
+  CHECK(repair.find("manifest record a dropped") != std::string::npos);
+  CHECK_FALSE(fs::exists(store.entry(store.key_a)));
+  CHECK(run_kiln({"load", "t", "a"}, store.env()).exit_code == 3);
+  CHECK(run_kiln({"load", "t", "b"}, store.env()).exit_code == 0);  // the other entry untouched
+  CHECK(store.publish("a", KILN_TEST_PLUGIN_EXAMPLE) == store.key_a);
+  CHECK(run_kiln({"load", "t", "a"}, store.env()).exit_code == 0);
+}
+
+TEST_CASE("verify: a malformed meta.json, a FIFO in place of identity.json and a missing entry are damage, each "
+          "repaired; the FIFO does not hang it") {
+  VerifyStore store;
+  write_text(store.entry(store.key_a) / "meta.json", "{\"schema\": 1, \"content_key\": ");
+  fs::remove(store.entry(store.key_b) / "identity.json");
+  REQUIRE(::mkfifo((store.entry(store.key_b) / "identity.json").c_str(), 0644) == 0);
+  const std::string key_c = store.publish("c", KILN_TEST_PLUGIN_HOSTILE);
+  fs::remove_all(store.entry(key_c));
+
+  auto [code, report] = store.verify();
+  CHECK(code == 6);
+  CHECK(findings_of(report, "damaged_entry").size() == 2);
+  const auto missing = findings_of(report, "missing_entry");
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0]["path"] == store.entry(key_c).string());
+
+  std::tie(code, report) = store.verify({"--repair"});
+  CHECK(code == 0);
+  for (const auto &finding : report["findings"]) {
+    if (finding["severity"] == "damage") CHECK_MESSAGE(finding["repaired"] == true, finding.dump());
+  }
+  std::tie(code, report) = store.verify();
+  CHECK(code == 0);
+  CHECK(findings_of(report, "damaged_entry").empty());
+  CHECK(findings_of(report, "missing_entry").empty());
+  CHECK(findings_of(report, "staging_leftover").size() == 2);  // the two moved aside, kept a day
+}
+
+TEST_CASE("verify: a damaged manifest is moved aside by --repair, its entries become orphans, and the next publish "
+          "writes a fresh manifest") {
+  VerifyStore store;
+  write_text(store.consumer() / "manifest.json", "not json at all");
+  auto [code, report] = store.verify();
+  CHECK(code == 6);
+  REQUIRE(findings_of(report, "damaged_manifest").size() == 1);
+  CHECK(run_kiln({"publish", "--consumer", "t", "--name", "a", "--artifact", KILN_TEST_PLUGIN_EXAMPLE, "--arch",
+                  "sm_90"}, store.env()).exit_code == 6);  // writers refuse to overwrite what they cannot read
+
+  std::tie(code, report) = store.verify({"--repair"});
+  CHECK(code == 0);
+  const auto manifest = findings_of(report, "damaged_manifest");
+  REQUIRE(manifest.size() == 1);
+  CHECK(manifest[0]["repaired"] == true);
+  const std::string aside = manifest[0]["repair"].get<std::string>().substr(std::string("moved aside to ").size());
+  CHECK(read_text(aside) == "not json at all");  // kept for inspection
+  CHECK(findings_of(report, "orphan_entry").size() == 2);
+  CHECK(store.publish("a", KILN_TEST_PLUGIN_EXAMPLE) == store.key_a);
+  CHECK(run_kiln({"load", "t", "a"}, store.env()).exit_code == 0);
+}
+
+TEST_CASE("verify: permissions a person must fix are damage that --repair reports and leaves") {
+  VerifyStore store;
+  const fs::path meta = store.entry(store.key_a) / "meta.json";
+  REQUIRE(::chmod(meta.c_str(), 0666) == 0);
+  const auto [code, report] = store.verify({"--repair"});
+  CHECK(code == 6);
+  const auto unsafe = findings_of(report, "unsafe_permissions");
+  REQUIRE(unsafe.size() >= 1);
+  CHECK(unsafe[0]["repaired"] == false);
+  CHECK(unsafe[0]["detail"].get<std::string>().find("chmod") != std::string::npos);
+  struct stat info {};
+  REQUIRE(::stat(meta.c_str(), &info) == 0);
+  CHECK((info.st_mode & 0777) == 0666);  // untouched: whoever could write it may have
+}
+
+TEST_CASE("verify: dangling and damaged bykey pointers, dead writers' staging directories and old temps are stale; "
+          "--repair removes them; a live writer's staging directory is not listed") {
+  VerifyStore store;
+  fs::create_directories(store.consumer() / "bykey");
+  const std::string input_a(32, 'a'), input_b(32, 'b'), input_c(32, 'c');
+  write_text(store.consumer() / "bykey" / input_a, std::string(32, 'f') + "\n");  // no such entry
+  write_text(store.consumer() / "bykey" / input_b, "garbage");
+  write_text(store.consumer() / "bykey" / input_c, store.key_a + "\n");  // fine
+  const fs::path dead = store.consumer() / "store" / ".staging-v2-0123456789abcdef";
+  fs::create_directories(dead);
+  write_text(dead / ".staging.lock", "");  // its lock exists and nobody holds it: the writer died
+  const fs::path temp = store.consumer() / ".manifest.json.tmp-12345";
+  write_text(temp, "{}");
+  make_old(temp);
+  const fs::path live = store.consumer() / "store" / ".staging-v2-fedcba9876543210";
+  fs::create_directories(live);
+  kiln::store::FileLock held(live / ".staging.lock");  // a writer staging right now
+
+  auto [code, report] = store.verify();
+  CHECK(code == 0);  // stale, not damage
+  CHECK(findings_of(report, "dangling_pointer").size() == 2);
+  const auto staging = findings_of(report, "staging_leftover");
+  REQUIRE(staging.size() == 1);
+  CHECK(staging[0]["path"] == dead.string());
+  CHECK(findings_of(report, "temp_leftover").size() == 1);
+  CHECK(findings_of(report, "orphan_entry").empty());  // a is named by the manifest and the pointer
+
+  std::tie(code, report) = store.verify({"--repair"});
+  CHECK(code == 0);
+  for (const auto &finding : report["findings"]) CHECK_MESSAGE(finding["repaired"] == true, finding.dump());
+  CHECK_FALSE(fs::exists(store.consumer() / "bykey" / input_a));
+  CHECK_FALSE(fs::exists(store.consumer() / "bykey" / input_b));
+  CHECK(fs::exists(store.consumer() / "bykey" / input_c));
+  CHECK_FALSE(fs::exists(dead));
+  CHECK_FALSE(fs::exists(temp));
+  CHECK(fs::exists(live));
+  std::tie(code, report) = store.verify();
+  CHECK(report["clean"] == true);
+}
+
+TEST_CASE("verify: an entry no record or pointer names is an orphan (info); foreign names and a symlinked entry "
+          "are reported, never followed or removed") {
+  VerifyStore store;
+  const std::string old_a = store.key_a;
+  CHECK(store.publish("a", KILN_TEST_PLUGIN_HOSTILE) != old_a);  // a now names another entry
+  write_text(store.consumer() / "store" / "README", "a person's note");
+  const fs::path outside = store.dir / "outside";
+  fs::create_directories(outside);
+  fs::create_symlink(outside, store.consumer() / "store" / std::string(32, 'e'));
+  const auto [code, report] = store.verify({"--repair"});
+  CHECK(code == 6);  // the symlink inside the store
+  const auto orphans = findings_of(report, "orphan_entry");
+  REQUIRE(orphans.size() == 1);
+  CHECK(orphans[0]["path"] == store.entry(old_a).string());
+  CHECK(fs::exists(store.entry(old_a)));  // gc's business, not verify's
+  CHECK(findings_of(report, "foreign_file").size() == 1);
+  CHECK(fs::exists(store.consumer() / "store" / "README"));
+  const auto unsafe = findings_of(report, "unsafe_permissions");
+  REQUIRE(unsafe.size() == 1);
+  CHECK(unsafe[0]["detail"].get<std::string>().find("symbolic link") != std::string::npos);
+  CHECK(fs::is_symlink(store.consumer() / "store" / std::string(32, 'e')));
+}
+
+TEST_CASE("verify: a read-only layer's damage is reported and never repaired; --store checks one directory and "
+          "repairs it") {
+  VerifyStore vendor;
+  flip_byte(plugin_file(vendor.entry(vendor.key_b)), 100);
+  TempDir robot;
+  const std::map<std::string, std::string> env = {{"KILN_CACHE_DIR", (robot / "cache").string()},
+                                                  {"KILN_STORE_PATH", vendor.cache().string()},
+                                                  {"KILN_DEVICE", "sm_90"}};
+  auto result = run_kiln({"verify", "--repair", "--json"}, env);
+  CHECK(result.exit_code == 6);
+  json report = json::parse(result.out);
+  CHECK(report["stores"].size() == 2);
+  auto damaged = findings_of(report, "damaged_entry");
+  REQUIRE(damaged.size() == 1);
+  CHECK(damaged[0]["repair"] == "read-only layer: not repaired");
+  CHECK(fs::exists(vendor.entry(vendor.key_b)));
+
+  result = run_kiln({"verify", "--store", vendor.cache().string(), "--repair", "--json"}, env);
+  CHECK(result.exit_code == 0);
+  report = json::parse(result.out);
+  CHECK(report["stores"].size() == 1);
+  REQUIRE(findings_of(report, "damaged_entry").size() == 1);
+  CHECK_FALSE(fs::exists(vendor.entry(vendor.key_b)));
+
+  result = run_kiln({"verify", "--store", (robot / "nowhere").string()}, env);
+  CHECK(result.exit_code == 3);
+  CHECK(result.err.find("is not a directory") != std::string::npos);
+}
+
+}  // TEST_SUITE
