@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <kiln/errors.hpp>
+#include <kiln/gc.hpp>
 #include <kiln/identity.hpp>
 #include <kiln/kernels.hpp>
 #include <kiln/log.hpp>
@@ -177,6 +178,9 @@ class Runtime {
   // builds would, repairing what can be repaired without loss when asked. Findings are the
   // result, not errors: it throws only for bad options (a store_dir that is no directory).
   VerifyReport verify(const VerifyOptions &options = {}) const;
+  // kiln gc (kiln/gc.hpp): evicts from the writable cache down to the options' limits.
+  // UsageError without a limit; IoError when another gc runs on the cache.
+  GcReport gc(const GcOptions &options) const;
 
   void log(LogLevel level, const std::string &message) const;
 

@@ -15,5 +15,6 @@ Verb add_build(CLI::App &app, const Flags &flags);    // build.cpp
 Verb add_ensure(CLI::App &app, const Flags &flags);   // ensure.cpp
 Verb add_swap(CLI::App &app, const Flags &flags);     // swap.cpp
 Verb add_verify(CLI::App &app, const Flags &flags);   // verify.cpp
+Verb add_gc(CLI::App &app, const Flags &flags);       // gc.cpp
 
 }  // namespace kiln::cli

@@ -18,6 +18,7 @@
 #include "load/boundary.hpp"
 #include "load/library.hpp"
 #include "load/mapped_files.hpp"
+#include "store/use_lock.hpp"
 #include "load/verify.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
@@ -161,6 +162,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(error));
   }
   const store::FileIdentity id = store::check_fd_safe_to_execute(fd.get(), resolution.file);
+  store::hold_in_use(fd.get(), resolution.file);  // kiln gc skips it from now until it is unmapped
   // Store safety of its directories, digest and build stamp from the file's bytes: nothing of
   // the plugin runs (not even its constructors, which dlopen would) before all hold.
   load::verify_before_dlopen(fd.get(), id, resolution, records, log);

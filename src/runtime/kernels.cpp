@@ -248,6 +248,7 @@ DeviceKernels Runtime::State::load_images(const Resolution &r, const DeviceLoadO
     report->skipped = out.skipped;
     report->timings = timings;
   }
+  note_use(r);
   return out;
 }
 

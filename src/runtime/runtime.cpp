@@ -12,6 +12,7 @@
 #include "load/loader.hpp"
 #include "runtime/state.hpp"
 #include "store/layout.hpp"
+#include "store/usage.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln {
@@ -160,8 +161,22 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
   load::KernelSource kernels = [state](const std::string &consumer, const std::string &name, int device) {
     return state->load_images_on(consumer, name, device);
   };
-  return Loader::open(std::move(report), options.abi_required, state_->options.log, std::move(kernels),
-                      state_->verification_records.get());
+  Module module = Loader::open(std::move(report), options.abi_required, state_->options.log, std::move(kernels),
+                               state_->verification_records.get());
+  state_->note_use(module.report().resolution);
+  return module;
+}
+
+void Runtime::State::note_use(const Resolution &resolution) const noexcept {
+  if (!resolution.store_writable) return;  // gc never touches read-only layers
+  try {
+    {
+      std::lock_guard<std::mutex> lock(uses_mutex);
+      if (!uses_noted.insert(resolution.entry_dir).second) return;
+    }
+    store::record_use(writable().layout(resolution.consumer), resolution.content_key);
+  } catch (...) {
+  }
 }
 
 std::vector<ArtifactSummary> Runtime::list(const std::string &consumer) const try {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,6 +74,12 @@ struct Runtime::State {
   void bump_generation(const std::string &consumer, const std::string &name) const noexcept;
   mutable std::mutex generations_mutex;
   mutable std::shared_ptr<swap::GenerationTable> generations;  // opened on the first bump
+
+  // A load of an entry of the writable cache records its use for kiln gc (store/usage.hpp),
+  // asking the file system once per entry per process. Never throws.
+  void note_use(const Resolution &resolution) const noexcept;
+  mutable std::mutex uses_mutex;
+  mutable std::set<std::string> uses_noted;  // entry directories
 
   mutable std::once_flag checked_once;
   mutable std::vector<DeviceIdentity> checked;

@@ -185,8 +185,16 @@ bool LocalStore::write_record(const std::string &consumer, const std::string &na
   };
   if (const auto current = manifest(consumer); current && same(*current)) return false;  // the hit path writes nothing
   bool renamed = false;
+  const fs::path meta = layout(consumer).entry(record.content_key) / kMetaFile;
   update_manifest(layout(consumer), [&](Manifest &manifest) {
     if (same(manifest)) return;
+    // Under the lock kiln gc evicts under: an entry it evicted since the caller committed or
+    // found it is never named.
+    boost::system::error_code error;
+    if (!fs::exists(fs::symlink_status(meta, error))) {
+      throw NotFoundError("store entry " + meta.parent_path().string() + " was evicted by kiln gc while " + consumer +
+                          "/" + name + " was being recorded; run the publish or build again");
+    }
     const auto it = manifest.artifacts.find(name);
     renamed = it == manifest.artifacts.end() || it->second.content_key != record.content_key;
     manifest.artifacts[name] = record;
@@ -209,14 +217,29 @@ fs::path LocalStore::move_entry_aside(const std::string &consumer, const std::st
   return aside;
 }
 
-bool LocalStore::drop_record(const std::string &consumer, const std::string &name, const std::string &content_key) const {
-  bool dropped = false;
-  update_manifest(layout(consumer), [&](Manifest &manifest) {
+namespace {
+
+std::function<void(Manifest &)> dropping(const std::string &name, const std::string &content_key, bool &dropped) {
+  return [&name, &content_key, &dropped](Manifest &manifest) {
     const auto it = manifest.artifacts.find(name);
     if (it == manifest.artifacts.end() || it->second.content_key != content_key) return;
     manifest.artifacts.erase(it);
     dropped = true;
-  });
+  };
+}
+
+}  // namespace
+
+bool LocalStore::drop_record(const std::string &consumer, const std::string &name, const std::string &content_key) const {
+  bool dropped = false;
+  update_manifest(layout(consumer), dropping(name, content_key, dropped));
+  return dropped;
+}
+
+bool LocalStore::drop_record_locked(const std::string &consumer, const std::string &name,
+                                    const std::string &content_key) const {
+  bool dropped = false;
+  update_manifest_held(layout(consumer), dropping(name, content_key, dropped));
   return dropped;
 }
 

@@ -85,6 +85,8 @@ class LocalStore {
   // Removes the manifest record of `name`, under the manifest lock, if it still names
   // content_key; true when it did.
   bool drop_record(const std::string &consumer, const std::string &name, const std::string &content_key) const;
+  // The same for a caller holding the manifest lock already.
+  bool drop_record_locked(const std::string &consumer, const std::string &name, const std::string &content_key) const;
   // Removes bykey/<input_key> under its build lock if it still reads as it did (damaged, or
   // naming content_key); false when a live build holds the lock or it changed meanwhile.
   bool drop_pointer(const std::string &consumer, const std::string &input_key,

@@ -107,6 +107,10 @@ std::string serialize_manifest(const Manifest &manifest) {
 void update_manifest(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change) {
   create_directories(layout.dir());
   FileLock lock(layout.manifest_lock());
+  update_manifest_held(layout, change);
+}
+
+void update_manifest_held(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change) {
   remove_dead_temps(layout.manifest());  // every writer holds the lock: only dead temps are old
   Manifest manifest = read_manifest(layout.manifest(), layout.consumer()).value_or(Manifest{layout.consumer(), {}});
   change(manifest);

@@ -32,6 +32,8 @@ std::string serialize_manifest(const Manifest &manifest);
 // Read-modify-write under the consumer's manifest lock, replaced atomically. A manifest that
 // cannot be read is not overwritten (the error propagates): nothing is lost silently.
 void update_manifest(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change);
+// The same for a caller that already holds the manifest lock (kiln gc, evicting under it).
+void update_manifest_held(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change);
 
 std::string utc_now_iso8601();
 

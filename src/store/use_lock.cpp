@@ -1,0 +1,39 @@
+#include "store/use_lock.hpp"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <kiln/errors.hpp>
+
+namespace kiln::store {
+
+void hold_in_use(int fd, const std::string &file) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) return;  // a file system without flock: loads still work, gc cannot tell
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw IoError("cannot load " + file + ": kiln gc has held it for over a second (evicting it); load again");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && info.st_nlink == 0) {
+    throw NotFoundError(file + " was evicted by kiln gc while this load opened it; load again (a build or publish "
+                        "puts it back)");
+  }
+}
+
+bool lock_unused(int fd) noexcept {
+  for (;;) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EINTR) return false;
+  }
+}
+
+}  // namespace kiln::store

@@ -1,0 +1,22 @@
+// Which entries running processes have loaded, for kiln gc, in any process of any container
+// sharing the store: a loader holds a shared flock on the plugin file's descriptor from before
+// its checks until the library is unmapped (the descriptor mapped_files.hpp keeps); gc takes
+// the lock exclusively, without waiting, before it evicts an entry, and skips the entry when it
+// cannot. flock, not a record lock: it belongs to the open file description, so threads and
+// other descriptors of the same process do not release it (store/locks.hpp says why that
+// matters), and it works on read-only file systems.
+#pragma once
+
+#include <string>
+
+namespace kiln::store {
+
+// Loader side: takes the shared lock on `fd` (the opened plugin `file`). While gc holds it
+// (evicting this entry at this moment) waits up to a second. Throws NotFoundError when the
+// file was evicted meanwhile (its last link is gone), IoError when the lock stays busy.
+void hold_in_use(int fd, const std::string &file);
+
+// gc side: the exclusive lock on `fd`, without waiting; false when a process has it loaded.
+bool lock_unused(int fd) noexcept;
+
+}  // namespace kiln::store
