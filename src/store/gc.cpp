@@ -25,6 +25,7 @@
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
+#include "support/fault_point.hpp"
 #include "store/names.hpp"
 #include "store/unique_fd.hpp"
 #include "store/usage.hpp"
@@ -138,9 +139,18 @@ class Collector {
       if (!is_valid_key(input_key)) continue;
       if (const auto key = cache_.pointer(consumer, input_key, LogCallback())) pointers[*key].push_back(input_key);
     }
+    const std::string evicted = "-evicted";
     for (const auto &key : names_in(layout.entries())) {
+      if (key.rfind(kStagingPrefix, 0) == 0 && key.size() > evicted.size() &&
+          key.compare(key.size() - evicted.size(), evicted.size(), evicted) == 0) {
+        // What a gc killed after the rename left (only a gc, holding gc.lock, makes these).
+        boost::system::error_code ignored;
+        if (!options_.dry_run) fs::remove_all(layout.entries() / key, ignored);
+        continue;
+      }
+      if (!is_valid_key(key)) continue;
       const fs::path dir = layout.entry(key);
-      if (!is_valid_key(key) || !is_real_directory(dir)) continue;
+      if (!is_real_directory(dir)) continue;
       ++report_.entries_seen;
       Candidate candidate;
       candidate.item.kind = "entry";
@@ -196,6 +206,7 @@ class Collector {
       const fs::path aside = layout.entries() / (std::string(kStagingPrefix) + unique_suffix() + "-evicted");
       fs::rename(dir, aside);
       fsync_path(layout.entries());
+      KILN_FAULT_POINT("gc.after_rename");
       held->clear();
       boost::system::error_code error;
       fs::remove_all(aside, error);  // a crash before this: the sweep removes it

@@ -34,6 +34,7 @@ inline constexpr const char *kFaultPoints[] = {
     "manifest.locked",        // update_manifest: manifest.lock held and the manifest read, not yet written
     "sweep.before_remove",    // sweep_dead_staging: a dead staging directory chosen, not yet removed
     "sweep.after_remove",     // ... removed
+    "gc.after_rename",        // kiln gc: an evicted entry renamed out of store/, not yet removed
 };
 
 constexpr bool same_fault_name(const char *a, const char *b) {

@@ -89,6 +89,22 @@ std::vector<Scenario> scenarios() {
                    REQUIRE(run(killed.argv, killed.env, ws.root()).killed());
                  },
                  [](const Workspace &ws) { return ws.publish("plug"); }, {{"crash", "plug"}}});
+  all.push_back({"gc evicts an orphan entry; the named ones stay", {"gc.after_rename"},
+                 [](const Workspace &ws) {
+                   setup_op(ws, ws.publish("plug", "sm_80"));
+                   setup_op(ws, ws.publish("plug", "none"));  // the first entry is now an orphan
+                   setup_op(ws, ws.publish("other", "sm_90"));
+                 },
+                 [](const Workspace &ws) {
+                   Op op;
+                   op.label = "gc --max-size 0";
+                   op.argv = ws.kiln({"gc", "--max-size", "0", "--json"});
+                   op.env = ws.env();
+                   op.consumer = "crash";
+                   op.name = "plug";  // named: never evicted
+                   return op;
+                 },
+                 {{"crash", "plug"}, {"crash", "other"}}});
   all.push_back({"build with the real nvcc", build_points, nothing,
                  [](const Workspace &ws) { return ws.build(Backend::real_nvcc, "built", 0); }, {{"crash", "built"}},
                  Backend::real_nvcc});
