@@ -1,0 +1,145 @@
+// Store maintenance at scale: kiln verify and kiln gc on a writable cache of N entries (default
+// 10,000 in 10 consumers, 64 KiB artifacts, half of them named by the manifests), each against
+// a baseline doing the same I/O in the same run:
+//   verify  vs reading every artifact and hashing it with XXH3-128 (what its digest check must do)
+//   gc      vs one lstat of every file of every entry (the least any size-based eviction walks)
+// Entries are written through the store's own staging and commit (not kiln publish: the
+// artifacts are random bytes, which gc and verify never execute).
+//
+//   kiln_bench_store [entries] [artifact_kib]
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/runtime.hpp>
+
+#include "device/identity_json.hpp"
+#include "store/digest.hpp"
+#include "store/files.hpp"
+#include "store/local_store.hpp"
+#include "store/manifest.hpp"
+
+namespace fs = boost::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string hex32(std::uint64_t a, std::uint64_t b) {
+  char text[33];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const int entries = argc > 1 ? std::atoi(argv[1]) : 10000;
+  const std::size_t kib = argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 64;
+  const int consumers = 10;
+  char pattern[] = "/tmp/kiln-bench-store-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) return 1;
+  const fs::path cache = fs::path(pattern) / "cache";
+  const kiln::store::LocalStore store({cache, true, "bench"});
+
+  std::mt19937_64 random(42);
+  std::string bytes(kib * 1024, '\0');
+  const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
+  auto start = Clock::now();
+  std::vector<std::vector<std::string>> keys(consumers);
+  for (int i = 0; i < entries; ++i) {
+    for (auto &c : bytes) c = static_cast<char>(random());
+    const std::string consumer = "c" + std::to_string(i % consumers);
+    const std::string key = hex32(random(), random());
+    kiln::store::Staging staging = store.stage(consumer, {});
+    staging.write("libsolver.so", bytes, 0755);
+    staging.write_records({key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),
+                           kiln::store::utc_now_iso8601(), {}, {}},
+                          identity);
+    store.commit_entry(std::move(staging), {});
+    keys[static_cast<std::size_t>(i % consumers)].push_back(key);
+  }
+  for (int c = 0; c < consumers; ++c) {  // one manifest per consumer naming half its entries
+    kiln::store::update_manifest(store.layout("c" + std::to_string(c)), [&](kiln::store::Manifest &manifest) {
+      const auto &mine = keys[static_cast<std::size_t>(c)];
+      for (std::size_t k = 0; k < mine.size(); k += 2) {
+        manifest.artifacts["n" + std::to_string(k)] = {mine[k], "", "plugin", kiln::store::utc_now_iso8601()};
+      }
+    });
+  }
+  const double create_s = seconds_since(start);
+  std::printf("kiln store bench: %d entries of %zu KiB in %d consumers (made in %.1f s)\n", entries, kib, consumers,
+              create_s);
+
+  kiln::RuntimeOptions options;
+  options.cache_dir = cache.string();
+  options.declared_device = "sm_90";
+  kiln::Runtime runtime(options);
+
+  // verify vs read + hash every artifact.
+  start = Clock::now();
+  std::uint64_t hashed = 0;
+  for (int c = 0; c < consumers; ++c) {
+    const auto layout = store.layout("c" + std::to_string(c));
+    for (const auto &key : keys[static_cast<std::size_t>(c)]) {
+      const std::string file = (layout.entry(key) / "libsolver.so").string();
+      hashed += kiln::store::digest_file(file).size();
+    }
+  }
+  const double hash_s = seconds_since(start);
+  start = Clock::now();
+  const kiln::VerifyReport report = runtime.verify();
+  const double verify_s = seconds_since(start);
+  const bool verify_ok = report.unrepaired_damage() == 0 && report.entries == static_cast<std::uint64_t>(entries);
+  const double mb = static_cast<double>(report.bytes) / 1e6;
+  std::printf("  baseline read + XXH3 of every artifact   %7.3f s  %7.0f MB/s\n", hash_s, mb / hash_s);
+  if (verify_ok) {
+    std::printf("  kiln verify                              %7.3f s  %7.0f MB/s, %7.0f entries/s   ratio %.2fx\n",
+                verify_s, mb / verify_s, entries / verify_s, verify_s / hash_s);
+  } else {
+    std::printf("  kiln verify FAILED: %zu damage findings, %llu entries checked\n", report.unrepaired_damage(),
+                static_cast<unsigned long long>(report.entries));
+  }
+
+  // gc vs one lstat per file.
+  start = Clock::now();
+  std::uint64_t walked = 0;
+  for (fs::recursive_directory_iterator it(cache / "consumers"), end; it != end; ++it) {
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) == 0) walked += static_cast<std::uint64_t>(info.st_size);
+  }
+  const double walk_s = seconds_since(start);
+  kiln::GcOptions gc;
+  gc.max_bytes = report.bytes / 2;  // the unnamed half goes
+  gc.dry_run = true;
+  start = Clock::now();
+  const kiln::GcReport planned = runtime.gc(gc);
+  const double plan_s = seconds_since(start);
+  gc.dry_run = false;
+  start = Clock::now();
+  const kiln::GcReport collected = runtime.gc(gc);
+  const double gc_s = seconds_since(start);
+  std::printf("  baseline lstat of every file              %7.3f s\n", walk_s);
+  std::printf("  kiln gc --dry-run (the survey)            %7.3f s   ratio %.2fx\n", plan_s, plan_s / walk_s);
+  std::printf("  kiln gc --max-size (half): %llu of %llu entries evicted in %.3f s (%.0f us per evicted entry)\n",
+              static_cast<unsigned long long>(collected.entries_evicted),
+              static_cast<unsigned long long>(collected.entries_seen), gc_s,
+              collected.entries_evicted ? 1e6 * gc_s / static_cast<double>(collected.entries_evicted) : 0.0);
+  std::printf("{\"bench\":\"store\",\"entries\":%d,\"verify_s\":%.3f,\"verify_mb_s\":%.0f,\"hash_s\":%.3f,"
+              "\"gc_plan_s\":%.3f,\"gc_s\":%.3f,\"gc_evicted\":%llu,\"planned\":%llu,\"walk_s\":%.3f,\"hashed\":%llu,"
+              "\"walked\":%llu}\n",
+              entries, verify_s, mb / verify_s, hash_s, plan_s, gc_s,
+              static_cast<unsigned long long>(collected.entries_evicted),
+              static_cast<unsigned long long>(planned.entries_evicted), walk_s, static_cast<unsigned long long>(hashed),
+              static_cast<unsigned long long>(walked));
+  fs::remove_all(pattern);
+  return verify_ok ? 0 : 1;
+}
