@@ -14,5 +14,8 @@ Verb add_show(CLI::App &app, const Flags &flags);     // show.cpp
 Verb add_build(CLI::App &app, const Flags &flags);    // build.cpp
 Verb add_ensure(CLI::App &app, const Flags &flags);   // ensure.cpp
 Verb add_swap(CLI::App &app, const Flags &flags);     // swap.cpp
+Verb add_keygen(CLI::App &app, const Flags &flags);   // keygen.cpp
+Verb add_export(CLI::App &app, const Flags &flags);   // export.cpp
+Verb add_import(CLI::App &app, const Flags &flags);   // import.cpp
 
 }  // namespace kiln::cli
