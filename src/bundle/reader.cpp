@@ -55,6 +55,11 @@ bool is_safe_relative(const std::string &name) {
   }
 }
 
+std::string member_path(archive_entry *entry) {
+  const char *name = archive_entry_pathname(entry);
+  return name != nullptr ? name : "";
+}
+
 // The bundle as libarchive streams it: zstd-compressed tar, nothing else.
 class Reader {
  public:
@@ -72,8 +77,8 @@ class Reader {
                                         std::string(archive_message(archive_.get())));
     }
     if (archive_read_open_fd(archive_.get(), fd_.get(), kChunk) != ARCHIVE_OK) {
-      refuse_("is not a kiln bundle (" + std::string(archive_message(archive_.get())) + ")",
-              "pass a file kiln export wrote");
+      refuse_("is not a kiln bundle, or is cut short (" + std::string(archive_message(archive_.get())) + ")",
+              "pass a complete file kiln export wrote");
     }
   }
 
@@ -83,6 +88,7 @@ class Reader {
     const int status = archive_read_next_header(archive_.get(), &entry);
     if (status == ARCHIVE_EOF) return nullptr;
     if (status != ARCHIVE_OK) damaged();
+    current_ = member_path(entry).substr(0, 200);
     return entry;
   }
 
@@ -102,18 +108,16 @@ class Reader {
 
  private:
   [[noreturn]] void damaged() {
-    refuse_("is cut short or damaged (" + std::string(archive_message(archive_.get())) + ")");
+    refuse_("is cut short or damaged " + (current_.empty() ? std::string("at its start") : "after member " + current_) +
+            " (" + archive_message(archive_.get()) + ")");
   }
 
   const Refusal &refuse_;
+  std::string current_;  // the member being read, for messages
   store::UniqueFd fd_;
   ReadArchive archive_;
 };
 
-std::string member_path(archive_entry *entry) {
-  const char *name = archive_entry_pathname(entry);
-  return name != nullptr ? name : "";
-}
 
 // Only regular files, with a size in their header: no link, device, FIFO or directory.
 void check_regular(archive_entry *entry, const Refusal &refuse) {
