@@ -357,20 +357,26 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   }
 
   // 5. The whole bundle verified: commit every entry (an intact one already there is kept),
-  // then point the manifest records at them, with the store's own protocol. A crash between
-  // two steps leaves only entries no manifest names yet -- invisible to every reader -- and
-  // importing the bundle again completes the job.
+  // then the bykey pointers and one manifest update per consumer, with the store's own
+  // protocol. A crash between two entry commits leaves only entries no manifest names yet --
+  // invisible to every reader -- and importing the bundle again completes the job.
   std::vector<bool> fresh(index.entries.size());
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
     fresh[e] = target.writable().commit_entry(std::move(*stagings[e]), log);
   }
+  std::vector<store::Publication> publications;
+  for (const auto &entry : index.entries) {
+    for (const auto &record : entry.records) {
+      publications.push_back({entry.consumer, record.name, entry.content_key, record.input_key, entry.kind});
+    }
+  }
+  target.point_all(publications);
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
     const IndexEntry &entry = index.entries[e];
     std::uint64_t bytes = 0;
     for (const auto &file : entry.files) bytes += file.size;
     for (std::size_t r = 0; r < entry.records.size(); ++r) {
       const IndexRecord &record = entry.records[r];
-      target.point({entry.consumer, record.name, entry.content_key, record.input_key, entry.kind});
       const bool record_changed = before[e][r] != entry.content_key + "/" + record.input_key + "/" + entry.kind;
       if (record_changed && changed) changed(entry.consumer, record.name);
       report.entries.push_back({entry.consumer, record.name, entry.content_key, entry.kind, record.input_key, bytes,

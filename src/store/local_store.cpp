@@ -180,14 +180,26 @@ void LocalStore::write_pointer(const std::string &consumer, const std::string &i
 }
 
 void LocalStore::write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const {
-  const auto same = [&](const Manifest &manifest) {
+  write_records(consumer, {{name, record}});
+}
+
+void LocalStore::write_records(const std::string &consumer, const std::map<std::string, ManifestRecord> &records) const {
+  const auto same = [&](const Manifest &manifest, const std::string &name, const ManifestRecord &record) {
     const auto it = manifest.artifacts.find(name);
     return it != manifest.artifacts.end() && it->second.content_key == record.content_key &&
            it->second.input_key == record.input_key && it->second.kind == record.kind;
   };
-  if (const auto current = manifest(consumer); current && same(*current)) return;  // the hit path writes nothing
+  const auto all_same = [&](const Manifest &manifest) {
+    for (const auto &[name, record] : records) {
+      if (!same(manifest, name, record)) return false;
+    }
+    return true;
+  };
+  if (const auto current = manifest(consumer); current && all_same(*current)) return;  // the hit path writes nothing
   update_manifest(layout(consumer), [&](Manifest &manifest) {
-    if (!same(manifest)) manifest.artifacts[name] = record;
+    for (const auto &[name, record] : records) {
+      if (!same(manifest, name, record)) manifest.artifacts[name] = record;
+    }
   });
 }
 

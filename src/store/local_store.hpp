@@ -74,6 +74,9 @@ class LocalStore {
   void write_pointer(const std::string &consumer, const std::string &input_key, const std::string &content_key) const;
   // manifest.json's record for `name`, under the manifest lock (written only when it differs).
   void write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const;
+  // Several records of one consumer in one manifest update (one rename: all or none visible),
+  // written only when one differs (an import of many names).
+  void write_records(const std::string &consumer, const std::map<std::string, ManifestRecord> &records) const;
 
  private:
   StoreLocation location_;

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include "support/fixtures.hpp"
@@ -431,6 +432,53 @@ TEST_CASE("bundle: hostile archives are refused with a typed error naming the bu
   SUBCASE("the index not first") {
     check([&](auto &m) { std::swap(m[0], m[2]); }, "not kiln-bundle.json");
   }
+}
+
+TEST_CASE("bundle: a built device-image artifact (nvrtc) carries every image and its input key, not its build log") {
+  TempDir dir;
+  fs::create_directories(dir / "src");
+  write_text(dir / "src" / "kernels.cu", "extern \"C\" __global__ void saxpy(float a, const float *x, float *y, int n) {\n"
+                                         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n");
+  write_text(dir / "src" / "recipe.json", R"({"schema": 1, "consumer": "jit-tests", "name": "saxpy", "backend": "nvrtc",
+    "sources": ["kernels.cu"], "archs": ["sm_90", "compute_90"], "kernels": ["saxpy"]})");
+  kiln::RuntimeOptions options;
+  options.cache_dir = (dir / "cache").string();
+  options.declared_device = "sm_90";
+  kiln::Runtime runtime(options);
+  const kiln::BuildResult built = runtime.build(kiln::Recipe::load((dir / "src" / "recipe.json").string()));
+  REQUIRE(fs::exists(fs::path(built.entry_dir) / "build.log"));
+
+  kiln::ExportRequest out;
+  out.consumer = "jit-tests";
+  out.output = (dir / "jit.kbundle").string();
+  const kiln::ExportReport exported = runtime.export_bundle(out);
+  REQUIRE(exported.entries.size() == 1);
+  CHECK(exported.entries[0].kind == "images");
+  CHECK_FALSE(exported.entries[0].input_key.empty());
+  bool has_log = false;
+  for (const auto &member : read_members(dir / "jit.kbundle")) has_log = has_log || member.name.find("build.log") != std::string::npos;
+  CHECK_FALSE(has_log);
+
+  kiln::ImportRequest in;
+  in.bundle = out.output;
+  in.into = (dir / "vendor").string();
+  in.allow_unsigned = true;
+  REQUIRE(runtime.import_bundle(in).entries.at(0).status == "added");
+  kiln::RuntimeOptions robot;
+  robot.cache_dir = (dir / "robot-cache").string();
+  robot.read_only_stores = {(dir / "vendor").string()};
+  robot.declared_device = "sm_90";
+  const kiln::Resolution resolution = kiln::Runtime(robot).resolve("jit-tests", "saxpy");
+  const kiln::Resolution original = runtime.resolve("jit-tests", "saxpy");
+  CHECK(resolution.store_root == (dir / "vendor").string());
+  CHECK(resolution.content_key == original.content_key);
+  CHECK(resolution.input_key == original.input_key);
+  REQUIRE(resolution.images.size() == original.images.size());
+  for (const auto &image : resolution.images) {
+    CAPTURE(image.file);
+    CHECK(read_text(fs::path(resolution.entry_dir) / image.file) == read_text(fs::path(original.entry_dir) / image.file));
+  }
+  CHECK(fs::exists(dir / "vendor" / "consumers" / "jit-tests" / "bykey" / original.input_key));
 }
 
 }  // TEST_SUITE("bundle")
