@@ -217,6 +217,11 @@ TEST_CASE("bundle: keygen writes a 0600 secret key and a public key, never overw
   // A public key in place of the secret one, and the secret one as --trust, are refused too.
   ::chmod((dir / "k.key").c_str(), 0600);
   CHECK(run_kiln({"export", "--consumer", "tests", "-o", (dir / "b").string(), "--sign", (dir / "k.pub").string()}, env).exit_code == 2);
+  REQUIRE(run_kiln({"export", "--consumer", "tests", "-o", (dir / "b").string(), "--sign", (dir / "k.key").string()}, env).exit_code == 0);
+  const auto secret_as_trust = run_kiln({"import", (dir / "b").string(), "--into", (dir / "into").string(), "--trust", (dir / "k.key").string()}, env);
+  CHECK(secret_as_trust.exit_code == 2);
+  CHECK(secret_as_trust.err.find("it is a SECRET key") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "into"));
 }
 
 TEST_CASE("bundle: a signed round trip into a fresh --into directory loads from it as a read-only layer") {
