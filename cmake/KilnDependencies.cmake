@@ -17,3 +17,9 @@ find_path(KILN_CUDA_INCLUDE_DIR cuda.h
   HINTS $ENV{CUDA_HOME}/include $ENV{CUDA_PATH}/include /usr/local/cuda/include REQUIRED)
 add_library(kiln_cuda_headers INTERFACE)
 target_include_directories(kiln_cuda_headers SYSTEM INTERFACE ${KILN_CUDA_INCLUDE_DIR})
+
+# Bundles (kiln export / import, src/bundle): libarchive writes and reads the tar container,
+# libsodium signs it (Ed25519) and hashes every member (BLAKE2b).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)

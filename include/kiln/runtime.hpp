@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <kiln/bundle.hpp>
 #include <kiln/errors.hpp>
 #include <kiln/gc.hpp>
 #include <kiln/identity.hpp>
@@ -181,6 +182,18 @@ class Runtime {
   // kiln gc (kiln/gc.hpp): evicts from the writable cache down to the options' limits.
   // UsageError without a limit; IoError when another gc runs on the cache.
   GcReport gc(const GcOptions &options) const;
+  // Bundles (kiln/bundle.hpp). export_bundle writes the chosen artifacts of a consumer, as the
+  // stores resolve them, into one file (signed with request.signing_key when given): refuses a
+  // damaged entry (IntegrityError) or an unknown name (NotFoundError). import_bundle checks the
+  // signature against request.trusted_keys before reading anything else, then every member
+  // against the index, stages every entry, and only when the whole bundle verified commits
+  // them and their manifest records (into request.into, else the writable cache). Idempotent:
+  // an intact entry already there is kept ("already present"). A bundle cut short, tampered
+  // with, badly signed or holding anything the index does not list is refused (IntegrityError;
+  // UsageError for an unsigned bundle without allow_unsigned) and leaves no entry, staging
+  // directory or manifest change behind.
+  ExportReport export_bundle(const ExportRequest &request) const;
+  ImportReport import_bundle(const ImportRequest &request);
 
   void log(LogLevel level, const std::string &message) const;
 

@@ -16,5 +16,8 @@ Verb add_ensure(CLI::App &app, const Flags &flags);   // ensure.cpp
 Verb add_swap(CLI::App &app, const Flags &flags);     // swap.cpp
 Verb add_verify(CLI::App &app, const Flags &flags);   // verify.cpp
 Verb add_gc(CLI::App &app, const Flags &flags);       // gc.cpp
+Verb add_keygen(CLI::App &app, const Flags &flags);   // keygen.cpp
+Verb add_export(CLI::App &app, const Flags &flags);   // export.cpp
+Verb add_import(CLI::App &app, const Flags &flags);   // import.cpp
 
 }  // namespace kiln::cli

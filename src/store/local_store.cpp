@@ -178,26 +178,40 @@ void LocalStore::write_pointer(const std::string &consumer, const std::string &i
 }
 
 bool LocalStore::write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const {
-  const auto same = [&](const Manifest &manifest) {
+  return !write_records(consumer, {{name, record}}).empty();
+}
+
+std::vector<std::string> LocalStore::write_records(const std::string &consumer,
+                                                   const std::map<std::string, ManifestRecord> &records) const {
+  const auto same = [&](const Manifest &manifest, const std::string &name, const ManifestRecord &record) {
     const auto it = manifest.artifacts.find(name);
     return it != manifest.artifacts.end() && it->second.content_key == record.content_key &&
            it->second.input_key == record.input_key && it->second.kind == record.kind;
   };
-  if (const auto current = manifest(consumer); current && same(*current)) return false;  // the hit path writes nothing
-  bool renamed = false;
-  const fs::path meta = layout(consumer).entry(record.content_key) / kMetaFile;
-  update_manifest(layout(consumer), [&](Manifest &manifest) {
-    if (same(manifest)) return;
-    // Under the lock kiln gc evicts under: an entry it evicted since the caller committed or
-    // found it is never named.
-    boost::system::error_code error;
-    if (!fs::exists(fs::symlink_status(meta, error))) {
-      throw NotFoundError("store entry " + meta.parent_path().string() + " was evicted by kiln gc while " + consumer +
-                          "/" + name + " was being recorded; run the publish or build again");
+  const auto all_same = [&](const Manifest &manifest) {
+    for (const auto &[name, record] : records) {
+      if (!same(manifest, name, record)) return false;
     }
-    const auto it = manifest.artifacts.find(name);
-    renamed = it == manifest.artifacts.end() || it->second.content_key != record.content_key;
-    manifest.artifacts[name] = record;
+    return true;
+  };
+  if (const auto current = manifest(consumer); current && all_same(*current)) return {};  // the hit path writes nothing
+  std::vector<std::string> renamed;
+  update_manifest(layout(consumer), [&](Manifest &manifest) {
+    renamed.clear();
+    for (const auto &[name, record] : records) {
+      if (same(manifest, name, record)) continue;
+      // Under the lock kiln gc evicts under: an entry it evicted since the caller committed or
+      // found it is never named.
+      const fs::path meta = layout(consumer).entry(record.content_key) / kMetaFile;
+      boost::system::error_code error;
+      if (!fs::exists(fs::symlink_status(meta, error))) {
+        throw NotFoundError("store entry " + meta.parent_path().string() + " was evicted by kiln gc while " +
+                            consumer + "/" + name + " was being recorded; run the publish, build or import again");
+      }
+      const auto it = manifest.artifacts.find(name);
+      if (it == manifest.artifacts.end() || it->second.content_key != record.content_key) renamed.push_back(name);
+      manifest.artifacts[name] = record;
+    }
   });
   return renamed;
 }

@@ -76,6 +76,12 @@ class LocalStore {
   // True when the content key the manifest names for `name` changed (it named none or another),
   // as decided under the lock: what a running process serving the name should hear about.
   bool write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const;
+  // Several records of one consumer in one manifest update (one rename: all or none visible),
+  // written only when one differs (an import of many names). Returns the names whose content
+  // key changed. NotFoundError (nothing written) when an entry a record names is gone (kiln gc
+  // evicted it after the caller found it).
+  std::vector<std::string> write_records(const std::string &consumer,
+                                         const std::map<std::string, ManifestRecord> &records) const;
 
   // ---- Repairs (kiln verify --repair): nothing is deleted that could still be inspected.
 

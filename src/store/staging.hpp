@@ -34,6 +34,10 @@ class Staging {
   // The entry's records, written last: meta.json (what the entry holds, with digests) and
   // identity.json (what decides whether it may load).
   void write_records(const EntryMeta &meta, const std::string &identity_json);
+  // The same when the records arrived as files (a bundle import writes the bundle's own
+  // meta.json and identity.json bytes with write()): `meta` is what the caller parsed back
+  // from them and checked against the files.
+  void adopt_records(const EntryMeta &meta) { meta_ = meta; }
   const EntryMeta &meta() const { return meta_; }
   bool has_records() const { return !meta_.content_key.empty(); }
 

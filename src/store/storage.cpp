@@ -217,4 +217,21 @@ void Storage::point(const Publication &publication) const {
   if (renamed && on_rename_) on_rename_(publication.consumer, publication.name);
 }
 
+void Storage::point_all(const std::vector<Publication> &publications) const {
+  const LocalStore &cache = writable();
+  std::map<std::string, std::map<std::string, ManifestRecord>> records;  // consumer -> name -> record
+  const std::string now = utc_now_iso8601();
+  for (const auto &publication : publications) {
+    if (!publication.input_key.empty()) {
+      cache.write_pointer(publication.consumer, publication.input_key, publication.content_key);
+    }
+    records[publication.consumer][publication.name] = {publication.content_key, publication.input_key, publication.kind, now};
+  }
+  for (const auto &[consumer, named] : records) {
+    for (const auto &name : cache.write_records(consumer, named)) {
+      if (on_rename_) on_rename_(consumer, name);
+    }
+  }
+}
+
 }  // namespace kiln::store

@@ -84,6 +84,9 @@ class Storage {
   // The same for an entry already in the writable cache (a build whose content key exists):
   // only the pointers are written, and only where they differ.
   void point(const Publication &publication) const;
+  // The same for many entries already committed (an import): every bykey pointer, then one
+  // manifest update per consumer, so each consumer's new names become visible together.
+  void point_all(const std::vector<Publication> &publications) const;
 
   // Called after a commit or point made the writable manifest name another content key for
   // consumer/name (decided under the manifest lock, so exact with concurrent writers): the

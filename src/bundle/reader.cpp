@@ -1,0 +1,394 @@
+#include "bundle/reader.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <kiln/errors.hpp>
+
+#include "bundle/archive.hpp"
+#include "bundle/hash.hpp"
+#include "bundle/index.hpp"
+#include "bundle/keys.hpp"
+#include "device/identity_json.hpp"
+#include "store/entry.hpp"
+#include "store/files.hpp"
+#include "store/unique_fd.hpp"
+#include "support/typed_errors.hpp"
+
+namespace kiln::bundle {
+namespace {
+
+namespace fs = boost::filesystem;
+
+constexpr std::size_t kChunk = 1 << 16;
+
+class Refusal {
+ public:
+  explicit Refusal(std::string bundle) : bundle_(std::move(bundle)) {}
+  const std::string &bundle() const { return bundle_; }
+  // IntegrityError: the bundle is not what its index (and signer) says.
+  [[noreturn]] void operator()(const std::string &why, const std::string &fix = "get the bundle again from its source") const {
+    throw IntegrityError("bundle " + bundle_ + ": " + why + "; nothing was imported (" + fix + ")");
+  }
+
+ private:
+  std::string bundle_;
+};
+
+// "a/b/c" with no empty, "." or ".." component and no leading '/': a name that stays inside.
+bool is_safe_relative(const std::string &name) {
+  if (name.empty() || name.front() == '/' || name.find('\0') != std::string::npos) return false;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = name.find('/', start);
+    const std::string part = name.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (end == std::string::npos) return true;
+    start = end + 1;
+  }
+}
+
+std::string member_path(archive_entry *entry) {
+  const char *name = archive_entry_pathname(entry);
+  return name != nullptr ? name : "";
+}
+
+// The bundle as libarchive streams it: zstd-compressed tar, nothing else.
+class Reader {
+ public:
+  Reader(const std::string &bundle, const Refusal &refuse) : refuse_(refuse) {
+    try {
+      fd_.reset(store::open_regular(bundle, store::FileOrigin::input));
+    } catch (const NotFoundError &) {
+      throw NotFoundError("bundle " + bundle + " does not exist: pass the path of a file kiln export wrote");
+    }
+    archive_.reset(archive_read_new());
+    if (!archive_) throw std::bad_alloc();
+    if (archive_read_support_filter_zstd(archive_.get()) != ARCHIVE_OK ||
+        archive_read_support_format_tar(archive_.get()) != ARCHIVE_OK) {
+      throw Error(ErrorKind::other, "libarchive cannot read zstd-compressed tar archives: " +
+                                        std::string(archive_message(archive_.get())));
+    }
+    if (archive_read_open_fd(archive_.get(), fd_.get(), kChunk) != ARCHIVE_OK) {
+      refuse_("is not a kiln bundle, or is cut short (" + std::string(archive_message(archive_.get())) + ")",
+              "pass a complete file kiln export wrote");
+    }
+  }
+
+  // The next member's header; nullptr at the archive's end.
+  archive_entry *next() {
+    archive_entry *entry = nullptr;
+    const int status = archive_read_next_header(archive_.get(), &entry);
+    if (status == ARCHIVE_EOF) return nullptr;
+    if (status != ARCHIVE_OK) damaged();
+    current_ = member_path(entry).substr(0, 200);
+    return entry;
+  }
+
+  // Streams the current member's data to `sink`; returns the bytes read.
+  template <class Sink>
+  std::uint64_t read(const Sink &sink) {
+    char buffer[kChunk];
+    std::uint64_t total = 0;
+    while (true) {
+      const la_ssize_t got = archive_read_data(archive_.get(), buffer, sizeof buffer);
+      if (got == 0) return total;
+      if (got < 0) damaged();
+      total += static_cast<std::uint64_t>(got);
+      sink(buffer, static_cast<std::size_t>(got));
+    }
+  }
+
+ private:
+  [[noreturn]] void damaged() {
+    refuse_("is cut short or damaged " + (current_.empty() ? std::string("at its start") : "after member " + current_) +
+            " (" + archive_message(archive_.get()) + ")");
+  }
+
+  const Refusal &refuse_;
+  std::string current_;  // the member being read, for messages
+  store::UniqueFd fd_;
+  ReadArchive archive_;
+};
+
+
+// Only regular files, with a size in their header: no link, device, FIFO or directory.
+void check_regular(archive_entry *entry, const Refusal &refuse) {
+  const std::string name = member_path(entry).substr(0, 200);
+  const char *what = nullptr;
+  if (archive_entry_hardlink(entry) != nullptr) {
+    what = "a hard link";
+  } else if (archive_entry_symlink(entry) != nullptr || archive_entry_filetype(entry) == AE_IFLNK) {
+    what = "a symbolic link";
+  } else {
+    switch (archive_entry_filetype(entry)) {
+      case AE_IFREG: break;
+      case AE_IFDIR: what = "a directory"; break;
+      case AE_IFCHR: what = "a character device"; break;
+      case AE_IFBLK: what = "a block device"; break;
+      case AE_IFIFO: what = "a FIFO"; break;
+      default: what = "not a regular file"; break;
+    }
+  }
+  if (what != nullptr) refuse("member \"" + name + "\" is " + what + ": a kiln bundle holds regular files only");
+  if (!archive_entry_size_is_set(entry)) refuse("member \"" + name + "\" has no size in its header");
+}
+
+std::string read_small_member(Reader &reader, archive_entry *entry, std::uint64_t max, const Refusal &refuse) {
+  check_regular(entry, refuse);
+  const std::string name = member_path(entry);
+  const auto size = archive_entry_size(entry);
+  if (size < 0 || static_cast<std::uint64_t>(size) > max) {
+    refuse("member " + name + " is " + std::to_string(size) + " bytes (at most " + std::to_string(max) + ")");
+  }
+  std::string bytes;
+  reader.read([&](const char *data, std::size_t n) {
+    if (bytes.size() + n > max) refuse("member " + name + " is larger than its header says");
+    bytes.append(data, n);
+  });
+  if (bytes.size() != static_cast<std::uint64_t>(size)) refuse("member " + name + " is cut short");
+  return bytes;
+}
+
+// One file listed in the index, and whether its member has arrived.
+struct Expected {
+  std::size_t entry = 0;
+  std::size_t file = 0;
+  bool seen = false;
+};
+
+void write_all(int fd, const char *data, std::size_t size, const fs::path &file) {
+  while (size > 0) {
+    const ssize_t wrote = ::write(fd, data, size);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      const int error = wrote < 0 ? errno : EIO;
+      throw IoError("cannot write " + file.string() + ": " + std::strerror(error) + support::io_fix(error));
+    }
+    data += wrote;
+    size -= static_cast<std::size_t>(wrote);
+  }
+}
+
+// The member's bytes into a new file of the staging directory, hashed on the way: checked
+// against the index's size and BLAKE2b-256.
+void extract(Reader &reader, const IndexEntry &entry, const IndexFile &file, const store::Staging &staging,
+             const Refusal &refuse) {
+  const std::string member = member_name(entry, file);
+  const fs::path target = staging.dir() / file.name;
+  store::UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.get() < 0) {
+    const int error = errno;
+    throw IoError("cannot create " + target.string() + ": " + std::strerror(error) + support::io_fix(error));
+  }
+  Blake2b hash;
+  const std::uint64_t read = reader.read([&](const char *data, std::size_t size) {
+    write_all(fd.get(), data, size, target);
+    hash.update(data, size);
+  });
+  if (read != file.size) refuse("member " + member + " holds " + std::to_string(read) + " bytes, the index says " + std::to_string(file.size));
+  if (::fchmod(fd.get(), file.mode) != 0) {
+    throw IoError("cannot chmod " + target.string() + ": " + std::strerror(errno));
+  }
+  if (hash.hex() != file.blake2b) {
+    refuse("member " + member + " does not have the BLAKE2b-256 its index records: its bytes were altered or damaged");
+  }
+}
+
+// After every member arrived: the entry's own records, parsed by the store's parsers, agree
+// with the index, list exactly the files the bundle carried, and every file has the XXH3
+// digest meta.json records (what every later load checks).
+store::EntryMeta verify_entry(const IndexEntry &entry, const store::Staging &staging, const Refusal &refuse) {
+  const std::string at = std::string(kEntriesDir) + "/" + entry.consumer + "/" + entry.content_key;
+  const fs::path label = fs::path(refuse.bundle()) / at;  // names the bundle in the parsers' messages
+  std::set<std::string> carried;
+  for (const auto &file : entry.files) carried.insert(file.name);
+  if (!carried.count(store::kMetaFile) || !carried.count(store::kIdentityFile)) {
+    refuse(at + " has no meta.json or identity.json in the index");
+  }
+  store::EntryMeta meta;
+  try {
+    meta = store::parse_entry_meta(store::read_file(staging.dir() / store::kMetaFile, store::FileOrigin::store,
+                                                    store::kMaxJsonFileBytes),
+                                   label);
+    (void)device::parse_artifact_identity(
+        store::read_file(staging.dir() / store::kIdentityFile, store::FileOrigin::store, store::kMaxJsonFileBytes),
+        (label / store::kIdentityFile).string());
+  } catch (const IntegrityError &error) {
+    refuse(at + ": " + error.what());
+  }
+  if (meta.content_key != entry.content_key || meta.kind != entry.kind) {
+    refuse(at + "/meta.json records " + meta.content_key + " (" + meta.kind + "), not the entry the index names");
+  }
+  std::set<std::string> listed{store::kMetaFile, store::kIdentityFile, meta.file};
+  for (const auto &image : meta.images) listed.insert(image.file);
+  if (listed != carried) refuse(at + ": the files the index lists are not the files its meta.json lists");
+  if (!store::entry_files_intact(staging.dir(), meta)) {
+    refuse(at + ": a file does not have the XXH3 digest its meta.json records");
+  }
+  return meta;
+}
+
+}  // namespace
+
+ImportReport read_bundle(const store::Storage &target, const ImportRequest &request, const LogCallback &log,
+                         const std::function<void(const std::string &consumer, const std::string &name)> &changed) {
+  if (request.bundle.empty()) throw UsageError("no bundle to import: pass FILE");
+  init_sodium();
+  const Refusal refuse(request.bundle);
+  std::vector<PublicKey> trusted;  // read first: a bad --trust file is refused before any work
+  for (const auto &file : request.trusted_keys) trusted.push_back(read_public_key(file));
+
+  ImportReport report;
+  report.bundle = request.bundle;
+  report.store_root = target.writable().root().string();
+  Reader reader(request.bundle, refuse);
+
+  // 1. The index, into memory only.
+  archive_entry *member = reader.next();
+  if (member == nullptr) refuse("is empty: not a kiln bundle", "pass a file kiln export wrote");
+  if (member_path(member) != kIndexMember) {
+    refuse("its first member is \"" + member_path(member).substr(0, 200) + "\", not " + kIndexMember +
+               ": not a kiln bundle",
+           "pass a file kiln export wrote");
+  }
+  const std::string index_text = read_small_member(reader, member, kMaxIndexBytes, refuse);
+  report.verified_bytes += index_text.size();
+
+  // 2. The signature, checked before anything else is read, let alone extracted.
+  member = reader.next();
+  std::optional<Signature> signature;
+  if (member != nullptr && member_path(member) == kSignatureMember) {
+    signature = parse_signature(read_small_member(reader, member, kMaxSignatureBytes, refuse), request.bundle);
+    member = reader.next();
+  }
+  if (signature && !trusted.empty()) {
+    const PublicKey *signer = nullptr;
+    std::string ids;
+    for (const auto &key : trusted) {
+      ids += (ids.empty() ? "" : ", ") + key.key_id + " (" + key.file + ")";
+      if (key.key_id == signature->key_id) signer = &key;
+    }
+    if (signer == nullptr) {
+      refuse("is signed by key " + signature->key_id + ", which is none of the trusted keys " + ids,
+             "pass --trust with the signer's public key if you trust it");
+    }
+    if (!verify(*signer, index_text, signature->signature)) {
+      refuse("its signature does not verify with key " + signer->key_id + " (" + signer->file +
+             "): the index was altered after signing, or the signature forged");
+    }
+    report.signed_by = signer->key_id;
+    report.signature_verified = true;
+  } else if (signature) {
+    if (!request.allow_unsigned) {
+      throw UsageError("bundle " + request.bundle + " is signed by key " + signature->key_id +
+                       " but no --trust key was given; nothing was imported (pass --trust PUB with the signer's "
+                       "public key, the PATH.pub of kiln keygen)");
+    }
+    if (log) log(LogLevel::warning, "bundle " + request.bundle + ": signature of key " + signature->key_id + " not checked (no --trust key; --allow-unsigned)");
+  } else if (!request.allow_unsigned) {
+    throw UsageError("bundle " + request.bundle + " is not signed; nothing was imported (ask for a signed bundle, "
+                     "kiln export --sign KEY, or pass --allow-unsigned if you trust where it came from)");
+  }
+
+  // 3. The index says what may follow: exactly these members, these sizes, these hashes.
+  const Index index = parse_index(index_text, request.bundle);
+  std::map<std::string, Expected> expected;
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    for (std::size_t f = 0; f < index.entries[e].files.size(); ++f) {
+      expected[member_name(index.entries[e], index.entries[e].files[f])] = {e, f, false};
+    }
+  }
+
+  // 4. Every member into a staging directory of its entry. A refusal anywhere destroys the
+  // stagings (their destructor removes them): nothing becomes visible, nothing is left.
+  std::vector<std::optional<store::Staging>> stagings(index.entries.size());
+  std::uint64_t total = 0;
+  for (; member != nullptr; member = reader.next()) {
+    check_regular(member, refuse);
+    const std::string name = member_path(member);
+    const std::string shown = "\"" + name.substr(0, 200) + "\"";
+    if (!is_safe_relative(name)) refuse("member " + shown + " is not a safe relative name (absolute, or with an empty, . or .. part)");
+    if (name == kIndexMember || name == kSignatureMember) refuse("holds " + name + " twice, or out of its place");
+    const auto found = expected.find(name);
+    if (found == expected.end()) refuse("member " + shown + " is not listed in its index");
+    if (found->second.seen) refuse("holds member " + shown + " twice");
+    found->second.seen = true;
+    const IndexEntry &entry = index.entries[found->second.entry];
+    const IndexFile &file = entry.files[found->second.file];
+    const auto size = archive_entry_size(member);
+    if (size < 0 || static_cast<std::uint64_t>(size) != file.size) {
+      refuse("member " + shown + " is " + std::to_string(size) + " bytes, its index says " + std::to_string(file.size));
+    }
+    total += file.size;
+    if (total > kMaxBundleBytes) refuse("holds more than " + std::to_string(kMaxBundleBytes) + " bytes");
+    auto &staging = stagings[found->second.entry];
+    if (!staging) staging.emplace(target.stage(entry.consumer, log));
+    extract(reader, entry, file, *staging, refuse);
+    report.verified_bytes += file.size;
+  }
+  for (const auto &[name, item] : expected) {
+    if (!item.seen) refuse("has no member " + name + ", which its index lists: it was cut short");
+  }
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    if (!stagings[e]) refuse("entry " + index.entries[e].consumer + "/" + index.entries[e].content_key + " carries no file");
+    stagings[e]->adopt_records(verify_entry(index.entries[e], *stagings[e], refuse));
+  }
+  // What the target's manifests name now (read before anything commits: a damaged manifest is
+  // refused while nothing has changed yet).
+  std::vector<std::vector<std::string>> before(index.entries.size());
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    const auto manifest = target.writable().manifest(index.entries[e].consumer);
+    for (const auto &record : index.entries[e].records) {
+      std::string key;
+      if (manifest) {
+        const auto it = manifest->artifacts.find(record.name);
+        if (it != manifest->artifacts.end()) key = it->second.content_key + "/" + it->second.input_key + "/" + it->second.kind;
+      }
+      before[e].push_back(key);
+    }
+  }
+
+  // 5. The whole bundle verified: commit every entry (an intact one already there is kept),
+  // then the bykey pointers and one manifest update per consumer, with the store's own
+  // protocol. A crash between two entry commits leaves only entries no manifest names yet --
+  // invisible to every reader -- and importing the bundle again completes the job.
+  std::vector<bool> fresh(index.entries.size());
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    fresh[e] = target.writable().commit_entry(std::move(*stagings[e]), log);
+  }
+  std::vector<store::Publication> publications;
+  for (const auto &entry : index.entries) {
+    for (const auto &record : entry.records) {
+      publications.push_back({entry.consumer, record.name, entry.content_key, record.input_key, entry.kind});
+    }
+  }
+  target.point_all(publications);
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    const IndexEntry &entry = index.entries[e];
+    std::uint64_t bytes = 0;
+    for (const auto &file : entry.files) bytes += file.size;
+    for (std::size_t r = 0; r < entry.records.size(); ++r) {
+      const IndexRecord &record = entry.records[r];
+      const bool record_changed = before[e][r] != entry.content_key + "/" + record.input_key + "/" + entry.kind;
+      if (record_changed && changed) changed(entry.consumer, record.name);
+      report.entries.push_back({entry.consumer, record.name, entry.content_key, entry.kind, record.input_key, bytes,
+                                fresh[e] || record_changed ? "added" : "already present"});
+    }
+  }
+  if (log) {
+    log(LogLevel::info, "imported " + std::to_string(report.entries.size()) + " artifact(s) from " + request.bundle +
+                            " into " + report.store_root +
+                            (report.signature_verified ? ", signed by " + report.signed_by : ", signature not checked"));
+  }
+  return report;
+}
+
+}  // namespace kiln::bundle

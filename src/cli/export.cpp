@@ -1,0 +1,48 @@
+// kiln export: chosen artifacts of a consumer into one (signed) bundle file.
+#include <memory>
+
+#include "verbs.hpp"
+
+namespace kiln::cli {
+namespace {
+
+nlohmann::json entry_json(const BundleEntry &entry) {
+  return {{"consumer", entry.consumer}, {"name", entry.name},           {"content_key", entry.content_key},
+          {"kind", entry.kind},         {"input_key", entry.input_key}, {"bytes", entry.bytes},
+          {"status", entry.status}};
+}
+
+int run_export(const Flags &flags, const ExportRequest &request) {
+  const Runtime runtime = make_runtime(flags);
+  const ExportReport report = runtime.export_bundle(request);
+  nlohmann::json entries = nlohmann::json::array();
+  std::string text = "exported " + std::to_string(report.entries.size()) + " artifact(s) to " + report.bundle + "\n";
+  for (const auto &entry : report.entries) {
+    entries.push_back(entry_json(entry));
+    text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "\n";
+  }
+  text += "  " + std::to_string(report.bundle_bytes) + " bytes (" + std::to_string(report.content_bytes) +
+          " uncompressed), " + (report.signed_by.empty() ? "unsigned" : "signed by " + report.signed_by) + "\n";
+  emit(flags,
+       {{"bundle", report.bundle},
+        {"entries", entries},
+        {"content_bytes", report.content_bytes},
+        {"bundle_bytes", report.bundle_bytes},
+        {"signed_by", report.signed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.signed_by)}},
+       text);
+  return 0;
+}
+
+}  // namespace
+
+Verb add_export(CLI::App &app, const Flags &flags) {
+  auto request = std::make_shared<ExportRequest>();
+  CLI::App *command = app.add_subcommand("export", "write artifacts of a consumer into one bundle file");
+  command->add_option("--consumer", request->consumer, "consumer namespace")->required();
+  command->add_option("--name", request->names, "artifact name (repeat; default: every artifact of the consumer)");
+  command->add_option("-o,--output", request->output, "bundle file to write")->required();
+  command->add_option("--sign", request->signing_key, "secret key (PATH.key of kiln keygen) to sign the bundle with");
+  return {command, [&flags, request] { return run_export(flags, *request); }};
+}
+
+}  // namespace kiln::cli

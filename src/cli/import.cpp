@@ -1,0 +1,48 @@
+// kiln import: a bundle's artifacts into the writable cache or a directory (--into).
+#include <memory>
+
+#include "verbs.hpp"
+
+namespace kiln::cli {
+namespace {
+
+int run_import(const Flags &flags, const ImportRequest &request) {
+  Runtime runtime = make_runtime(flags);
+  const ImportReport report = runtime.import_bundle(request);
+  nlohmann::json entries = nlohmann::json::array();
+  std::string text = "imported " + report.bundle + " into " + report.store_root + "\n";
+  for (const auto &entry : report.entries) {
+    entries.push_back({{"consumer", entry.consumer}, {"name", entry.name}, {"content_key", entry.content_key},
+                       {"kind", entry.kind}, {"input_key", entry.input_key}, {"bytes", entry.bytes},
+                       {"status", entry.status}});
+    text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "  " + entry.status + "\n";
+  }
+  text += "  " + std::to_string(report.verified_bytes) + " bytes verified, " +
+          (report.signature_verified ? "signed by " + report.signed_by : std::string("signature not checked")) + "\n";
+  emit(flags,
+       {{"bundle", report.bundle},
+        {"store_root", report.store_root},
+        {"entries", entries},
+        {"verified_bytes", report.verified_bytes},
+        {"signature_verified", report.signature_verified},
+        {"signed_by", report.signed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.signed_by)}},
+       text);
+  return 0;
+}
+
+}  // namespace
+
+Verb add_import(CLI::App &app, const Flags &flags) {
+  auto request = std::make_shared<ImportRequest>();
+  CLI::App *command = app.add_subcommand("import", "bring a bundle's artifacts in, verified, all or nothing");
+  command->add_option("bundle", request->bundle, "bundle file (kiln export)")->required();
+  command->add_option("--into", request->into,
+                      "store directory to import into (created if absent; e.g. a read-only vendor layer); default: "
+                      "the writable cache");
+  command->add_option("--trust", request->trusted_keys, "public key (PATH.pub) whose signature is accepted (repeat)");
+  command->add_flag("--allow-unsigned", request->allow_unsigned,
+                    "import a bundle no --trust key signed (only from a source you trust)");
+  return {command, [&flags, request] { return run_import(flags, *request); }};
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,491 @@
+// Bundles (kiln keygen / export / import): a signed round trip into a fresh vendor layer that
+// then loads, idempotent re-import, and every refusal -- wrong or missing trust, unsigned,
+// tampered bytes, truncation, hostile members -- typed, naming the bundle, leaving nothing.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <functional>
+#include <memory>
+
+#include <boost/filesystem/operations.hpp>
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <kiln/recipe.hpp>
+#include <kiln/runtime.hpp>
+
+#include "support/fixtures.hpp"
+
+using kiln::test::read_text;
+using kiln::test::run_kiln;
+using kiln::test::TempDir;
+using kiln::test::write_text;
+using nlohmann::json;
+namespace fs = boost::filesystem;
+
+namespace {
+
+// One tar member as the tests write it: any type libarchive can express.
+struct Member {
+  std::string name;
+  std::string bytes;
+  unsigned mode = 0644;
+  unsigned type = AE_IFREG;
+  std::string link;                 // symlink target or hard link source
+  std::int64_t header_size = -1;    // the size the header claims; -1: bytes.size()
+};
+
+Member plain(std::string name, std::string bytes) {
+  Member member;
+  member.name = std::move(name);
+  member.bytes = std::move(bytes);
+  return member;
+}
+
+// A member with no data: a symlink (AE_IFLNK, to `link`), a hard link (AE_IFREG, to `link`), a device.
+Member special(std::string name, unsigned type, std::string link = "") {
+  Member member;
+  member.name = std::move(name);
+  member.type = type;
+  member.link = std::move(link);
+  return member;
+}
+
+std::vector<Member> read_members(const fs::path &bundle) {
+  std::unique_ptr<archive, decltype(&archive_read_free)> reader(archive_read_new(), archive_read_free);
+  archive_read_support_filter_all(reader.get());
+  archive_read_support_format_all(reader.get());
+  REQUIRE(archive_read_open_filename(reader.get(), bundle.c_str(), 65536) == ARCHIVE_OK);
+  std::vector<Member> members;
+  archive_entry *entry = nullptr;
+  while (archive_read_next_header(reader.get(), &entry) == ARCHIVE_OK) {
+    Member member;
+    member.name = archive_entry_pathname(entry);
+    member.mode = archive_entry_perm(entry);
+    char buffer[65536];
+    la_ssize_t got = 0;
+    while ((got = archive_read_data(reader.get(), buffer, sizeof buffer)) > 0) member.bytes.append(buffer, got);
+    REQUIRE(got == 0);
+    members.push_back(std::move(member));
+  }
+  return members;
+}
+
+void write_members(const fs::path &bundle, const std::vector<Member> &members) {
+  std::unique_ptr<archive, decltype(&archive_write_free)> writer(archive_write_new(), archive_write_free);
+  REQUIRE(archive_write_set_format_pax_restricted(writer.get()) == ARCHIVE_OK);
+  REQUIRE(archive_write_add_filter_zstd(writer.get()) == ARCHIVE_OK);
+  REQUIRE(archive_write_open_filename(writer.get(), bundle.c_str()) == ARCHIVE_OK);
+  for (const auto &member : members) {
+    std::unique_ptr<archive_entry, decltype(&archive_entry_free)> entry(archive_entry_new(), archive_entry_free);
+    archive_entry_set_pathname(entry.get(), member.name.c_str());
+    archive_entry_set_filetype(entry.get(), member.type);
+    archive_entry_set_perm(entry.get(), member.mode);
+    if (member.type == AE_IFLNK) archive_entry_set_symlink(entry.get(), member.link.c_str());
+    if (member.type == AE_IFCHR) archive_entry_set_rdev(entry.get(), makedev(1, 3));
+    if (member.type == AE_IFREG && !member.link.empty()) archive_entry_set_hardlink(entry.get(), member.link.c_str());
+    const bool has_data = member.type == AE_IFREG && member.link.empty();
+    archive_entry_set_size(entry.get(), has_data ? (member.header_size >= 0 ? member.header_size
+                                                                             : static_cast<std::int64_t>(member.bytes.size()))
+                                                 : 0);
+    REQUIRE(archive_write_header(writer.get(), entry.get()) == ARCHIVE_OK);
+    if (has_data && !member.bytes.empty()) archive_write_data(writer.get(), member.bytes.data(), member.bytes.size());
+  }
+  REQUIRE(archive_write_close(writer.get()) == ARCHIVE_OK);
+}
+
+Member &find_member(std::vector<Member> &members, const std::string &suffix) {
+  for (auto &member : members) {
+    if (member.name.size() >= suffix.size() && member.name.compare(member.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return member;
+    }
+  }
+  FAIL("no member ending in " << suffix);
+  throw std::logic_error("unreachable");
+}
+
+// Nothing an import could have left: no entry, no staging directory, no manifest.
+void check_nothing_in(const fs::path &root) {
+  boost::system::error_code error;
+  if (!fs::exists(root, error)) return;
+  CHECK_MESSAGE(!fs::exists(root / "consumers" / "tests" / "manifest.json"), "manifest written in " << root);
+  for (fs::recursive_directory_iterator it(root), end; it != end; ++it) {
+    const std::string path = it->path().string();
+    CHECK_MESSAGE(path.find(".staging-") == std::string::npos, "staging left: " << path);
+    CHECK_MESSAGE(it->path().filename() != "manifest.json", "manifest written: " << path);
+    CHECK_MESSAGE(it->path().parent_path().filename() != "store", "entry left: " << path);
+  }
+}
+
+// Every file below root with its bytes: "unchanged" means equal maps.
+std::map<std::string, std::string> snapshot(const fs::path &root) {
+  std::map<std::string, std::string> files;
+  for (fs::recursive_directory_iterator it(root), end; it != end; ++it) {
+    if (fs::is_regular_file(it->path()) && it->path().extension() != ".lock") files[it->path().string()] = read_text(it->path());
+  }
+  return files;
+}
+
+// Two published test plugins, a key pair, and their signed bundle.
+class BundleWorld {
+ public:
+  BundleWorld() {
+    publish("example", KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+    publish("host_only", KILN_TEST_PLUGIN_HOST_ONLY, "none");
+    auto result = run_kiln({"keygen", "-o", (dir / "vendor").string(), "--json"}, env());
+    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    key_id = json::parse(result.out)["key_id"];
+    result = run_kiln({"export", "--consumer", "tests", "-o", bundle().string(), "--sign", secret().string(), "--json"}, env());
+    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    exported = json::parse(result.out);
+  }
+
+  std::map<std::string, std::string> env(const fs::path &cache = {}) const {
+    return {{"KILN_CACHE_DIR", (cache.empty() ? dir / "cache" : cache).string()},
+            {"KILN_DEVICE", "sm_90"},
+            {"KILN_STORE_PATH", ""}};
+  }
+  fs::path bundle() const { return dir / "tests.kbundle"; }
+  fs::path secret() const { return dir / "vendor.key"; }
+  fs::path pub() const { return dir / "vendor.pub"; }
+  fs::path target() const { return dir / "image" / "vendor-store"; }
+
+  kiln::test::CommandResult import(const fs::path &bundle, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args{"import", bundle.string(), "--into", target().string(), "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_kiln(args, env(dir / "other-cache"));
+  }
+  kiln::test::CommandResult import_trusted(const fs::path &bundle) const { return import(bundle, {"--trust", pub().string()}); }
+
+  // The refusal every hostile case must give: exit 6 (integrity), naming the bundle and `why`,
+  // and nothing in the target.
+  void check_refused(const kiln::test::CommandResult &result, const fs::path &bundle, const std::string &why,
+                     int exit_code = 6) const {
+    CHECK_MESSAGE(result.exit_code == exit_code, result.err);
+    const json error = json::parse(result.out)["error"];
+    const std::string message = error["message"];
+    CHECK_MESSAGE(message.find(bundle.string()) != std::string::npos, message);
+    CHECK_MESSAGE(message.find(why) != std::string::npos, message);
+    check_nothing_in(target());
+  }
+
+  TempDir dir;
+  std::string key_id;
+  json exported;
+  std::map<std::string, std::string> keys;  // name -> content key
+
+ private:
+  void publish(const std::string &name, const char *plugin, const char *arch) {
+    const auto result = run_kiln({"publish", "--consumer", "tests", "--name", name, "--artifact", plugin, "--arch", arch, "--json"}, env());
+    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    keys[name] = json::parse(result.out)["content_key"];
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("bundle") {
+
+TEST_CASE("bundle: keygen writes a 0600 secret key and a public key, never overwrites, and a readable secret key is refused") {
+  TempDir dir;
+  const auto result = run_kiln({"keygen", "-o", (dir / "k").string(), "--json"});
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const json out = json::parse(result.out);
+  CHECK(out["key_id"].get<std::string>().size() == 16);
+  struct stat st {};
+  REQUIRE(::stat((dir / "k.key").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(read_text(dir / "k.pub").rfind("kiln-ed25519-public-key v1\nkey-id " + out["key_id"].get<std::string>() + "\n", 0) == 0);
+  const std::string secret = read_text(dir / "k.key");
+
+  const auto again = run_kiln({"keygen", "-o", (dir / "k").string()});
+  CHECK(again.exit_code == 2);
+  CHECK(again.err.find("already exists") != std::string::npos);
+  CHECK(read_text(dir / "k.key") == secret);
+
+  // A published plugin to sign; the key made readable by others is refused before any work.
+  const std::map<std::string, std::string> env{{"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_STORE_PATH", ""}};
+  REQUIRE(run_kiln({"publish", "--consumer", "tests", "--name", "host_only", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}, env).exit_code == 0);
+  ::chmod((dir / "k.key").c_str(), 0640);
+  const auto refused = run_kiln({"export", "--consumer", "tests", "-o", (dir / "b").string(), "--sign", (dir / "k.key").string()}, env);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("chmod 600") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "b"));
+  // A public key in place of the secret one, and the secret one as --trust, are refused too.
+  ::chmod((dir / "k.key").c_str(), 0600);
+  CHECK(run_kiln({"export", "--consumer", "tests", "-o", (dir / "b").string(), "--sign", (dir / "k.pub").string()}, env).exit_code == 2);
+  REQUIRE(run_kiln({"export", "--consumer", "tests", "-o", (dir / "b").string(), "--sign", (dir / "k.key").string()}, env).exit_code == 0);
+  const auto secret_as_trust = run_kiln({"import", (dir / "b").string(), "--into", (dir / "into").string(), "--trust", (dir / "k.key").string()}, env);
+  CHECK(secret_as_trust.exit_code == 2);
+  CHECK(secret_as_trust.err.find("it is a SECRET key") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "into"));
+}
+
+TEST_CASE("bundle: a signed round trip into a fresh --into directory loads from it as a read-only layer") {
+  BundleWorld world;
+  CHECK(world.exported["signed_by"] == world.key_id);
+  REQUIRE(world.exported["entries"].size() == 2);
+  CHECK(world.exported["bundle_bytes"].get<std::uint64_t>() == fs::file_size(world.bundle()));
+  // Export leaves no temp file beside the bundle.
+  for (fs::directory_iterator it(world.dir.path()), end; it != end; ++it) {
+    CHECK(it->path().filename().string().find(".tmp-") == std::string::npos);
+  }
+
+  const auto result = world.import_trusted(world.bundle());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const json out = json::parse(result.out);
+  CHECK(out["signature_verified"] == true);
+  CHECK(out["signed_by"] == world.key_id);
+  CHECK(out["store_root"] == world.target().string());
+  REQUIRE(out["entries"].size() == 2);
+  for (const auto &entry : out["entries"]) {
+    CHECK(entry["status"] == "added");
+    CHECK(entry["content_key"] == world.keys.at(entry["name"]));
+  }
+  // A robot image: the directory as its only read-only layer, an empty cache.
+  const std::map<std::string, std::string> robot{{"KILN_CACHE_DIR", (world.dir / "robot-cache").string()},
+                                                 {"KILN_STORE_PATH", world.target().string()},
+                                                 {"KILN_DEVICE", "sm_90"}};
+  const auto loaded = run_kiln({"load", "tests", "example", "--json"}, robot);
+  REQUIRE_MESSAGE(loaded.exit_code == 0, loaded.err);
+  const json resolution = json::parse(loaded.out)["resolution"];
+  CHECK(resolution["content_key"] == world.keys.at("example"));
+  CHECK(resolution["store"] == world.target().string());
+  CHECK(run_kiln({"load", "tests", "host_only"}, robot).exit_code == 0);
+
+  SUBCASE("--name exports only that artifact") {
+    const fs::path one = world.dir / "one.kbundle";
+    const auto exported = run_kiln({"export", "--consumer", "tests", "--name", "host_only", "-o", one.string(), "--json"}, world.env());
+    REQUIRE_MESSAGE(exported.exit_code == 0, exported.err);
+    REQUIRE(json::parse(exported.out)["entries"].size() == 1);
+    CHECK(json::parse(exported.out)["signed_by"].is_null());
+    CHECK(run_kiln({"export", "--consumer", "tests", "--name", "missing", "-o", one.string()}, world.env()).exit_code == 3);
+  }
+}
+
+TEST_CASE("bundle: importing twice is idempotent: already present, nothing rewritten") {
+  BundleWorld world;
+  REQUIRE(world.import_trusted(world.bundle()).exit_code == 0);
+  const auto before = snapshot(world.target());
+  struct stat manifest_before {};
+  const fs::path manifest = world.target() / "consumers" / "tests" / "manifest.json";
+  REQUIRE(::stat(manifest.c_str(), &manifest_before) == 0);
+
+  const auto again = world.import_trusted(world.bundle());
+  REQUIRE_MESSAGE(again.exit_code == 0, again.err);
+  const json second = json::parse(again.out);
+  REQUIRE(second["entries"].size() == 2);
+  for (const auto &entry : second["entries"]) CHECK(entry["status"] == "already present");
+  CHECK(snapshot(world.target()) == before);
+  struct stat manifest_after {};
+  REQUIRE(::stat(manifest.c_str(), &manifest_after) == 0);
+  CHECK(manifest_after.st_ino == manifest_before.st_ino);  // not even rewritten with the same bytes
+
+  // Into the writable cache (no --into) through the C++ API: the same entries, the same answer twice.
+  kiln::RuntimeOptions options;
+  options.cache_dir = (world.dir / "api-cache").string();
+  kiln::Runtime runtime(options);
+  kiln::ImportRequest request;
+  request.bundle = world.bundle().string();
+  request.trusted_keys = {world.pub().string()};
+  const kiln::ImportReport first = runtime.import_bundle(request);
+  CHECK(first.store_root == (world.dir / "api-cache").string());
+  REQUIRE(first.entries.size() == 2);
+  CHECK(first.entries[0].status == "added");
+  CHECK(runtime.resolve("tests", "example").content_key == world.keys.at("example"));
+  CHECK(runtime.import_bundle(request).entries[0].status == "already present");
+}
+
+TEST_CASE("bundle: signatures: a wrong key, no trusted key and an unsigned bundle without --allow-unsigned are refused") {
+  BundleWorld world;
+  SUBCASE("signed by a key that is not trusted") {
+    REQUIRE(run_kiln({"keygen", "-o", (world.dir / "other").string()}).exit_code == 0);
+    const auto result = world.import(world.bundle(), {"--trust", (world.dir / "other.pub").string()});
+    world.check_refused(result, world.bundle(), "none of the trusted keys");
+  }
+  SUBCASE("no --trust key for a signed bundle") {
+    world.check_refused(world.import(world.bundle()), world.bundle(), "no --trust key", 2);
+  }
+  SUBCASE("the index altered after signing (an entry dropped), the signature kept") {
+    auto members = read_members(world.bundle());
+    json index = json::parse(members[0].bytes);
+    index["entries"].erase(index["entries"].begin());
+    members[0].bytes = index.dump(1) + "\n";
+    const fs::path altered = world.dir / "altered.kbundle";
+    write_members(altered, members);
+    world.check_refused(world.import_trusted(altered), altered, "does not verify");
+  }
+  SUBCASE("unsigned: refused without --allow-unsigned, imported with it") {
+    const fs::path unsigned_bundle = world.dir / "unsigned.kbundle";
+    REQUIRE(run_kiln({"export", "--consumer", "tests", "-o", unsigned_bundle.string()}, world.env()).exit_code == 0);
+    world.check_refused(world.import_trusted(unsigned_bundle), unsigned_bundle, "is not signed", 2);
+    const auto allowed = world.import(unsigned_bundle, {"--allow-unsigned"});
+    REQUIRE_MESSAGE(allowed.exit_code == 0, allowed.err);
+    CHECK(json::parse(allowed.out)["signature_verified"] == false);
+  }
+  SUBCASE("C++ API: the typed error") {
+    kiln::RuntimeOptions options;
+    options.cache_dir = (world.dir / "api-cache").string();
+    kiln::Runtime runtime(options);
+    kiln::ImportRequest request;
+    request.bundle = world.bundle().string();
+    request.into = world.target().string();
+    REQUIRE(run_kiln({"keygen", "-o", (world.dir / "other").string()}).exit_code == 0);
+    request.trusted_keys = {(world.dir / "other.pub").string()};
+    CHECK_THROWS_AS(runtime.import_bundle(request), kiln::IntegrityError);
+    request.trusted_keys.clear();
+    CHECK_THROWS_AS(runtime.import_bundle(request), kiln::UsageError);
+    request.bundle = (world.dir / "absent.kbundle").string();
+    CHECK_THROWS_AS(runtime.import_bundle(request), kiln::NotFoundError);
+    check_nothing_in(world.target());
+  }
+}
+
+TEST_CASE("bundle: one altered byte in an artifact is refused, and a store that had entries is left as it was") {
+  BundleWorld world;
+  // The target already holds host_only from an earlier bundle.
+  const fs::path earlier = world.dir / "earlier.kbundle";
+  REQUIRE(run_kiln({"export", "--consumer", "tests", "--name", "host_only", "-o", earlier.string(), "--sign",
+                    world.secret().string()}, world.env()).exit_code == 0);
+  REQUIRE(world.import_trusted(earlier).exit_code == 0);
+  const auto before = snapshot(world.target());
+
+  auto members = read_members(world.bundle());
+  Member &plugin = find_member(members, "/libkiln_test_example.so");
+  plugin.bytes[plugin.bytes.size() / 2] ^= 0x01;
+  const fs::path tampered = world.dir / "tampered.kbundle";
+  write_members(tampered, members);
+  const auto result = world.import_trusted(tampered);
+  CHECK(result.exit_code == 6);
+  const std::string message = json::parse(result.out)["error"]["message"];
+  CHECK(message.find(tampered.string()) != std::string::npos);
+  CHECK(message.find("libkiln_test_example.so does not have the BLAKE2b-256") != std::string::npos);
+  CHECK(snapshot(world.target()) == before);
+  for (fs::recursive_directory_iterator it(world.target()), end; it != end; ++it) {
+    CHECK(it->path().string().find(".staging-") == std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(world.target() / "consumers" / "tests" / "store" / world.keys.at("example")));
+}
+
+TEST_CASE("bundle: a bundle cut short anywhere is refused and leaves nothing") {
+  BundleWorld world;
+  const std::string bytes = read_text(world.bundle());
+  for (const std::size_t cut : {std::size_t(0), std::size_t(5), std::size_t(100), bytes.size() / 4, bytes.size() / 2,
+                                bytes.size() - 100, bytes.size() - 1}) {
+    CAPTURE(cut);
+    const fs::path short_bundle = world.dir / "short.kbundle";
+    write_text(short_bundle, bytes.substr(0, cut));
+    world.check_refused(world.import_trusted(short_bundle), short_bundle, cut < 100 ? "is not a kiln bundle" : "cut short");
+    CHECK_FALSE(fs::exists(world.target()));
+  }
+  // Cut at a member boundary, rewritten as a well-formed archive: missing members are named.
+  auto members = read_members(world.bundle());
+  members.pop_back();
+  const fs::path fewer = world.dir / "fewer.kbundle";
+  write_members(fewer, members);
+  world.check_refused(world.import_trusted(fewer), fewer, "it was cut short");
+}
+
+TEST_CASE("bundle: hostile archives are refused with a typed error naming the bundle, leaving nothing") {
+  BundleWorld world;
+  const std::vector<Member> good = read_members(world.bundle());
+  REQUIRE(good[0].name == "kiln-bundle.json");
+  REQUIRE(good[1].name == "kiln-bundle.sig");
+  const std::string listed = good.back().name;  // entries/tests/<key>/<file>
+  const fs::path hostile = world.dir / "hostile.kbundle";
+  // Each case keeps the signed index and signature (an attacker cannot re-sign) and changes the members.
+  const auto check = [&](const std::function<void(std::vector<Member> &)> &change, const std::string &why) {
+    std::vector<Member> members = good;
+    change(members);
+    write_members(hostile, members);
+    world.check_refused(world.import_trusted(hostile), hostile, why);
+    CHECK_FALSE(fs::exists(world.dir / "evil"));
+    CHECK_FALSE(fs::exists(world.target() / "evil"));
+    CHECK_FALSE(fs::exists(world.target()));  // created by the import, removed again with the refusal
+  };
+  SUBCASE("path traversal") {
+    check([&](auto &m) { m.push_back(plain("entries/../../../evil", "x")); }, "not a safe relative name");
+  }
+  SUBCASE("absolute name") {
+    check([&](auto &m) { m.push_back(plain((world.dir / "evil").string(), "x")); }, "not a safe relative name");
+  }
+  SUBCASE("symlink in place of a listed file") {
+    check([&](auto &m) { m.back() = special(listed, AE_IFLNK, "/etc/passwd"); }, "is a symbolic link");
+  }
+  SUBCASE("hard link in place of a listed file") {
+    check([&](auto &m) { m.back() = special(listed, AE_IFREG, "/etc/passwd"); }, "is a hard link");
+  }
+  SUBCASE("device in place of a listed file") {
+    check([&](auto &m) { m.back() = special(listed, AE_IFCHR); }, "is a character device");
+  }
+  SUBCASE("oversize member: more bytes than the index says") {
+    check([&](auto &m) { m.back().bytes += std::string(1 << 20, 'A'); }, "bytes, its index says");
+  }
+  SUBCASE("a header claiming more than the index") {
+    check([&](auto &m) { m.back().header_size = static_cast<std::int64_t>(m.back().bytes.size()) + 1; }, "bytes, its index says");
+  }
+  SUBCASE("duplicate member") {
+    check([&](auto &m) { m.push_back(m.back()); }, "twice");
+  }
+  SUBCASE("member not listed in the index") {
+    check([&](auto &m) { m.push_back(plain(listed + "-extra", "x")); }, "not listed in its index");
+  }
+  SUBCASE("a second index after the signature") {
+    check([&](auto &m) { m.push_back(m[0]); }, "twice");
+  }
+  SUBCASE("the index not first") {
+    check([&](auto &m) { std::swap(m[0], m[2]); }, "not kiln-bundle.json");
+  }
+}
+
+TEST_CASE("bundle: a built device-image artifact (nvrtc) carries every image and its input key, not its build log") {
+  TempDir dir;
+  fs::create_directories(dir / "src");
+  write_text(dir / "src" / "kernels.cu", "extern \"C\" __global__ void saxpy(float a, const float *x, float *y, int n) {\n"
+                                         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n");
+  write_text(dir / "src" / "recipe.json", R"({"schema": 1, "consumer": "jit-tests", "name": "saxpy", "backend": "nvrtc",
+    "sources": ["kernels.cu"], "archs": ["sm_90", "compute_90"], "kernels": ["saxpy"]})");
+  kiln::RuntimeOptions options;
+  options.cache_dir = (dir / "cache").string();
+  options.declared_device = "sm_90";
+  kiln::Runtime runtime(options);
+  const kiln::BuildResult built = runtime.build(kiln::Recipe::load((dir / "src" / "recipe.json").string()));
+  REQUIRE(fs::exists(fs::path(built.entry_dir) / "build.log"));
+
+  kiln::ExportRequest out;
+  out.consumer = "jit-tests";
+  out.output = (dir / "jit.kbundle").string();
+  const kiln::ExportReport exported = runtime.export_bundle(out);
+  REQUIRE(exported.entries.size() == 1);
+  CHECK(exported.entries[0].kind == "images");
+  CHECK_FALSE(exported.entries[0].input_key.empty());
+  bool has_log = false;
+  for (const auto &member : read_members(dir / "jit.kbundle")) has_log = has_log || member.name.find("build.log") != std::string::npos;
+  CHECK_FALSE(has_log);
+
+  kiln::ImportRequest in;
+  in.bundle = out.output;
+  in.into = (dir / "vendor").string();
+  in.allow_unsigned = true;
+  REQUIRE(runtime.import_bundle(in).entries.at(0).status == "added");
+  kiln::RuntimeOptions robot;
+  robot.cache_dir = (dir / "robot-cache").string();
+  robot.read_only_stores = {(dir / "vendor").string()};
+  robot.declared_device = "sm_90";
+  const kiln::Resolution resolution = kiln::Runtime(robot).resolve("jit-tests", "saxpy");
+  const kiln::Resolution original = runtime.resolve("jit-tests", "saxpy");
+  CHECK(resolution.store_root == (dir / "vendor").string());
+  CHECK(resolution.content_key == original.content_key);
+  CHECK(resolution.input_key == original.input_key);
+  REQUIRE(resolution.images.size() == original.images.size());
+  for (const auto &image : resolution.images) {
+    CAPTURE(image.file);
+    CHECK(read_text(fs::path(resolution.entry_dir) / image.file) == read_text(fs::path(original.entry_dir) / image.file));
+  }
+  CHECK(fs::exists(dir / "vendor" / "consumers" / "jit-tests" / "bykey" / original.input_key));
+}
+
+}  // TEST_SUITE("bundle")
