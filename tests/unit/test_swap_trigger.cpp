@@ -593,4 +593,33 @@ TEST_CASE("trigger: kiln build bumps consumer/name when it changes what the mani
   CHECK(generation() == 2);
 }
 
+TEST_CASE("trigger: kiln import into the writable cache bumps the names it changes, not on a re-import") {
+  TempDir other;
+  const std::map<std::string, std::string> other_env = {
+      {"KILN_CACHE_DIR", (other / "cache").string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
+  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2,
+                          "--arch", "sm_90"}, other_env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string bundle = (other / "probe.kbundle").string();
+  result = run_kiln({"export", "--consumer", "swap", "-o", bundle}, other_env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+
+  TriggerStore store;
+  store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  Watched watched;
+  SwapProbe probe(store.runtime, watched.options(base_options()));
+  SwapReader reader = probe.register_reader();
+  CHECK(served_version(probe, reader) == 1);
+  result = run_kiln({"import", bundle, "--allow-unsigned"}, store.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  REQUIRE(watched.wait_for(1));
+  CHECK(served_version(probe, reader) == 2);
+  auto table = swap::GenerationTable::open(store.cache(), {});
+  const auto slot = table->slot("swap", "probe");
+  const std::uint64_t generation = table->poll(slot.value()).value().generation;
+  result = run_kiln({"import", bundle, "--allow-unsigned"}, store.env());  // already present: nothing changes
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(table->poll(slot.value()).value().generation == generation);
+}
+
 }  // TEST_SUITE
