@@ -55,12 +55,13 @@ bool is_real_directory(const fs::path &path) {
   return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-// Bytes of the regular files directly inside an entry directory (entries hold no subdirectories).
+// Bytes of the regular files of an entry, its gen/ directory (a build's generated sources) included.
 std::uint64_t entry_bytes(const fs::path &dir) {
   std::uint64_t bytes = 0;
-  for (const auto &name : names_in(dir)) {
+  boost::system::error_code error;
+  for (fs::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     struct stat info {};
-    if (::lstat((dir / name).c_str(), &info) == 0 && S_ISREG(info.st_mode)) bytes += static_cast<std::uint64_t>(info.st_size);
+    if (::lstat(it->path().c_str(), &info) == 0 && S_ISREG(info.st_mode)) bytes += static_cast<std::uint64_t>(info.st_size);
   }
   return bytes;
 }

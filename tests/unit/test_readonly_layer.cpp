@@ -56,16 +56,25 @@ CommandResult run_on_robot(const fs::path &vendor, const std::string &env, const
 
 TEST_SUITE("readonly") {
 
-TEST_CASE("read-only layer: a vendor store on a read-only mount, no writable cache: load (declared Orin), verify "
-          "and gc work and the layer is unchanged" * kiln::test::skip_if(no_read_only_bind_mount)) {
+TEST_CASE("read-only layer: a signed bundle from the workstation imported into a vendor layer, mounted read-only "
+          "with no writable cache: load (declared Orin), verify and gc work and the layer is unchanged" * kiln::test::skip_if(no_read_only_bind_mount)) {
   TempDir dir;
   const fs::path vendor = dir / "vendor";
-  // Prepared elsewhere (the workstation): published for the Orin's exact SASS arch.
+  // The workstation: published for the Orin's exact SASS arch, exported as one signed bundle.
+  const std::map<std::string, std::string> workstation = {{"KILN_CACHE_DIR", (dir / "workstation").string()},
+                                                          {"KILN_STORE_PATH", ""}};
   const auto published = run_kiln({"publish", "--consumer", "robot", "--name", "solver", "--artifact",
-                                   KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "sm_87", "--json"},
-                                  {{"KILN_CACHE_DIR", vendor.string()}, {"KILN_STORE_PATH", ""}});
+                                   KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "sm_87", "--json"}, workstation);
   REQUIRE_MESSAGE(published.exit_code == 0, published.err);
   const std::string key = json::parse(published.out)["content_key"];
+  const std::string keys = (dir / "vendor-key").string(), bundle = (dir / "robot.kbundle").string();
+  auto step = run_kiln({"keygen", "-o", keys}, workstation);
+  REQUIRE_MESSAGE(step.exit_code == 0, step.err);
+  step = run_kiln({"export", "--consumer", "robot", "-o", bundle, "--sign", keys + ".key"}, workstation);
+  REQUIRE_MESSAGE(step.exit_code == 0, step.err);
+  // The robot image's build: the bundle imported into the directory that becomes its vendor layer.
+  step = run_kiln({"import", bundle, "--into", vendor.string(), "--trust", keys + ".pub"}, workstation);
+  REQUIRE_MESSAGE(step.exit_code == 0, step.err);
   const auto before = snapshot(vendor);
 
   auto result = run_on_robot(vendor, "KILN_DEVICE=sm_87,integrated=1", "load robot solver --json");
