@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include <boost/filesystem/operations.hpp>
 #include <doctest/doctest.h>
@@ -297,6 +298,31 @@ TEST_CASE("bundle: importing twice is idempotent: already present, nothing rewri
   CHECK(first.entries[0].status == "added");
   CHECK(runtime.resolve("tests", "example").content_key == world.keys.at("example"));
   CHECK(runtime.import_bundle(request).entries[0].status == "already present");
+}
+
+TEST_CASE("bundle: four imports of one bundle into one store at once all succeed, and the store is whole") {
+  BundleWorld world;
+  std::vector<kiln::test::CommandResult> results(4);
+  std::vector<std::thread> imports;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    imports.emplace_back([&world, &results, i] { results[i] = world.import_trusted(world.bundle()); });
+  }
+  for (auto &thread : imports) thread.join();
+  std::map<std::string, int> statuses;
+  for (const auto &result : results) {
+    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    const json report = json::parse(result.out);  // kept: a range-for over a temporary's member dangles
+    for (const auto &entry : report["entries"]) statuses[entry["status"].get<std::string>()]++;
+  }
+  CHECK(statuses["added"] + statuses["already present"] == 8);
+  CHECK(statuses["added"] >= 2);  // each entry was added by at least one of them
+  const auto env = world.env(world.dir / "robot-cache");
+  std::map<std::string, std::string> robot = env;
+  robot["KILN_STORE_PATH"] = world.target().string();
+  const auto verified = run_kiln({"verify", "--store", world.target().string(), "--json"}, robot);
+  CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+  CHECK(json::parse(verified.out)["clean"] == true);  // no leftover staging directory, nothing dangling
+  CHECK(run_kiln({"load", "tests", "example"}, robot).exit_code == 0);
 }
 
 TEST_CASE("bundle: signatures: a wrong key, no trusted key and an unsigned bundle without --allow-unsigned are refused") {
