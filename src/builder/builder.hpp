@@ -1,4 +1,4 @@
-// Build on miss (DESIGN §3): input key -> bykey hit, else under the input key's build lock:
+// Build on miss (docs/architecture.md §3): input key -> bykey hit, else under the input key's build lock:
 // staging -> generators -> content key -> reuse, or compile into staging (nvcc: units from the
 // object cache or nvcc -c in parallel, link, stamp; nvrtc: NVRTC/nvJitLink in process, one image
 // per arch, a fatbin where nvFatbin exists) -> meta/identity/build.log -> rename into the store
