@@ -103,7 +103,7 @@ struct Compatibility {
   std::vector<Reason> reasons;  // every refusal reason, field by field (empty when ok)
 };
 
-// DESIGN §5 as a pure function. device == nullptr checks only the host side (schemas, ABI).
+// docs/architecture.md §5 as a pure function. device == nullptr checks only the host side (schemas, ABI).
 Compatibility check_compatibility(const ArtifactIdentity &artifact, const HostRequirements &host,
                                   const DeviceIdentity *device);
 

@@ -2,7 +2,7 @@
 //
 // A device-image artifact is a set of images, one per target arch (SASS cubin per sm_XY, PTX
 // per compute_XY, or one fatbin holding several), plus the list of kernels it must provide.
-// Loading it on a device picks the image DESIGN §5 says runs there (kiln::check_compatibility),
+// Loading it on a device picks the image docs/architecture.md §5 says runs there (kiln::check_compatibility),
 // loads it as a context-independent CUlibrary (cuLibraryLoadData) and resolves EVERY listed
 // kernel at once: the driver accepts wrong-arch, too-new-PTX and damaged images at load and only
 // reports them (209, 222, 200, 218) when a kernel is looked up, so kiln looks them all up before
@@ -72,7 +72,7 @@ struct ImageChoice {
   std::vector<Reason> reasons;  // every refusal reason (not ok only)
 };
 
-// DESIGN §5 over a set of images (pure: no driver). A separate cubin/ptx image is preferred
+// docs/architecture.md §5 over a set of images (pure: no driver). A separate cubin/ptx image is preferred
 // over a fatbin offering the same arch (kiln then knows exactly what the driver runs).
 ImageChoice choose_image(const std::vector<DeviceImage> &images, const DeviceIdentity &device,
                          int cuda_toolkit_version);

@@ -127,7 +127,7 @@ class Runtime {
                     const LoadOptions &options = {}) const;
 
   // Device-image artifacts (kind "images": cubins per arch, PTX, a fatbin -- what an "nvrtc"
-  // recipe builds): resolve -> check (schemas; the image the device runs, DESIGN §5, and why) ->
+  // recipe builds): resolve -> check (schemas; the image the device runs, docs/architecture.md §5, and why) ->
   // verify (store safety; the chosen image file read once, its recorded digest and its structure
   // checked on exactly the bytes then handed to the driver; a later load of the same unchanged
   // file -- same inode, size, mtime, ctime -- reuses those verified bytes) -> cuLibraryLoadData ->

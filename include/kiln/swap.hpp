@@ -1,5 +1,5 @@
 // kiln: hot swap. Serve a plugin interface to real-time control threads and replace the version
-// behind it while they keep calling, without ever blocking them (DESIGN §7).
+// behind it while they keep calling, without ever blocking them (docs/architecture.md §7).
 //
 //   kiln::Runtime runtime;
 //   kiln::Swappable<kiln_ik_v1> ik(runtime, {"kiln-ik", "iiwa14", KILN_IK_INTERFACE_ID, 0, 64});

@@ -1,4 +1,4 @@
-// kiln internal: the backend-specific half of build on miss (DESIGN §3).
+// kiln internal: the backend-specific half of build on miss (docs/architecture.md §3).
 //
 // builder.cpp runs one flow for every backend -- input key -> bykey hit -> build lock ->
 // re-check -> staging -> generators -> content key -> reuse or compile -> meta.json,

@@ -1,4 +1,4 @@
-// Build on miss (DESIGN §3): one flow for every backend (src/build/backend.hpp).
+// Build on miss (docs/architecture.md §3): one flow for every backend (src/builder/backend.hpp).
 #include "support/words.hpp"
 #include "support/elapsed.hpp"
 #include "builder/builder.hpp"

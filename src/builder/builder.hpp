@@ -1,8 +1,8 @@
-// Build on miss (DESIGN §3): input key -> bykey hit, else under the input key's build lock:
+// Build on miss (docs/architecture.md §3): input key -> bykey hit, else under the input key's build lock:
 // staging -> generators -> content key -> reuse, or compile into staging (nvcc: units from the
 // object cache or nvcc -c in parallel, link, stamp; nvrtc: NVRTC/nvJitLink in process, one image
 // per arch, a fatbin where nvFatbin exists) -> meta/identity/build.log -> rename into the store
-// -> bykey pointer -> manifest. One flow; the backends (build/backend.hpp) differ only in the
+// -> bykey pointer -> manifest. One flow; the backends (builder/backend.hpp) differ only in the
 // toolchain identity, the content key and the compile step.
 #pragma once
 

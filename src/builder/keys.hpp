@@ -1,4 +1,4 @@
-// The two-stage keys of build on miss (DESIGN §3) and the build identity they stand for.
+// The two-stage keys of build on miss (docs/architecture.md §3) and the build identity they stand for.
 #pragma once
 
 #include <map>

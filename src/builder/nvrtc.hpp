@@ -1,4 +1,4 @@
-// kiln internal: the JIT backend (DESIGN §3): NVRTC, nvJitLink and nvFatbin, in process.
+// kiln internal: the JIT backend (docs/architecture.md §3): NVRTC, nvJitLink and nvFatbin, in process.
 //
 // The three libraries are opened with dlopen, never linked, so that kiln runs (loads prepared
 // artifacts, builds with nvcc) on a machine that has none of them; each one missing is a status

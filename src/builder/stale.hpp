@@ -1,5 +1,5 @@
 // Why the entry a store holds for a recipe's consumer/name does not serve the current inputs
-// (DESIGN §3): every differing field, named for people, as GRiD's stale_hit_reasons does.
+// (docs/architecture.md §3): every differing field, named for people, as GRiD's stale_hit_reasons does.
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// kiln: DESIGN §5, the compatibility rule, as a pure function.
+// kiln: docs/architecture.md §5, the compatibility rule, as a pure function.
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +22,7 @@ std::string cuda_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-// Preference classes, best first (DESIGN §5 and the check's contract).
+// Preference classes, best first (docs/architecture.md §5 and the check's contract).
 enum Rank : int {
   kSassArchSpecific = 60,  // sm_XYa on exactly X.Y
   kSassExact = 50,         // sm_XY on exactly X.Y

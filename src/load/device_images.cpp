@@ -34,7 +34,7 @@ std::string set_text(const KernelImages &images) {
   return images.label.empty() ? std::string("device images") : "device images " + images.label;
 }
 
-// A failed driver call while loading or resolving: the typed error DESIGN §2 step 3 asks for.
+// A failed driver call while loading or resolving: the typed error docs/architecture.md §2.2 asks for.
 [[noreturn]] void refuse(const KernelLibrary::State &s, const std::string &what, CUresult result,
                          int toolkit_version) {
   std::string error = s.driver->error_text(result);

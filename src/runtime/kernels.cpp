@@ -1,5 +1,5 @@
 // Runtime: loading device-image artifacts (kind "images") -- resolve -> check -> verify ->
-// cuLibraryLoadData -> resolve every kernel (DESIGN §2 step 3).
+// cuLibraryLoadData -> resolve every kernel (docs/architecture.md §2.2).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Where things live in a store (DESIGN §4) and which stores a process sees.
+// Where things live in a store (docs/architecture.md §4) and which stores a process sees.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// One store directory (a read-only layer or the writable cache, DESIGN §4): its manifests,
+// One store directory (a read-only layer or the writable cache, docs/architecture.md §4): its manifests,
 // entries and bykey pointers, and the primitive writes the commit protocol is made of.
 // Storage (store/storage.hpp) is the facade over all of them; nothing else reads or writes a
 // store directly.

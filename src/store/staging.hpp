@@ -1,5 +1,5 @@
 // A private directory where a new store entry is assembled before Storage::commit makes it
-// visible in one rename (DESIGN §4: nothing is modified in place inside store/<key>/).
+// visible in one rename (docs/architecture.md §4: nothing is modified in place inside store/<key>/).
 //
 // Its liveness is a lock held inside it (kStagingLockFile), never a pid: a pid means nothing to
 // a process in another pid namespace (a container sharing the cache), so a sweeper removes a

@@ -1,4 +1,4 @@
-// The store facade (DESIGN §4): the one place where the store's rules live.
+// The store facade (docs/architecture.md §4): the one place where the store's rules live.
 //
 // Readers resolve consumer/name over the layers in order (read-only layers first, then the
 // writable cache); writers stage a new entry and commit it with one protocol -- entry, then

@@ -1,4 +1,4 @@
-// The cross-process swap trigger (DESIGN §7): a generation counter per (consumer, name), in a
+// The cross-process swap trigger (docs/architecture.md §7): a generation counter per (consumer, name), in a
 // small file of the writable cache shared by every process using that store, so that
 // containers sharing a store volume share it too. Writers (kiln swap, kiln publish, kiln build,
 // Runtime::publish/build whenever the manifest changes) bump it; a running controller's watcher

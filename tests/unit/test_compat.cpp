@@ -1,4 +1,4 @@
-// DESIGN §5 compatibility, table-driven: artifact archs × device → image or refusal field.
+// docs/architecture.md §5 compatibility, table-driven: artifact archs × device → image or refusal field.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -20,7 +20,7 @@
  * from get_driver_proc: the host's driver, opened by the host, so the plugin never dlopens or
  * links the driver itself.
  *
- * The host then does the whole DESIGN §2 load path for that artifact: resolve it in the stores
+ * The host then does the whole docs/architecture.md §2 load path for that artifact: resolve it in the stores
  * (building it on a miss where the host allows builds), check its recorded identity, pick the
  * image the device runs (SASS for its arch, else PTX the driver can JIT), load it, and resolve
  * EVERY kernel the artifact lists -- so an image the device cannot run is refused here, with a
