@@ -83,6 +83,10 @@ include_guard(GLOBAL)
 # it works; in kiln's own tree this is ${PROJECT_SOURCE_DIR}/abi.
 get_filename_component(KILN_ABI_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../abi" ABSOLUTE)
 
+# KILN_CUDA OFF (a cross build: cmake/toolchains/aarch64-linux-gnu.cmake): no nvcc, and
+# kiln_add_plugin takes C++ sources only.
+option(KILN_CUDA "Build CUDA device code with nvcc" ON)
+if(KILN_CUDA)
 # nvcc: an explicit CMAKE_CUDA_COMPILER or CUDACXX wins; else CUDA_HOME, CUDA_PATH, /usr/local/cuda.
 if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
   foreach(_kiln_cuda_root IN ITEMS "$ENV{CUDA_HOME}" "$ENV{CUDA_PATH}" "/usr/local/cuda")
@@ -112,6 +116,7 @@ if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 11.5)
   message(FATAL_ERROR "kiln plugins need nvcc >= 11.5 (for __CUDA_ARCH_LIST__); found "
                       "${CMAKE_CUDA_COMPILER} ${CMAKE_CUDA_COMPILER_VERSION}")
 endif()
+endif()  # KILN_CUDA
 
 function(kiln_add_plugin target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;CUDA_ARCHS;DEFINITIONS")
@@ -123,6 +128,13 @@ function(kiln_add_plugin target)
   endif()
   if(NOT ARG_CUDA_ARCHS)
     set(ARG_CUDA_ARCHS ${KILN_PLUGIN_CUDA_ARCHS})
+  endif()
+  if(NOT KILN_CUDA)
+    foreach(_source IN LISTS ARG_SOURCES)
+      if(_source MATCHES "\\.cu$")
+        message(FATAL_ERROR "kiln_add_plugin(${target}): ${_source} is CUDA, and this build has KILN_CUDA OFF")
+      endif()
+    endforeach()
   endif()
 
   add_library(${target} MODULE ${ARG_SOURCES})

@@ -95,6 +95,9 @@ CommandResult run_shell(const std::string &command) {
 CommandResult run_kiln(const std::vector<std::string> &args, const std::map<std::string, std::string> &env) {
   std::string command = "env";
   for (const auto &[name, value] : env) command += " " + quote(name + "=" + value);
+#ifdef KILN_TEST_EMULATOR
+  command += " " KILN_TEST_EMULATOR;  // a cross build: the CLI is an aarch64 binary
+#endif
   command += " " + quote(KILN_CLI_PATH);
   for (const auto &arg : args) command += " " + quote(arg);
   return run_shell(command);

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -514,11 +515,13 @@ bool enter_new_pid_namespace() {
   return mapped;
 }
 
-// Runs `inner` as pid 1 of a new pid namespace; its exit status, or -1 when none could be made.
+// Runs `inner` as pid 1 of a new pid namespace; its exit status, or -1 when none could be made
+// (or it did not finish within 20 s, as under an emulator that cannot: then both are killed).
 int run_in_new_pid_namespace(const std::function<int()> &inner) {
   const pid_t child = ::fork();
   if (child < 0) return -1;
   if (child == 0) {
+    ::setpgid(0, 0);  // one process group with its child, for the kill below
     if (!enter_new_pid_namespace()) ::_exit(200);
     const pid_t first = ::fork();
     if (first == 0) ::_exit(::getpid() == 1 ? inner() : 201);
@@ -526,7 +529,18 @@ int run_in_new_pid_namespace(const std::function<int()> &inner) {
     ::_exit(first > 0 && ::waitpid(first, &status, 0) == first && WIFEXITED(status) ? WEXITSTATUS(status) : 202);
   }
   int status = 0;
-  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  pid_t done = 0;
+  while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (done == 0) {
+    ::kill(-child, SIGKILL);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    return -1;
+  }
+  if (done != child || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status) >= 200 ? -1 : WEXITSTATUS(status);
 }
 
