@@ -130,7 +130,9 @@ class Auditor {
 
     std::set<std::string> referenced;
     if (manifest) {
-      for (const auto &[artifact, record] : manifest->artifacts) {
+      for (const auto &named : manifest->artifacts) {
+        const std::string &artifact = named.first;  // not a structured binding: lambdas below capture it
+        const ManifestRecord &record = named.second;
         referenced.insert(record.content_key);
         const auto state = states.find(record.content_key);
         if (state == states.end()) {
