@@ -20,11 +20,13 @@
 #include "store/names.hpp"
 #include "store/safety.hpp"
 #include "store/sweep.hpp"
+#include "support/text.hpp"
 
 namespace kiln::store {
 namespace {
 
-bool starts_with(const std::string &text, const std::string &prefix) { return text.rfind(prefix, 0) == 0; }
+using support::ends_with;
+using support::starts_with;
 
 // Why a directory inside the store breaks the store's rules, or "" when it does not.
 std::string unsafe_directory(const fs::path &dir) {
@@ -281,7 +283,7 @@ class Auditor {
       bool missing = false;
       const auto lock = FileLock::try_acquire_existing(it->path() / kStagingLockFile, &missing);
       if (!lock && !missing) continue;  // a live writer's
-      const bool aside = name.size() > 8 && name.compare(name.size() - 8, 8, "-damaged") == 0;
+      const bool aside = ends_with(name, kDamagedSuffix);
       found.push_back(add("staging_leftover", "stale", layout.consumer(), it->path(),
                           aside ? "a damaged entry moved aside (kept a day for inspection)"
                                 : "the staging directory of a writer that died"));

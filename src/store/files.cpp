@@ -65,6 +65,15 @@ void close_checked(UniqueFd &fd, const fs::path &path) {
 
 }  // namespace
 
+std::set<std::string> names_in(const fs::path &dir) {
+  std::set<std::string> names;
+  boost::system::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    names.insert(it->path().filename().string());
+  }
+  return names;
+}
+
 std::string unique_suffix() {
   static std::atomic<unsigned> counter{0};
   thread_local std::mt19937_64 random(std::random_device{}() ^

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -67,5 +68,9 @@ void create_directories(const fs::path &dir);
 
 // A name unique to this process and call, for temp files and staging directories.
 std::string unique_suffix();
+
+// The names in a directory; none when it is absent or cannot be listed (for sweepers and gc,
+// which judge what they find and skip what they cannot see).
+std::set<std::string> names_in(const fs::path &dir);
 
 }  // namespace kiln::store

@@ -26,6 +26,7 @@
 
 #include "store/files.hpp"
 #include "support/fault_point.hpp"
+#include "support/text.hpp"
 #include "store/names.hpp"
 #include "store/unique_fd.hpp"
 #include "store/usage.hpp"
@@ -40,15 +41,6 @@ struct Candidate {
   std::string name;  // the manifest's name for it (named entries)
   std::vector<std::string> input_keys;  // bykey pointers naming it
 };
-
-std::vector<std::string> names_in(const fs::path &dir) {
-  std::vector<std::string> names;
-  boost::system::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    names.push_back(it->path().filename().string());
-  }
-  return names;
-}
 
 bool is_real_directory(const fs::path &path) {
   struct stat info {};
@@ -140,10 +132,8 @@ class Collector {
       if (!is_valid_key(input_key)) continue;
       if (const auto key = cache_.pointer(consumer, input_key, LogCallback())) pointers[*key].push_back(input_key);
     }
-    const std::string evicted = "-evicted";
     for (const auto &key : names_in(layout.entries())) {
-      if (key.rfind(kStagingPrefix, 0) == 0 && key.size() > evicted.size() &&
-          key.compare(key.size() - evicted.size(), evicted.size(), evicted) == 0) {
+      if (support::starts_with(key, kStagingPrefix) && support::ends_with(key, kEvictedSuffix)) {
         // What a gc killed after the rename left (only a gc, holding gc.lock, makes these).
         boost::system::error_code ignored;
         if (!options_.dry_run) fs::remove_all(layout.entries() / key, ignored);
@@ -204,7 +194,7 @@ class Collector {
       auto held = lock_entry_files(dir);
       if (!held) return "kept: in use";
       if (!name_now.empty()) cache_.drop_record_locked(candidate.item.consumer, name_now, candidate.item.content_key);
-      const fs::path aside = layout.entries() / (std::string(kStagingPrefix) + unique_suffix() + "-evicted");
+      const fs::path aside = layout.entries() / (std::string(kStagingPrefix) + unique_suffix() + kEvictedSuffix);
       fs::rename(dir, aside);
       fsync_path(layout.entries());
       KILN_FAULT_POINT("gc.after_rename");

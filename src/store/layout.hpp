@@ -56,5 +56,9 @@ inline constexpr const char *kBuildLogFile = "build.log";
 inline constexpr const char *kStagingPrefix = ".staging-";  // store/.staging-*: never an entry
 inline constexpr const char *kStagingVersionTag = "v2-";    // staging directories held by a lock (staging.hpp)
 inline constexpr const char *kStagingLockFile = ".staging.lock";  // inside each of them
+// Staging directories that were entries: moved aside as damaged (kept a day for inspection, then
+// swept), or renamed out of store/ by kiln gc on their way to removal.
+inline constexpr const char *kDamagedSuffix = "-damaged";
+inline constexpr const char *kEvictedSuffix = "-evicted";
 
 }  // namespace kiln::store

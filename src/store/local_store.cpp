@@ -220,7 +220,7 @@ fs::path LocalStore::move_entry_aside(const std::string &consumer, const std::st
                                      const LogCallback &log) const {
   const ConsumerLayout paths = layout(consumer);
   const fs::path entry = paths.entry(content_key);
-  const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + "-damaged");
+  const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + kDamagedSuffix);
   fs::rename(entry, aside);
   fsync_path(paths.entries());
   {

@@ -14,11 +14,12 @@
 #include "store/files.hpp"
 #include "store/locks.hpp"
 #include "store/names.hpp"
+#include "support/text.hpp"
 
 namespace kiln::store {
 namespace {
 
-bool starts_with(const std::string &text, const std::string &prefix) { return text.compare(0, prefix.size(), prefix) == 0; }
+using support::starts_with;
 
 // Neither its entries (mtime) nor its own inode (ctime: a rename, a chmod) changed for `grace`.
 bool unchanged_for(const fs::path &dir, std::chrono::seconds grace) {
@@ -57,15 +58,6 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
     }
   }
   return removed;
-}
-
-std::set<std::string> names_in(const fs::path &dir) {
-  std::set<std::string> names;
-  boost::system::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    names.insert(it->path().filename().string());
-  }
-  return names;
 }
 
 int sweep_manifest_temps(const ConsumerLayout &layout) {

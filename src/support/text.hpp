@@ -14,6 +14,10 @@ inline bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+inline bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
 // "a<separator>b<separator>c".
 inline std::string joined(const std::vector<std::string> &items, const char *separator) {
   std::string text;

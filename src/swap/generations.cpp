@@ -151,37 +151,59 @@ std::shared_ptr<GenerationTable> GenerationTable::open_or_log(const std::string 
   return nullptr;
 }
 
-std::optional<SlotId> GenerationTable::find(const std::string &consumer, const std::string &name, bool claim) const {
+namespace {
+
+struct FoundSlot {
+  SlotId id;
+  Slot slot;  // as read (or as just claimed)
+};
+
+// Bad names are refused (UsageError) before the file is touched.
+void validate_names(const std::string &consumer, const std::string &name) {
   store::validate_name("consumer", consumer);
   store::validate_name("artifact name", name);
+}
+
+// consumer/name's slot (names validated), claimed when new and `claim`; the caller holds the
+// file (exclusively when claiming). nullopt when absent (or the table is full: logged when claiming).
+std::optional<FoundSlot> find_held(const GenerationsFile &file, const std::string &consumer, const std::string &name,
+                                   bool claim, const LogCallback &log) {
   const std::string key = consumer + "/" + name;
   char packed[kNameBytes] = {};
   std::memcpy(packed, key.data(), std::min(key.size(), kNameBytes - 1));
   const std::uint64_t hash = hash_of(key);
   const std::uint64_t tag = hash | 1;
-  const auto held = file_->hold(claim);
-  if (!held) throw IoError(unusable(file_->path()));
   for (std::size_t probe = 0; probe < kSlots; ++probe) {
     const std::size_t index = (hash + probe) % kSlots;
-    Slot slot{};
-    if (!file_->read(slot_offset(index), &slot, sizeof slot)) throw IoError(unusable(file_->path()));
+    FoundSlot found{SlotId{static_cast<std::uint32_t>(index)}, Slot{}};
+    Slot &slot = found.slot;
+    if (!file.read(slot_offset(index), &slot, sizeof slot)) throw IoError(unusable(file.path()));
     if (slot.tag == 0) {
       if (!claim) return std::nullopt;  // open addressing: a free slot ends the search
       slot.tag = tag;
       std::memcpy(slot.name, packed, sizeof packed);
-      if (!file_->write(slot_offset(index), &slot, sizeof slot)) throw IoError(unusable(file_->path()));
-      return SlotId{static_cast<std::uint32_t>(index)};
+      if (!file.write(slot_offset(index), &slot, sizeof slot)) throw IoError(unusable(file.path()));
+      return found;
     }
-    if (slot.tag == tag && std::memcmp(slot.name, packed, sizeof packed) == 0) {
-      return SlotId{static_cast<std::uint32_t>(index)};
-    }
+    if (slot.tag == tag && std::memcmp(slot.name, packed, sizeof packed) == 0) return found;
   }
   if (claim) {
-    safe_log(log_, LogLevel::warning, "swap trigger table " + file_->path() + " is full (" + std::to_string(kSlots) +
-                                          " consumer/name pairs): " + key +
-                                          " gets no cross-process trigger; remove the file to start over");
+    safe_log(log, LogLevel::warning, "swap trigger table " + file.path() + " is full (" + std::to_string(kSlots) +
+                                         " consumer/name pairs): " + key +
+                                         " gets no cross-process trigger; remove the file to start over");
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SlotId> GenerationTable::find(const std::string &consumer, const std::string &name, bool claim) const {
+  validate_names(consumer, name);
+  const auto held = file_->hold(claim);
+  if (!held) throw IoError(unusable(file_->path()));
+  const auto found = find_held(*file_, consumer, name, claim, log_);
+  if (!found) return std::nullopt;
+  return found->id;
 }
 
 std::optional<SlotId> GenerationTable::slot(const std::string &consumer, const std::string &name) {
@@ -212,16 +234,18 @@ std::uint64_t GenerationTable::bump(const std::string &consumer, const std::stri
   if (content_key && !store::is_valid_key(*content_key)) {
     throw UsageError("content key \"" + *content_key + "\" is not 32 lower-case hex digits (kiln ls lists keys)");
   }
-  const auto id = find(consumer, name, true);
-  if (!id) return 0;
+  validate_names(consumer, name);
+  // One hold for finding (or claiming) the slot and bumping it.
   const auto held = file_->hold(true);
-  Slot slot{};
-  if (!held || !file_->read(slot_offset(id->index), &slot, sizeof slot)) throw IoError(unusable(file_->path()));
+  if (!held) throw IoError(unusable(file_->path()));
+  auto found = find_held(*file_, consumer, name, true, log_);
+  if (!found) return 0;
+  Slot &slot = found->slot;
   slot.generation += 1;
   slot.has_key = content_key ? 1 : 0;
   std::memset(slot.key, 0, sizeof slot.key);
   if (content_key) std::memcpy(slot.key, content_key->data(), kKeyBytes);
-  if (!file_->write(slot_offset(id->index), &slot, sizeof slot)) throw IoError(unusable(file_->path()));
+  if (!file_->write(slot_offset(found->id.index), &slot, sizeof slot)) throw IoError(unusable(file_->path()));
   return slot.generation;
 }
 
