@@ -161,8 +161,12 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     }
     throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(error));
   }
-  const store::FileIdentity id = store::check_fd_safe_to_execute(fd.get(), resolution.file);
-  store::hold_in_use(fd.get(), resolution.file);  // kiln gc skips it from now until it is unmapped
+  // The lock first, then one fstat for both the safety check and "not evicted meanwhile": kiln
+  // gc skips the file from the lock on until it is unmapped.
+  store::hold_in_use(fd.get(), resolution.file);
+  std::uint64_t links = 0;
+  const store::FileIdentity id = store::check_fd_safe_to_execute(fd.get(), resolution.file, &links);
+  store::check_not_evicted(links, resolution.file);
   // Store safety of its directories, digest and build stamp from the file's bytes: nothing of
   // the plugin runs (not even its constructors, which dlopen would) before all hold.
   load::verify_before_dlopen(fd.get(), id, resolution, records, log);

@@ -128,9 +128,9 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
   report.timings.resolve_ms = resolve_ms;
   report.resolution = std::move(resolution);
   const Resolution &r = report.resolution;
-  const std::string what = r.consumer + "/" + r.name;
+  const auto what = [&r] { return r.consumer + "/" + r.name; };  // for messages only: not built on success
   if (r.kind != "plugin") {
-    throw UsageError(what + " is a \"" + r.kind + "\" artifact (device images), not a plugin: load it with "
+    throw UsageError(what() + " is a \"" + r.kind + "\" artifact (device images), not a plugin: load it with "
                      "Runtime::load_kernels (kiln load lists its kernels)");
   }
   const std::vector<DeviceIdentity> &effective = state_->checked_devices();  // discovery (once) is not timed
@@ -146,12 +146,12 @@ Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options,
   }
   report.compatibility = check(r, report.device ? &*report.device : nullptr);
   if (!report.compatibility.ok) {
-    throw IncompatibleError("artifact " + what + " (" + r.content_key + ") on " +
+    throw IncompatibleError("artifact " + what() + " (" + r.content_key + ") on " +
                                 (report.device ? report.device->label() : std::string("this host")),
                             report.compatibility.reasons);
   }
   if (!report.device && !r.identity.archs.empty()) {
-    log(LogLevel::warning, what + ": no CUDA device (" + devices().detail +
+    log(LogLevel::warning, what() + ": no CUDA device (" + devices().detail +
                                "); its device code was not checked and only host-side calls will work");
   }
   report.timings.check_ms = ms_since(start);
@@ -172,7 +172,8 @@ void Runtime::State::note_use(const Resolution &resolution) const noexcept {
   try {
     {
       std::lock_guard<std::mutex> lock(uses_mutex);
-      if (!uses_noted.insert(resolution.entry_dir).second) return;
+      if (uses_noted.count(resolution.entry_dir) != 0) return;  // the warm path: no copy of the name
+      uses_noted.insert(resolution.entry_dir);
     }
     store::record_use(writable().layout(resolution.consumer), resolution.content_key);
   } catch (...) {

@@ -93,10 +93,11 @@ void check_file_safe(const std::string &file, FileIdentity *identity) { check_on
 
 void check_store_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, kData, identity); }
 
-FileIdentity check_fd_safe_to_execute(int fd, const std::string &file) {
+FileIdentity check_fd_safe_to_execute(int fd, const std::string &file, std::uint64_t *links) {
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw IoError("cannot stat " + file + ": " + std::strerror(errno));
   check_stat(file, info, true, kCode);
+  if (links != nullptr) *links = static_cast<std::uint64_t>(info.st_nlink);
   return identity_of(info);
 }
 

@@ -1,6 +1,8 @@
 // Code runs only from a store owned by the user (or root) and not writable by others.
 #pragma once
 
+#include <cstdint>
+
 #include <string>
 
 #include <boost/filesystem/path.hpp>
@@ -38,8 +40,8 @@ void check_safe_to_execute(int fd, const boost::filesystem::path &file, const bo
 
 // The two halves of that check, for the plugin loader, which walks the directories only for a
 // file it has not verified before (load/verify.hpp): the descriptor's file alone (fstat),
-// giving its identity ...
-FileIdentity check_fd_safe_to_execute(int fd, const std::string &file);
+// giving its identity (and, where `links` is given, its link count from the same fstat) ...
+FileIdentity check_fd_safe_to_execute(int fd, const std::string &file, std::uint64_t *links = nullptr);
 // ... and every directory from the file's parent up to and including store_root.
 void check_directories(const boost::filesystem::path &file, const boost::filesystem::path &store_root);
 

@@ -1,7 +1,6 @@
 #include "store/use_lock.hpp"
 
 #include <sys/file.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
@@ -22,8 +21,10 @@ void hold_in_use(int fd, const std::string &file) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  struct stat info {};
-  if (::fstat(fd, &info) == 0 && info.st_nlink == 0) {
+}
+
+void check_not_evicted(std::uint64_t links, const std::string &file) {
+  if (links == 0) {
     throw NotFoundError(file + " was evicted by kiln gc while this load opened it; load again (a build or publish "
                         "puts it back)");
   }

@@ -7,14 +7,20 @@
 // matters), and it works on read-only file systems.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace kiln::store {
 
 // Loader side: takes the shared lock on `fd` (the opened plugin `file`). While gc holds it
-// (evicting this entry at this moment) waits up to a second. Throws NotFoundError when the
-// file was evicted meanwhile (its last link is gone), IoError when the lock stays busy.
+// (evicting this entry at this moment) waits up to a second; throws IoError when the lock
+// stays busy. Then check_not_evicted on the descriptor's link count, from an fstat made after
+// this returns (the loader's safety check makes it: one fstat serves both).
 void hold_in_use(int fd, const std::string &file);
+
+// Throws NotFoundError when `links` (st_nlink of the held descriptor) is 0: gc evicted the
+// file between the loader's open and its lock.
+void check_not_evicted(std::uint64_t links, const std::string &file);
 
 // gc side: the exclusive lock on `fd`, without waiting; false when a process has it loaded.
 bool lock_unused(int fd) noexcept;
