@@ -2,6 +2,7 @@
 #include "support/elapsed.hpp"
 #include "builder/nvcc_backend.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 
@@ -62,7 +63,12 @@ std::vector<std::string> link_command(const Recipe &recipe, const std::vector<Ar
   std::vector<std::string> command = {"--shared", "-o", "$OUT"};
   for (const auto &object : objects) command.push_back(object);
   for (const auto &flag : gencode_flags(archs)) command.push_back(flag);
-  command.push_back("-cudart=static");
+  // Static cudart unless the recipe picks its own: "-cudart=none" links a host-only plugin that
+  // takes every driver call from its host (kiln.host.kernels/1), such as the IK split form's host part.
+  const bool own_cudart = std::any_of(recipe.link_flags.begin(), recipe.link_flags.end(), [](const std::string &flag) {
+    return flag.rfind("-cudart=", 0) == 0 || flag.rfind("--cudart=", 0) == 0;
+  });
+  if (!own_cudart) command.push_back("-cudart=static");
   command.push_back("-Xlinker=--no-undefined,--exclude-libs,ALL");
   for (const auto &flag : recipe.link_flags) command.push_back(flag);
   return command;

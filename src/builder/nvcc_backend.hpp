@@ -21,7 +21,8 @@ std::vector<std::string> gencode_flags(const std::vector<Arch> &archs);
 // nvcc -c <unit> -o $OUT with kiln's plugin flags, include dirs, defines, archs, recipe flags.
 std::vector<std::string> compile_command(const Recipe &recipe, const std::vector<Arch> &archs,
                                          const std::string &unit);
-// nvcc --shared -o $OUT <objects> with static cudart, hidden exports and the recipe's link flags.
+// nvcc --shared -o $OUT <objects> with static cudart (unless the recipe's link flags name a
+// -cudart=: "-cudart=none" for a host-only plugin), hidden exports and the recipe's link flags.
 std::vector<std::string> link_command(const Recipe &recipe, const std::vector<Arch> &archs,
                                       const std::vector<std::string> &objects);
 

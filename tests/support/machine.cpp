@@ -24,6 +24,12 @@ std::optional<DeviceIdentity> device_zero(std::string *why) {
 
 }  // namespace
 
+std::optional<std::string> no_nvrtc() {
+  const auto &status = builder::JitToolchain::instance().nvrtc();
+  if (status.found) return std::nullopt;
+  return status.detail;
+}
+
 std::optional<std::string> no_nvjitlink() {
   const auto &status = builder::JitToolchain::instance().nvjitlink();
   if (status.found) return std::nullopt;

@@ -9,6 +9,7 @@
 
 namespace kiln::test {
 
+std::optional<std::string> no_nvrtc();         // NVRTC not found (nvrtc recipes)
 std::optional<std::string> no_nvjitlink();     // nvJitLink not found (JIT links, LTO)
 std::optional<std::string> no_nvfatbin();      // nvFatbin not found
 std::optional<std::string> no_toolchain();     // no nvcc or no host C++ compiler

@@ -29,6 +29,7 @@
 #include <kiln/errors.hpp>
 
 #include "builder/jobs.hpp"
+#include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
 #include "builder/toolchain.hpp"
 #include "store/locks.hpp"
@@ -778,4 +779,19 @@ TEST_CASE("toolchain: an empty cache path remembers in memory only and writes no
   CHECK(count_lines(count) == 1);
   CHECK(std::distance(fs::directory_iterator(fs::current_path()), fs::directory_iterator()) == before);
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 3);
+}
+
+TEST_CASE("nvcc link command: static cudart unless the recipe's link flags pick a -cudart= (a host-only plugin)") {
+  kiln::Recipe recipe;
+  const auto count = [](const std::vector<std::string> &command, const std::string &flag) {
+    return std::count(command.begin(), command.end(), flag);
+  };
+  const std::vector<std::string> plain = kiln::builder::link_command(recipe, {}, {"a.o"});
+  CHECK(count(plain, "-cudart=static") == 1);
+  recipe.link_flags = {"-cudart=none"};
+  const std::vector<std::string> none = kiln::builder::link_command(recipe, {}, {"a.o"});
+  CHECK(count(none, "-cudart=static") == 0);
+  CHECK(count(none, "-cudart=none") == 1);
+  recipe.link_flags = {"--cudart=shared"};
+  CHECK(count(kiln::builder::link_command(recipe, {}, {"a.o"}), "-cudart=static") == 0);
 }

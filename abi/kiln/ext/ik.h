@@ -60,7 +60,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(__CUDACC_RTC__)
+/* NVRTC resolves no relative include: it is handed headers by name (kiln: relative to the recipe's
+ * include_dirs), so device code that reads these constants names the header from the ABI root. */
+#include "kiln/plugin.h"
+#else
 #include "../plugin.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

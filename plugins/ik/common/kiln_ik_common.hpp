@@ -72,6 +72,7 @@ struct Settings {
   uint32_t flags = 0;  // KILN_IK_SOLVE_*
 };
 
+#if !defined(__CUDACC_RTC__)  // host code: NVRTC (the split form's device images) compiles device code only
 // Read options (NULL: defaults; fields past struct_size: defaults; 0: defaults). Returns
 // nullptr, or a static string naming the bad field.
 inline const char *resolve_settings(const kiln_ik_options *options, Settings *out) {
@@ -109,6 +110,7 @@ inline const char *resolve_settings(const kiln_ik_options *options, Settings *ou
 #undef KILN_IK_HAS_
   return nullptr;
 }
+#endif
 
 // Counter-based generator: a pure function of (key, target, seed, restart, joint), as
 // Philox/SplitMix-style generators are, so every thread draws its own numbers without state.
