@@ -62,8 +62,9 @@ void emit_forward(Body &body, const ChainJoint &joint, int j) {
   const bool prismatic = joint.kind == JointKind::prismatic;
   const std::string R = var("R", j), P = var("P", j), w = var("w", j), dw = var("dw", j), a = var("a", j);
   const std::string qd = idx("qd", j), qdd = idx("qdd", j);
-  const auto &ax = joint.axis;
-  const auto &Ro = joint.origin.R;
+  const auto &ax = joint.exact_axis;
+  const auto &Ro = joint.exact_origin.R;
+  const auto &Po = joint.exact_origin.t;
   body.line("// joint " + std::to_string(j) + ": " + comment_safe(joint.name) + " (" + kind_name(joint.kind) + ")");
   body.line("T " + R + "[9], " + P + "[3], " + w + "[3], " + dw + "[3], " + a + "[3];");
   body.open("{");
@@ -71,7 +72,7 @@ void emit_forward(Body &body, const ChainJoint &joint, int j) {
     for (int e = 0; e < 9; ++e) body.line(idx(R, e) + " = " + lit(Ro[static_cast<std::size_t>(e)]) + ";");
     for (int k = 0; k < 3; ++k) {
       const double along = Ro[3 * k] * ax[0] + Ro[3 * k + 1] * ax[1] + Ro[3 * k + 2] * ax[2];
-      body.line(idx(P, k) + " = " + linear_or_zero({{joint.origin.t[static_cast<std::size_t>(k)], ""}, {along, idx("q", j)}}) + ";");
+      body.line(idx(P, k) + " = " + linear_or_zero({{Po[static_cast<std::size_t>(k)], ""}, {along, idx("q", j)}}) + ";");
     }
   } else {
     body.line("T s, c;");
@@ -87,7 +88,7 @@ void emit_forward(Body &body, const ChainJoint &joint, int j) {
         body.line(idx(R, 3 * row + col) + " = " + linear_or_zero({{sum[0], ""}, {sum[1], "c"}, {sum[2], "s"}, {sum[3], "v"}}) + ";");
       }
     }
-    for (int k = 0; k < 3; ++k) body.line(idx(P, k) + " = " + lit(joint.origin.t[static_cast<std::size_t>(k)]) + ";");
+    for (int k = 0; k < 3; ++k) body.line(idx(P, k) + " = " + lit(Po[static_cast<std::size_t>(k)]) + ";");
   }
   if (j == 0) {
     // The base does not move: only gravity (as the base acceleration -g) reaches body 0.
@@ -176,7 +177,7 @@ void emit_backward(Body &body, const ChainJoint &joint, int j, int n) {
     body.close();
   }
   const std::string along = joint.kind == JointKind::prismatic ? F : N;
-  body.line(idx("tau", j) + " = " + linear_or_zero(dot(joint.axis.data(), along)) + ";");
+  body.line(idx("tau", j) + " = " + linear_or_zero(dot(joint.exact_axis.data(), along)) + ";");
 }
 
 std::string emit_rnea_body(const Chain &chain) {
@@ -223,7 +224,7 @@ std::string emit_rnea_header(const Chain &chain, const std::string &ns, const st
   list("double", "kEffortLimit", [](const ChainJoint &j) { return number(j.effort); });
   s << "  // Unit joint axes in each joint's frame.\n";
   s << "  static constexpr double kAxes[kDof][3] = {";
-  for (std::size_t j = 0; j < n; ++j) s << (j ? ", " : "") << triple(chain.joints[j].axis);
+  for (std::size_t j = 0; j < n; ++j) s << (j ? ", " : "") << triple(chain.joints[j].exact_axis);
   s << "};\n";
   s << "  // Each joint's body (its child link and the links fixed to it along the chain, merged), in the\n";
   s << "  // joint's frame: mass (kg), centre of mass (m), rotational inertia about the centre of mass\n";

@@ -165,6 +165,8 @@ Chain extract_chain(const urdf::ModelInterface &model, const std::string &source
     if (!(norm > 1e-12)) throw GeneratorError(where + " has a zero axis");
     out.axis = {snap(ax / norm, kRotationSnap, true), snap(ay / norm, kRotationSnap, true),
                 snap(az / norm, kRotationSnap, true)};
+    out.exact_axis = {snap(ax / norm, kDynamicsSnap, true), snap(ay / norm, kDynamicsSnap, true),
+                      snap(az / norm, kDynamicsSnap, true)};
     if (joint->limits) {
       out.has_limit = true;
       out.velocity = joint->limits->velocity;
@@ -184,6 +186,9 @@ Chain extract_chain(const urdf::ModelInterface &model, const std::string &source
       }
     }
     out.origin = compose(pending, origin);
+    out.exact_origin = out.origin;
+    for (double &value : out.exact_origin.R) value = snap(value, kDynamicsSnap, true);
+    for (double &value : out.exact_origin.t) value = snap(value, kDynamicsSnap, false);
     snap(out.origin);
     out.folded = pending_names;
     start_body(out, child);

@@ -33,6 +33,10 @@ bool is_identity(const Transform &transform);
 // generated code drops the zero terms. Translations within 1e-12 m of 0 are written as 0.
 constexpr double kRotationSnap = 1e-9;
 constexpr double kTranslationSnap = 1e-12;
+// The dynamics keep the URDF's numbers as written (its check is KDL on the same URDF, to 1e-9 N m in
+// double, and 4.9e-12 in a rotation moves a torque of 500 N m by 2.5e-9): only rounding residue
+// of the quaternion -> matrix conversion and of composing fixed joints is snapped.
+constexpr double kDynamicsSnap = 1e-14;
 double snap(double value, double tolerance, bool unit);
 void snap(Transform &transform);
 
@@ -56,6 +60,8 @@ struct ChainJoint {
   bool has_limit = false;             // the joint has a <limit> element
   std::array<double, 3> axis{0, 0, 1};
   Transform origin;                   // from the previous movable joint's frame (or the base)
+  std::array<double, 3> exact_axis{0, 0, 1};  // axis and origin snapped at kDynamicsSnap only
+  Transform exact_origin;
   std::vector<std::string> folded;    // fixed joints folded into origin, in order
   Inertial body;                      // the body this joint moves, in this joint's frame
   std::vector<std::string> body_links;     // the links merged into body (child_link first)
