@@ -66,11 +66,12 @@ void emit_forward(Body &body, const ChainJoint &joint, int j) {
   const auto &Ro = joint.exact_origin.R;
   const auto &Po = joint.exact_origin.t;
   body.line("// joint " + std::to_string(j) + ": " + comment_safe(joint.name) + " (" + kind_name(joint.kind) + ")");
-  body.line("T " + R + "[9], " + P + "[3], " + w + "[3], " + dw + "[3], " + a + "[3];");
+  // Body 0's position in the base never matters (the base does not move): no P0.
+  body.line("T " + R + "[9], " + (j > 0 ? P + "[3], " : std::string()) + w + "[3], " + dw + "[3], " + a + "[3];");
   body.open("{");
   if (prismatic) {
     for (int e = 0; e < 9; ++e) body.line(idx(R, e) + " = " + lit(Ro[static_cast<std::size_t>(e)]) + ";");
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; j > 0 && k < 3; ++k) {
       const double along = Ro[3 * k] * ax[0] + Ro[3 * k + 1] * ax[1] + Ro[3 * k + 2] * ax[2];
       body.line(idx(P, k) + " = " + linear_or_zero({{Po[static_cast<std::size_t>(k)], ""}, {along, idx("q", j)}}) + ";");
     }
@@ -88,7 +89,7 @@ void emit_forward(Body &body, const ChainJoint &joint, int j) {
         body.line(idx(R, 3 * row + col) + " = " + linear_or_zero({{sum[0], ""}, {sum[1], "c"}, {sum[2], "s"}, {sum[3], "v"}}) + ";");
       }
     }
-    for (int k = 0; k < 3; ++k) body.line(idx(P, k) + " = " + lit(Po[static_cast<std::size_t>(k)]) + ";");
+    for (int k = 0; j > 0 && k < 3; ++k) body.line(idx(P, k) + " = " + lit(Po[static_cast<std::size_t>(k)]) + ";");
   }
   if (j == 0) {
     // The base does not move: only gravity (as the base acceleration -g) reaches body 0.
