@@ -181,12 +181,36 @@ void emit_backward(Body &body, const ChainJoint &joint, int j, int n) {
   body.line(idx("tau", j) + " = " + linear_or_zero(dot(joint.exact_axis.data(), along)) + ";");
 }
 
+// A wrench the environment applies at the tip (force, then moment about the tip origin, in the
+// tip frame) moved into the last body's frame and taken off its F and N (KDL's f_ext convention).
+void emit_tip_wrench(Body &body, const Chain &chain, int last) {
+  const Transform &tip = chain.exact_tip_offset;
+  const std::string F = var("F", last), N = var("N", last);
+  body.open("if (tip_wrench) {");
+  body.line("T rf[3], rm[3];");
+  for (int k = 0; k < 3; ++k) {
+    body.line(idx("rf", k) + " = " + linear_or_zero(dot(&tip.R[static_cast<std::size_t>(3 * k)], "tip_wrench")) + ";");
+  }
+  for (int k = 0; k < 3; ++k) {
+    const double *row = &tip.R[static_cast<std::size_t>(3 * k)];
+    body.line(idx("rm", k) + " = " +
+              linear_or_zero({{row[0], "tip_wrench[3]"}, {row[1], "tip_wrench[4]"}, {row[2], "tip_wrench[5]"}}) + ";");
+  }
+  for (int k = 0; k < 3; ++k) {
+    const std::string moment = linear(cross_cv(tip.t, "rf", k));
+    body.line(idx(F, k) + " -= " + idx("rf", k) + "; " + idx(N, k) + " -= " + idx("rm", k) +
+              (moment.empty() ? "" : " + (" + moment + ")") + ";");
+  }
+  body.close();
+}
+
 std::string emit_rnea_body(const Chain &chain) {
   Body body(4);
   const int n = static_cast<int>(chain.joints.size());
   body.line("const T gn[3] = {-g[0], -g[1], -g[2]};");
   for (int j = 0; j < n; ++j) emit_forward(body, chain.joints[static_cast<std::size_t>(j)], j);
   for (int j = 0; j < n; ++j) emit_body_force(body, chain.joints[static_cast<std::size_t>(j)], j);
+  emit_tip_wrench(body, chain, n - 1);
   for (int j = n - 1; j >= 0; --j) emit_backward(body, chain.joints[static_cast<std::size_t>(j)], j, n);
   return body.str();
 }
@@ -248,7 +272,14 @@ std::string emit_rnea_header(const Chain &chain, const std::string &ns, const st
   s << "  // No friction, damping or rotor inertia; bodies on branches off the chain are not included.\n";
   s << "  template <class T>\n";
   s << "  static KILN_RNEA_HD void rnea(const T *q, const T *qd, const T *qdd, const T *g, T *tau) {\n";
-  s << emit_rnea_body(chain);
+  s << "    rnea_(q, qd, qdd, g, static_cast<const T *>(nullptr), tau);\n";
+  s << "  }\n\n";
+  s << "  // As above with a wrench the environment applies to the tip link: tip_wrench[6] = force (N),\n";
+  s << "  // then moment about the tip origin (N m), both in the tip frame (a payload, a contact).\n";
+  s << "  template <class T>\n";
+  s << "  static KILN_RNEA_HD void rnea_tip_wrench(const T *q, const T *qd, const T *qdd, const T *g, const T *tip_wrench,\n";
+  s << "                                           T *tau) {\n";
+  s << "    rnea_(q, qd, qdd, g, tip_wrench, tau);\n";
   s << "  }\n\n";
   s << "  // As above under kGravity.\n";
   s << "  template <class T>\n";
@@ -276,6 +307,10 @@ std::string emit_rnea_header(const Chain &chain, const std::string &ns, const st
   s << "    }\n";
   s << "  }\n\n";
   s << " private:\n";
+  s << "  template <class T>\n";
+  s << "  static KILN_RNEA_HD void rnea_(const T *q, const T *qd, const T *qdd, const T *g, const T *tip_wrench, T *tau) {\n";
+  s << emit_rnea_body(chain);
+  s << "  }\n";
   s << "  template <class T>\n";
   s << "  static KILN_RNEA_HD void rot_(const T *R, const T *v, T *o) {  // o = R v\n";
   s << "    o[0] = R[0] * v[0] + R[1] * v[1] + R[2] * v[2];\n";
@@ -319,6 +354,7 @@ std::string emit_rnea_header(const Chain &chain, const std::string &ns, const st
   h << "// nvcc, plain inline otherwise), templated on the scalar type (float, double), no allocation:\n";
   h << "//   " << ns << "::Chain::rnea(q, qd, qdd, tau)      joint torques tau[kDof] under kGravity\n";
   h << "//   " << ns << "::Chain::rnea(q, qd, qdd, g, tau)   the same under gravity g[3] (base frame)\n";
+  h << "//   " << ns << "::Chain::rnea_tip_wrench(q, qd, qdd, g, w, tau)  the same with a wrench w[6] at the tip\n";
   h << "//   " << ns << "::Chain::gravity_torques(q, tau)    the torques holding the chain still\n";
   h << "//   " << ns << "::Chain::mass_matrix(q, M)          M[kDof * kDof], row-major\n";
   h << "// q, qd, qdd hold kDof values (rad, rad/s, rad/s^2 or m, m/s, m/s^2; chain order). Metadata:\n";

@@ -200,6 +200,9 @@ Chain extract_chain(const urdf::ModelInterface &model, const std::string &source
     throw GeneratorError("the chain " + base + " -> " + tip + " in " + source + " has no movable joint");
   }
   chain.tip_offset = pending;
+  chain.exact_tip_offset = pending;
+  for (double &value : chain.exact_tip_offset.R) value = snap(value, kDynamicsSnap, true);
+  for (double &value : chain.exact_tip_offset.t) value = snap(value, kDynamicsSnap, false);
   snap(chain.tip_offset);
   chain.tip_folded = pending_names;
   return chain;

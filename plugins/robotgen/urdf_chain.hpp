@@ -75,6 +75,7 @@ struct Chain {
   std::string tip;
   std::vector<ChainJoint> joints;
   Transform tip_offset;                 // from the last movable joint's frame to the tip link
+  Transform exact_tip_offset;           // the same, snapped at kDynamicsSnap only
   std::vector<std::string> tip_folded;  // fixed joints folded into tip_offset
 };
 

@@ -1,7 +1,7 @@
 // The checks every generated dynamics header goes through, templated on its kiln_rnea::Chain (each
 // test_rnea_<robot>.cpp includes one header and instantiates these):
 //   - against KDL on the same URDF: >= 1000 random (q, qd, qdd), gravity only, another gravity,
-//     the mass matrix (KDL's ChainDynParam, a composite-inertia algorithm, not an RNEA);
+//     a wrench at the tip, the mass matrix (KDL's ChainDynParam, a composite-inertia algorithm, not an RNEA);
 //   - the limits and joint types are the URDF's (urdfdom);
 //   - the float instantiation agrees with the double one.
 #pragma once
@@ -110,6 +110,20 @@ void check_against_kdl(const std::string &urdf) {
   }
   MESSAGE(std::string(Chain::kRobot) << " gravity (1.7, -2.3, -9.4): max |diff| " << worst_tilted);
   CHECK(worst_tilted <= kTolerance);
+
+  // A wrench at the tip (payload, contact), against KDL's f_ext on the tip segment.
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  double worst_wrench = 0;
+  for (int n = 0; n < 500; ++n) {
+    const State<Chain> s = random_state<Chain>(rng, true);
+    const std::array<double, 6> w = {30 * unit(rng), 30 * unit(rng), 30 * unit(rng),
+                                     5 * unit(rng),  5 * unit(rng),  5 * unit(rng)};
+    std::vector<double> tau(Chain::kDof);
+    Chain::rnea_tip_wrench(s.q.data(), s.qd.data(), s.qdd.data(), tilted.data(), w.data(), tau.data());
+    worst_wrench = std::max(worst_wrench, max_abs_difference(tau, kdl.torques(s.q, s.qd, s.qdd, tilted, &w)));
+  }
+  MESSAGE(std::string(Chain::kRobot) << " rnea_tip_wrench vs KDL f_ext at the tip segment: max |diff| " << worst_wrench);
+  CHECK(worst_wrench <= kTolerance);
 
   double worst_mass = 0, asymmetry = 0;
   for (int n = 0; n < 500; ++n) {

@@ -47,11 +47,16 @@ KDL::JntArray array(const std::vector<double> &values) {
 }  // namespace
 
 std::vector<double> KdlModel::torques(const std::vector<double> &q, const std::vector<double> &qd,
-                                      const std::vector<double> &qdd, const std::array<double, 3> &g) const {
+                                      const std::vector<double> &qdd, const std::array<double, 3> &g,
+                                      const std::array<double, 6> *tip_wrench) const {
   KDL::ChainIdSolver_RNE solver(impl_->chain, KDL::Vector(g[0], g[1], g[2]));
-  const KDL::Wrenches none(impl_->chain.getNrOfSegments(), KDL::Wrench::Zero());
+  KDL::Wrenches external(impl_->chain.getNrOfSegments(), KDL::Wrench::Zero());
+  if (tip_wrench) {
+    const std::array<double, 6> &w = *tip_wrench;
+    external.back() = KDL::Wrench(KDL::Vector(w[0], w[1], w[2]), KDL::Vector(w[3], w[4], w[5]));
+  }
   KDL::JntArray tau(impl_->chain.getNrOfJoints());
-  const int status = solver.CartToJnt(array(q), array(qd), array(qdd), none, tau);
+  const int status = solver.CartToJnt(array(q), array(qd), array(qdd), external, tau);
   if (status < 0) throw std::runtime_error("KDL::ChainIdSolver_RNE::CartToJnt failed: " + std::to_string(status));
   std::vector<double> out(tau.rows());
   for (unsigned i = 0; i < tau.rows(); ++i) out[i] = tau(i);
@@ -84,7 +89,8 @@ KdlModel::KdlModel(const std::string &, const std::string &, const std::string &
 KdlModel::~KdlModel() = default;
 std::vector<std::string> KdlModel::joint_names() const { return {}; }
 std::vector<double> KdlModel::torques(const std::vector<double> &, const std::vector<double> &,
-                                      const std::vector<double> &, const std::array<double, 3> &) const {
+                                      const std::vector<double> &, const std::array<double, 3> &,
+                                      const std::array<double, 6> *) const {
   return {};
 }
 std::vector<double> KdlModel::mass_matrix(const std::vector<double> &) const { return {}; }

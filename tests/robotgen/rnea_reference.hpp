@@ -24,9 +24,11 @@ class KdlModel {
   KdlModel &operator=(const KdlModel &) = delete;
 
   std::vector<std::string> joint_names() const;  // the movable joints, chain order
-  // ChainIdSolver_RNE::CartToJnt without external wrenches, under gravity g (base frame).
+  // ChainIdSolver_RNE::CartToJnt under gravity g (base frame), with no external wrench or with
+  // tip_wrench (force, moment; KDL's f_ext of the last segment: the tip link's frame and origin).
   std::vector<double> torques(const std::vector<double> &q, const std::vector<double> &qd,
-                              const std::vector<double> &qdd, const std::array<double, 3> &g) const;
+                              const std::vector<double> &qdd, const std::array<double, 3> &g,
+                              const std::array<double, 6> *tip_wrench = nullptr) const;
   // ChainDynParam::JntToMass, row-major.
   std::vector<double> mass_matrix(const std::vector<double> &q) const;
 
