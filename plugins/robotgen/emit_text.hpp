@@ -1,0 +1,51 @@
+// Text pieces the header emitters share: numbers written so that they read back exactly,
+// C string literals, comment-safe text, linear combinations with the zero terms dropped, an
+// indenting line writer, and the hash that names a header's inline namespace.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::robotgen {
+
+// The shortest decimal form that reads back as the same double, always with a '.' or an 'e'.
+std::string number(double value);
+// number(value) as a literal of the generated code's scalar type T.
+std::string lit(double value);
+// A C string literal (names are identifiers in practice; anything else is escaped).
+std::string quoted(const std::string &text);
+// A comment-safe copy of text (no "*/", no newlines).
+std::string comment_safe(const std::string &text);
+
+// sum of coefficient * symbol, dropping exact zeros; "" when every term is zero. A symbol ""
+// stands for the constant 1 (the term is written as the literal alone).
+std::string linear(const std::vector<std::pair<double, std::string>> &terms);
+// As linear, but "static_cast<T>(0.0)" when every term is zero.
+std::string linear_or_zero(const std::vector<std::pair<double, std::string>> &terms);
+
+// FNV-1a 64 over the text: the inline namespace's tag.
+std::uint64_t fnv1a(const std::string &text);
+
+class Body {
+ public:
+  explicit Body(int indent) : indent_(indent) {}
+  void line(const std::string &text) { out_ << std::string(static_cast<std::size_t>(indent_), ' ') << text << '\n'; }
+  void open(const std::string &text) {
+    line(text);
+    indent_ += 2;
+  }
+  void close(const std::string &text = "}") {
+    indent_ -= 2;
+    line(text);
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  int indent_;
+};
+
+}  // namespace kiln::robotgen

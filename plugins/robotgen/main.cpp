@@ -1,0 +1,134 @@
+// kiln-urdf-fk: reads a URDF, walks the serial chain from --base to --tip and writes C++/CUDA
+// headers usable from host and device code (__host__ __device__ under nvcc):
+//
+//   kiln-urdf-fk ROBOT.urdf --base LINK --tip LINK -o kiln_fk_chain.cuh [--namespace kiln_fk]
+//                [--dynamics kiln_rnea_chain.cuh] [--dynamics-namespace kiln_rnea] [--gravity X Y Z]
+//
+//   -o          forward kinematics and the geometric Jacobian (fk_emitter.hpp)
+//   --dynamics  recursive Newton-Euler inverse dynamics, gravity torques, the joint-space mass
+//               matrix, and the joint limits (rnea_emitter.hpp)
+// The chain itself (fixed joints folded, bodies merged, every refusal) is urdf_chain.hpp's.
+//
+// The output is deterministic: the same URDF bytes and arguments give the same header bytes.
+// It names the input file by its base name only: no directory, no time stamp, no user, so
+// the header's bytes (which key the plugin artifact) do not depend on where it was built.
+#include <urdf_parser/urdf_parser.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "fk_emitter.hpp"
+#include "rnea_emitter.hpp"
+#include "urdf_chain.hpp"
+
+namespace {
+
+using kiln::robotgen::GeneratorError;
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw GeneratorError("cannot read '" + path + "'");
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) throw GeneratorError("cannot read '" + path + "'");
+  return out.str();
+}
+
+// Write through a temporary file and rename: a build never sees a half-written header.
+void write_file(const std::string &path, const std::string &text) {
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw GeneratorError("cannot write '" + temporary + "'");
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw GeneratorError("cannot write '" + temporary + "'");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw GeneratorError("cannot rename '" + temporary + "' to '" + path + "'");
+  }
+}
+
+bool valid_namespace(const std::string &name) {
+  if (name.empty()) return false;
+  std::size_t i = 0;
+  while (i < name.size()) {
+    const char c = name[i];
+    const bool start = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!start) return false;
+    while (i < name.size() && name[i] != ':') {
+      const char d = name[i];
+      if (!((d >= 'a' && d <= 'z') || (d >= 'A' && d <= 'Z') || (d >= '0' && d <= '9') || d == '_')) return false;
+      ++i;
+    }
+    if (i < name.size()) {
+      if (name.compare(i, 2, "::") != 0 || i + 2 >= name.size()) return false;
+      i += 2;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"kiln-urdf-fk: write the forward kinematics (and, with --dynamics, the inverse dynamics) of a URDF "
+               "serial chain as C++/CUDA headers"};
+  std::string input, base, tip, output, ns = "kiln_fk", dynamics, dynamics_ns = "kiln_rnea";
+  std::vector<double> gravity = {0.0, 0.0, -9.81};
+  app.add_option("urdf", input, "the robot's URDF file")->required();
+  app.add_option("--base", base, "the chain's base link (frame of the results)")->required();
+  app.add_option("--tip", tip, "the chain's tip link (the frame placed)")->required();
+  app.add_option("-o,--output", output, "the forward-kinematics header to write");
+  app.add_option("--namespace", ns, "C++ namespace of the forward-kinematics code (default kiln_fk)");
+  app.add_option("--dynamics", dynamics, "the inverse-dynamics (RNEA) header to write");
+  app.add_option("--dynamics-namespace", dynamics_ns, "C++ namespace of the dynamics code (default kiln_rnea)");
+  app.add_option("--gravity", gravity, "gravity in the base frame, m/s^2 (default 0 0 -9.81)")->expected(3);
+  app.set_version_flag("--version", kiln::robotgen::kFkGeneratorVersion);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (output.empty() && dynamics.empty()) throw GeneratorError("nothing to write: pass -o FILE and/or --dynamics FILE");
+    if (!valid_namespace(ns)) throw GeneratorError("--namespace '" + ns + "' is not a C++ namespace name");
+    if (!valid_namespace(dynamics_ns)) {
+      throw GeneratorError("--dynamics-namespace '" + dynamics_ns + "' is not a C++ namespace name");
+    }
+    for (const double g : gravity) {
+      if (!std::isfinite(g)) throw GeneratorError("--gravity takes three finite numbers (m/s^2, base frame)");
+    }
+    const std::string text = read_file(input);
+    const std::size_t slash = input.find_last_of('/');
+    const std::string source = slash == std::string::npos ? input : input.substr(slash + 1);
+    urdf::ModelInterfaceSharedPtr model = urdf::parseURDF(text);
+    if (!model) {
+      throw GeneratorError("'" + input + "' is not a valid URDF (the parser's reason is printed above)");
+    }
+    const kiln::robotgen::Chain chain = kiln::robotgen::extract_chain(*model, source, base, tip);
+    // Both headers are composed before either is written: a refusal leaves neither behind.
+    std::string fk_text, dynamics_text;
+    if (!output.empty()) fk_text = kiln::robotgen::emit_fk_header(chain, ns);
+    if (!dynamics.empty()) {
+      kiln::robotgen::check_inertials(*model, chain);
+      dynamics_text = kiln::robotgen::emit_rnea_header(chain, dynamics_ns, {gravity[0], gravity[1], gravity[2]});
+    }
+    if (!output.empty()) write_file(output, fk_text);
+    if (!dynamics.empty()) write_file(dynamics, dynamics_text);
+  } catch (const std::exception &error) {
+    std::cerr << "kiln-urdf-fk: error: " << error.what() << '\n';
+    return 1;
+  }
+  return 0;
+}
