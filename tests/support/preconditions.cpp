@@ -17,6 +17,7 @@ namespace {
 struct Registered {
   std::string name;
   std::string suite;
+  std::string file;  // the source file, as doctest's --source-file filters match it
   Precondition missing;
 };
 
@@ -82,7 +83,7 @@ std::string filter_value(const std::string &name) {
 
 void skip_if::fill(doctest::detail::TestCase &state) const {
   registry().push_back({state.m_name != nullptr ? state.m_name : "", state.m_test_suite != nullptr ? state.m_test_suite : "",
-                        missing_});
+                        state.m_file.c_str(), missing_});
 }
 
 void skip_if::fill(doctest::detail::TestSuite &) const {
@@ -108,12 +109,18 @@ void apply_preconditions(doctest::Context &context, int argc, const char *const 
   const auto suites_excluded = option_values(argc, argv, "test-suite-exclude", "tse");
   const auto cases = option_values(argc, argv, "test-case", "tc");
   const auto cases_excluded = option_values(argc, argv, "test-case-exclude", "tce");
+  const auto files = option_values(argc, argv, "source-file", "sf");
+  const auto files_excluded = option_values(argc, argv, "source-file-exclude", "sfe");
   std::map<Precondition, std::optional<std::string>> decided;  // each precondition once
   for (const auto &registered : registry()) {
     const bool selected = (suites.empty() || any_match(suites, registered.suite)) &&
                           !any_match(suites_excluded, registered.suite) &&
                           (cases.empty() || any_match(cases, registered.name)) &&
-                          !any_match(cases_excluded, registered.name);
+                          !any_match(cases_excluded, registered.name) &&
+                          (files.empty() || any_match(files, registered.file)) &&
+                          !any_match(files_excluded, registered.file);
+    // A precondition of a case not selected is never decided: some cost seconds (a child in
+    // a new pid namespace, a read-only bind mount), more under an emulator.
     if (!selected) continue;
     auto found = decided.find(registered.missing);
     if (found == decided.end()) found = decided.emplace(registered.missing, registered.missing()).first;

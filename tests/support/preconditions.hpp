@@ -5,7 +5,8 @@
 //   TEST_CASE("jit: ..." * kiln::test::skip_if(no_nvjitlink)) { ... }
 //
 // main (tests/support/main.cpp) decides each registered precondition once, for the cases the
-// command line selects, and excludes the cases whose precondition is missing from the run:
+// command line selects (its test-suite, test-case and source-file filters), and excludes the
+// cases whose precondition is missing from the run:
 // doctest counts them as skipped, and each one is printed as "SKIPPED <case>: <why>" and
 // appended to $KILN_TEST_SKIP_FILE, which ctest prints after its summary (tests/CMakeLists.txt).
 #pragma once
@@ -32,7 +33,7 @@ class skip_if {
 };
 
 // For main, before context.run(): decides the preconditions of the cases argv selects (its
-// test-suite and test-case filters), excludes those missing one from `context`, and reports each.
+// test-suite, test-case and source-file filters), excludes those missing one from `context`, and reports each.
 void apply_preconditions(doctest::Context &context, int argc, const char *const *argv);
 
 // "SKIPPED <what>: <why>" on stdout and in $KILN_TEST_SKIP_FILE (when set).
