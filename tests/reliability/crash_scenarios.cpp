@@ -30,7 +30,7 @@ Verified verify_store(const Workspace &ws) {
       verified.findings.push_back({finding["kind"], finding["severity"], finding["path"]});
     }
   } catch (const std::exception &error) {
-    FAIL_CHECK("kiln verify --json printed no report (" << error.what() << "): " << verified.outcome.describe());
+    FAIL_CHECK("kiln verify --json printed no report (" << std::string(error.what()) << "): " << verified.outcome.describe());
   }
   return verified;
 }

@@ -69,6 +69,7 @@ std::map<std::string, int> check_after_next(const Scenario &scenario, const Work
 
 std::vector<Scenario> import_scenarios();  // crash_import.cpp
 Scenario import_scenario(bool into);       // ... into the writable cache, or --into a fresh directory
+std::vector<std::string> bundle_keys();    // the content keys of the bundle they import
 std::vector<Scenario> repair_scenarios();  // crash_repair.cpp
 
 }  // namespace kiln::reliability
