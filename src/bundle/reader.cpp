@@ -20,6 +20,7 @@
 #include "store/entry.hpp"
 #include "store/files.hpp"
 #include "store/unique_fd.hpp"
+#include "support/fault_point.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln::bundle {
@@ -332,6 +333,7 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
     auto &staging = stagings[found->second.entry];
     if (!staging) staging.emplace(target.stage(entry.consumer, log));
     extract(reader, entry, file, *staging, refuse);
+    KILN_FAULT_POINT("import.after_extract");
     report.verified_bytes += file.size;
   }
   for (const auto &[name, item] : expected) {
@@ -363,6 +365,7 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   std::vector<bool> fresh(index.entries.size());
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
     fresh[e] = target.writable().commit_entry(std::move(*stagings[e]), log);
+    KILN_FAULT_POINT("import.after_entry");
   }
   std::vector<store::Publication> publications;
   for (const auto &entry : index.entries) {

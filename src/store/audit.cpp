@@ -20,6 +20,7 @@
 #include "store/names.hpp"
 #include "store/safety.hpp"
 #include "store/sweep.hpp"
+#include "support/fault_point.hpp"
 #include "support/text.hpp"
 
 namespace kiln::store {
@@ -123,7 +124,11 @@ class Auditor {
       add("unreadable", "damage", name, layout.manifest(), error.what());
     } catch (const std::exception &error) {  // IntegrityError, IncompatibleError
       const std::size_t index = add("damaged_manifest", "damage", name, layout.manifest(), error.what());
-      repair(index, [&] { return "moved aside to " + store_.move_manifest_aside(name).string(); });
+      repair(index, [&] {
+        const fs::path aside = store_.move_manifest_aside(name);
+        KILN_FAULT_POINT("repair.after_manifest_aside");
+        return "moved aside to " + aside.string();
+      });
     }
 
     std::map<std::string, EntryState> states;
@@ -142,10 +147,15 @@ class Auditor {
               add("missing_entry", "damage", name, layout.entry(record.content_key),
                   "the manifest names " + name + "/" + artifact + " as " + record.content_key +
                       ", which has no entry; republish or rebuild it");
-          repair(index, [&] { return store_.drop_record(name, artifact, record.content_key) ? "record dropped" : ""; });
+          repair(index, [&] {
+            if (!store_.drop_record(name, artifact, record.content_key)) return "";
+            KILN_FAULT_POINT("repair.after_drop_record");
+            return "record dropped";
+          });
         } else if (state->second == EntryState::damaged) {
           StoreFinding &entry = report_.findings[damaged_findings[record.content_key]];
           if (entry.repaired && store_.drop_record(name, artifact, record.content_key)) {
+            KILN_FAULT_POINT("repair.after_drop_record");
             entry.repair += "; manifest record " + artifact + " dropped";
           }
         }
@@ -183,7 +193,11 @@ class Auditor {
       if (state != EntryState::damaged) continue;
       const std::size_t index = report_.findings.size() - 1;  // entry() added it last
       damaged_findings[key] = index;
-      repair(index, [&] { return "moved aside to " + store_.move_entry_aside(layout.consumer(), key, log_).string(); });
+      repair(index, [&] {
+        const fs::path aside = store_.move_entry_aside(layout.consumer(), key, log_);
+        KILN_FAULT_POINT("repair.after_move_aside");
+        return "moved aside to " + aside.string();
+      });
     }
   }
 
@@ -268,7 +282,11 @@ class Auditor {
           key ? "points at " + *key + ", which is " + (state == states.end() ? "not in the store" : "damaged") +
                     "; the next build of these inputs rebuilds it"
               : "damaged (not one content key); the next build of these inputs rebuilds over it");
-      repair(index, [&] { return store_.drop_pointer(layout.consumer(), input_key, key) ? "removed" : ""; });
+      repair(index, [&] {
+        if (!store_.drop_pointer(layout.consumer(), input_key, key)) return "";
+        KILN_FAULT_POINT("repair.after_drop_pointer");
+        return "removed";
+      });
     }
   }
 

@@ -224,11 +224,17 @@ void Storage::point_all(const std::vector<Publication> &publications) const {
   for (const auto &publication : publications) {
     if (!publication.input_key.empty()) {
       cache.write_pointer(publication.consumer, publication.input_key, publication.content_key);
+      KILN_FAULT_POINT("import.after_bykey");
     }
     records[publication.consumer][publication.name] = {publication.content_key, publication.input_key, publication.kind, now};
   }
   for (const auto &[consumer, named] : records) {
-    for (const auto &name : cache.write_records(consumer, named)) {
+    KILN_FAULT_POINT("import.before_manifest");
+    const std::vector<std::string> renamed = cache.write_records(consumer, named);
+    // A crash here leaves the names recorded and running watchers not told; the next import
+    // finds nothing changed and bumps nothing (publish and build alike): `kiln swap` tells them.
+    KILN_FAULT_POINT("import.after_manifest");
+    for (const auto &name : renamed) {
       if (on_rename_) on_rename_(consumer, name);
     }
   }

@@ -35,6 +35,15 @@ inline constexpr const char *kFaultPoints[] = {
     "sweep.before_remove",    // sweep_dead_staging: a dead staging directory chosen, not yet removed
     "sweep.after_remove",     // ... removed
     "gc.after_rename",        // kiln gc: an evicted entry renamed out of store/, not yet removed
+    "import.after_extract",   // kiln import: a member's bytes written into its entry's staging directory, not fsynced
+    "import.after_entry",     // ... an entry committed (or an intact one kept), the next entry or the pointers not yet
+    "import.after_bykey",     // ... (Storage::point_all) a bykey pointer written, the next one or the manifests not yet
+    "import.before_manifest", // ... every pointer written, this consumer's manifest not yet updated
+    "import.after_manifest",  // ... this consumer's manifest updated, its swap trigger not yet bumped
+    "repair.after_manifest_aside",  // kiln verify --repair: a damaged manifest renamed aside, its entries not yet checked
+    "repair.after_move_aside",      // ... a damaged entry renamed aside, its manifest record not yet dropped
+    "repair.after_drop_record",     // ... a record naming a missing or moved-aside entry dropped from the manifest
+    "repair.after_drop_pointer",    // ... a dangling bykey pointer removed (the sweep of leftovers comes last)
 };
 
 constexpr bool same_fault_name(const char *a, const char *b) {

@@ -2,7 +2,9 @@
 // journal: each scenario (a kiln CLI command on a prepared store) is killed at each fault point
 // it must reach, at every pass of that point (KILN_FAULT=<point>:<nth>, nth = 1, 2, ... until
 // the command runs through), then the store is checked (store_check.hpp), the command is run
-// again and must succeed, and the store is checked again, leftovers included.
+// again and must succeed, and the store is checked again, leftovers included. The scenarios of
+// builds, publishes, the sweep and gc are here; import's and verify --repair's in crash_import.cpp
+// and crash_repair.cpp (crash_scenarios.hpp).
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -12,10 +14,10 @@
 #include <boost/filesystem/operations.hpp>
 
 #include "reliability/child.hpp"
+#include "reliability/crash_scenarios.hpp"
 #include "reliability/store_check.hpp"
 #include "reliability/suite.hpp"
 #include "reliability/workspace.hpp"
-#include "store/manifest.hpp"
 #include "support/fault_point.hpp"
 #include "support/fixtures.hpp"
 
@@ -23,29 +25,6 @@ using namespace kiln::reliability;
 using kiln::test::TempDir;
 
 namespace {
-
-struct Scenario {
-  std::string title;
-  std::vector<std::string> points;  // the fault points it must reach
-  std::function<void(const Workspace &)> setup;
-  std::function<Op(const Workspace &)> op;
-  std::vector<Named> names;  // checked after every kill: each loads or is cleanly absent
-  Backend needs = Backend::fake_nvcc;
-};
-
-const std::vector<std::string> kFilePoints = {"file.after_temp_write", "file.after_temp_fsync", "file.after_rename",
-                                              "file.after_dir_fsync"};
-
-std::vector<std::string> with_file_points(std::vector<std::string> points) {
-  points.insert(points.end(), kFilePoints.begin(), kFilePoints.end());
-  return points;
-}
-
-void must(const Outcome &outcome, const std::string &what) {
-  REQUIRE_MESSAGE(outcome.ok(), what << ": " << outcome.describe());
-}
-
-void setup_op(const Workspace &ws, const Op &op) { must(run(op.argv, op.env, ws.root()), "setup: " + op.label); }
 
 std::vector<Scenario> scenarios() {
   const std::vector<std::string> build_points = with_file_points(
@@ -111,11 +90,6 @@ std::vector<Scenario> scenarios() {
   return all;
 }
 
-bool named_in_manifest(const Workspace &ws, const Named &named) {
-  const auto manifest = kiln::store::read_manifest(ws.store() / "consumers" / named.consumer / "manifest.json", named.consumer);
-  return manifest && manifest->artifacts.count(named.name) != 0;
-}
-
 // Why a scenario cannot run here, or empty.
 std::string missing_toolchain(Backend backend) {
   if (backend == Backend::nvrtc && !toolchains().nvrtc) return "NVRTC not found: " + toolchains().nvrtc_detail;
@@ -124,72 +98,90 @@ std::string missing_toolchain(Backend backend) {
   return "";
 }
 
+// Kills each scenario at each of its points at every pass and checks what is left.
+void run_scenarios(const std::vector<Scenario> &all, const char *what) {
+  OrphanReaper reaper;
+  const double start = now_seconds();
+  std::map<std::string, int> kills_at;
+  int kills = 0, reruns = 0;
+  std::map<std::string, int> leftovers_after_kill, leftovers_after_next;
+  for (const Scenario &scenario : all) {
+    if (const std::string why = missing_toolchain(scenario.needs); !why.empty()) {
+      say("SKIPPED crash scenario \"%s\": %s", scenario.title.c_str(), why.c_str());
+      MESSAGE("SKIPPED crash scenario \"" << scenario.title << "\": " << why);
+      continue;
+    }
+    int scenario_kills = 0;
+    for (const std::string &point : scenario.points) {
+      REQUIRE_MESSAGE(kiln::support::is_fault_point(point.c_str()), point);
+      for (int nth = 1;; ++nth) {
+        INFO("scenario \"" << scenario.title << "\", KILN_FAULT=" << point << ":" << nth);
+        REQUIRE(nth <= 32);  // a point passed more often than that is a runaway loop
+        TempDir dir;
+        const Workspace ws(dir.path());
+        scenario.setup(ws);
+        const Op op = scenario.op(ws);
+        Op armed = op;
+        armed.env["KILN_FAULT"] = point + ":" + std::to_string(nth);
+        const Outcome outcome = run(armed.argv, armed.env, ws.root());
+        reaper.end_orphans();
+        if (!outcome.killed()) {
+          // Passed fewer than nth times: the command ran through, unharmed by the arming.
+          CHECK_MESSAGE(nth > 1, "fault point " << point << " is never reached by \"" << scenario.title << "\"");
+          CHECK_MESSAGE(outcome.ok(), outcome.describe());
+          break;
+        }
+        ++kills, ++scenario_kills, ++kills_at[point];
+
+        for (const auto &[kind, count] : check_after_kill(scenario, ws)) leftovers_after_kill[kind] += count;
+        const Outcome next = run(op.argv, op.env, ws.root());
+        ++reruns;
+        CHECK_MESSAGE(next.ok(), "the next " << op.label << " after the kill: " << next.describe());
+        for (const auto &[kind, count] : check_after_next(scenario, ws, op)) leftovers_after_next[kind] += count;
+      }
+    }
+    say("crash scenario \"%s\": %d kills at %zu fault points", scenario.title.c_str(), scenario_kills,
+        scenario.points.size());
+  }
+  say("crash points (%s): %d kills at %zu fault points (%d reruns all succeeding) in %.1f s", what, kills,
+      kills_at.size(), reruns, now_seconds() - start);
+  for (const auto &[point, count] : kills_at) say("  %-28s %d kills", point.c_str(), count);
+  for (const auto &[kind, count] : leftovers_after_kill) {
+    say("  leftovers after the kills: %-20s %d (after the next command: %d)", kind.c_str(), count,
+        leftovers_after_next[kind]);
+  }
+}
+
+std::vector<Scenario> import_and_repair() {
+  std::vector<Scenario> all = import_scenarios();
+  for (auto &scenario : repair_scenarios()) all.push_back(std::move(scenario));
+  return all;
+}
+
 }  // namespace
 
 TEST_SUITE("crash") {
-  TEST_CASE("crash points: every scenario is killed at each fault point it reaches, at every pass; the store stays whole") {
-    OrphanReaper reaper;
-    const double start = now_seconds();
-    std::set<std::string> covered;  // points some scenario that ran here reached
-    std::map<std::string, int> kills_at;
-    int kills = 0, reruns = 0, checks = 0;
-    std::map<std::string, int> leftovers_after_kill, leftovers_after_next;
-    for (const Scenario &scenario : scenarios()) {
-      if (const std::string why = missing_toolchain(scenario.needs); !why.empty()) {
-        say("SKIPPED crash scenario \"%s\": %s", scenario.title.c_str(), why.c_str());
-        MESSAGE("SKIPPED crash scenario \"" << scenario.title << "\": " << why);
-        continue;
+  // Each listed point is killed in its scenario or that scenario's run fails ("never reached"),
+  // so every point listed by a scenario that always runs (stand-in nvcc only) is covered.
+  TEST_CASE("crash points: every fault point is listed by a scenario that runs everywhere") {
+    std::set<std::string> listed;
+    for (const auto &group : {scenarios(), import_and_repair()}) {
+      for (const Scenario &scenario : group) {
+        if (scenario.needs == Backend::fake_nvcc) listed.insert(scenario.points.begin(), scenario.points.end());
       }
-      int scenario_kills = 0;
-      for (const std::string &point : scenario.points) {
-        REQUIRE_MESSAGE(kiln::support::is_fault_point(point.c_str()), point);
-        for (int nth = 1;; ++nth) {
-          INFO("scenario \"" << scenario.title << "\", KILN_FAULT=" << point << ":" << nth);
-          REQUIRE(nth <= 32);  // a point passed more often than that is a runaway loop
-          TempDir dir;
-          const Workspace ws(dir.path());
-          scenario.setup(ws);
-          const Op op = scenario.op(ws);
-          Op armed = op;
-          armed.env["KILN_FAULT"] = point + ":" + std::to_string(nth);
-          const Outcome outcome = run(armed.argv, armed.env, ws.root());
-          reaper.end_orphans();
-          if (!outcome.killed()) {
-            // Passed fewer than nth times: the command ran through, unharmed by the arming.
-            CHECK_MESSAGE(nth > 1, "fault point " << point << " is never reached by \"" << scenario.title << "\"");
-            CHECK_MESSAGE(outcome.ok(), outcome.describe());
-            break;
-          }
-          ++kills, ++scenario_kills, ++kills_at[point];
-          covered.insert(point);
-
-          const StoreCheck after_kill = check_store(ws, scenario.names);
-          ++checks;
-          CHECK_MESSAGE(after_kill.ok(), "after the kill:\n" << after_kill.report());
-          for (const auto &[kind, paths] : after_kill.leftovers) leftovers_after_kill[kind] += static_cast<int>(paths.size());
-
-          const Outcome next = run(op.argv, op.env, ws.root());
-          ++reruns;
-          CHECK_MESSAGE(next.ok(), "the next " << op.label << " after the kill: " << next.describe());
-          const StoreCheck after_next = check_store(ws, scenario.names);
-          ++checks;
-          CHECK_MESSAGE(after_next.ok(), "after the next " << op.label << ":\n" << after_next.report());
-          for (const auto &problem : unswept(after_next)) CHECK_MESSAGE(false, problem);
-          for (const auto &[kind, paths] : after_next.leftovers) leftovers_after_next[kind] += static_cast<int>(paths.size());
-          CHECK_MESSAGE(named_in_manifest(ws, {op.consumer, op.name}), op.label << " did not name " << op.name);
-        }
-      }
-      say("crash scenario \"%s\": %d kills", scenario.title.c_str(), scenario_kills);
     }
     for (const char *point : kiln::support::kFaultPoints) {
-      CHECK_MESSAGE(covered.count(point) == 1, "fault point " << std::string(point) << " was killed in no scenario");
+      CHECK_MESSAGE(listed.count(point) == 1, "fault point " << std::string(point) << " is in no scenario");
     }
-    say("crash points: %d kills at %zu fault points (%d checks, %d reruns all succeeding) in %.1f s", kills,
-        kills_at.size(), checks, reruns, now_seconds() - start);
-    for (const auto &[point, count] : kills_at) say("  %-24s %d kills", point.c_str(), count);
-    for (const auto &[kind, count] : leftovers_after_kill) {
-      say("  leftovers after the kills: %-20s %d (after the next command: %d)", kind.c_str(), count,
-          leftovers_after_next[kind]);
-    }
+  }
+
+  TEST_CASE("crash points: builds, publishes, the sweep and gc are killed at each fault point, at every pass; the "
+            "store stays whole") {
+    run_scenarios(scenarios(), "builds, publishes, sweep, gc");
+  }
+
+  TEST_CASE("crash points: import and verify --repair are killed at each fault point, at every pass; the store "
+            "stays whole and the next run finishes the job") {
+    run_scenarios(import_and_repair(), "import, verify --repair");
   }
 }
