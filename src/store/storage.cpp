@@ -231,8 +231,8 @@ void Storage::point_all(const std::vector<Publication> &publications) const {
   for (const auto &[consumer, named] : records) {
     KILN_FAULT_POINT("import.before_manifest");
     const std::vector<std::string> renamed = cache.write_records(consumer, named);
-    // A crash here leaves the names recorded and running watchers not told; the next import
-    // finds nothing changed and bumps nothing (publish and build alike): `kiln swap` tells them.
+    // A crash here leaves the names recorded and no bump (publish and build alike): watchers
+    // notice it at their once-a-second look at what the name resolves to (swap/core.hpp).
     KILN_FAULT_POINT("import.after_manifest");
     for (const auto &name : renamed) {
       if (on_rename_) on_rename_(consumer, name);

@@ -53,6 +53,14 @@ struct SwapCore::Impl {
   void watch_loop() noexcept;
   void handle_request(const swap::Request &asked) noexcept;
   void reopen_if_replaced() noexcept;
+  // A writer killed between its manifest rename and its bump (import.after_manifest; publish and
+  // build have the same window) tells no watcher. Once a second the watcher compares what
+  // consumer/name resolves to with what it resolved to at the last look and, when that moved
+  // with no bump, swaps as for a bump (no generation to acknowledge). A version pinned by
+  // `kiln swap --to` stays: only a change of the manifest's answer counts.
+  void notice_unbumped_change() noexcept;
+  std::string resolved_key() const noexcept;  // what consumer/name resolves to now; "" when it cannot
+  std::string last_resolved;
   std::shared_ptr<swap::GenerationTable> generations;
   std::optional<swap::SlotId> watched;
   int watcher_record = -1;

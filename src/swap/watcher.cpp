@@ -53,6 +53,7 @@ void SwapCore::Impl::prepare_watcher() noexcept {
 void SwapCore::Impl::start_watcher() {
   if (!generations) return;
   watcher_record = generations->claim_record(*watched, seen_generation);
+  last_resolved = resolved_key();
   watcher = std::thread([this] { watch_loop(); });
 }
 
@@ -82,8 +83,10 @@ void SwapCore::Impl::watch_loop() noexcept {
     lock.unlock();
     if (moved) {
       handle_request(*polled);
+      last_resolved = resolved_key();
     } else {
       reopen_if_replaced();
+      notice_unbumped_change();
       if (watcher_record >= 0 && !generations->heartbeat(watcher_record)) {
         watcher_record = generations->claim_record(*watched, seen_generation);
       }
@@ -138,6 +141,41 @@ void SwapCore::Impl::handle_request(const swap::Request &asked) noexcept {
     }
   } catch (...) {
     // Logging itself failed (out of memory): the next bump is tried again.
+  }
+}
+
+std::string SwapCore::Impl::resolved_key() const noexcept {
+  try {
+    return runtime.resolve(options.consumer, options.name).content_key;
+  } catch (...) {
+    return "";  // absent or unreadable for now: compared again at the next look
+  }
+}
+
+void SwapCore::Impl::notice_unbumped_change() noexcept {
+  const std::string now = resolved_key();
+  if (now.empty() || now == last_resolved) return;
+  const bool first_look = last_resolved.empty();
+  last_resolved = now;
+  if (first_look) return;
+  try {
+    SwapReport report;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      report = swap_locked(SwapRequest{}, nullptr);
+    }
+    runtime.log(LogLevel::info, "hot swap of " + who(options) + ": the manifest names " + now +
+                                    " with no swap trigger bump (its writer died before bumping): " +
+                                    (report.swapped ? "now serving " : "already serving ") + report.to_key);
+    if (options.on_watched_swap) options.on_watched_swap(report, nullptr);
+  } catch (const SwapError &error) {
+    try {
+      runtime.log(LogLevel::warning, std::string(error.what()) + " (the manifest changed with no bump)");
+      if (options.on_watched_swap) options.on_watched_swap(error.report(), &error);
+    } catch (...) {
+    }
+  } catch (...) {
+    // Refused for another reason or the host's callback threw: the watcher keeps watching.
   }
 }
 

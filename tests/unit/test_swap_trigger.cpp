@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -422,7 +423,11 @@ TEST_CASE("trigger: the table: concurrent bumps from threads and processes all c
   const std::string cli = KILN_CLI_PATH;
   const std::string cache_env = "KILN_CACHE_DIR=" + (dir / "cache").string();
   const char *const argv[] = {cli.c_str(), "swap", "c", "n", nullptr};
-  const char *const envp[] = {cache_env.c_str(), "KILN_STORE_PATH=", "KILN_DEVICE=sm_90", nullptr};
+  // The loader's path goes along: where the CLI's libraries come from LD_LIBRARY_PATH (a machine
+  // the build was carried to), a minimal environment would make every run exit 127.
+  const char *library_path = std::getenv("LD_LIBRARY_PATH");
+  const std::string library_env = std::string("LD_LIBRARY_PATH=") + (library_path != nullptr ? library_path : "");
+  const char *const envp[] = {cache_env.c_str(), "KILN_STORE_PATH=", "KILN_DEVICE=sm_90", library_env.c_str(), nullptr};
   std::vector<pid_t> children;
   for (int c = 0; c < 2; ++c) {
     const pid_t child = ::fork();
@@ -634,6 +639,50 @@ TEST_CASE("trigger: kiln import into the writable cache bumps the names it chang
   result = run_kiln({"import", bundle, "--allow-unsigned"}, store.env());  // already present: nothing changes
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   CHECK(table->poll(slot.value()).value().generation == generation);
+}
+
+TEST_CASE("trigger: an import killed between its manifest update and its bump still reaches a watcher (once-a-second "
+          "look at the manifest); a version pinned by kiln swap --to is left alone") {
+  TempDir other;
+  const std::map<std::string, std::string> other_env = {
+      {"KILN_CACHE_DIR", (other / "cache").string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
+  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2,
+                          "--arch", "sm_90"}, other_env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string bundle = (other / "probe.kbundle").string();
+  result = run_kiln({"export", "--consumer", "swap", "-o", bundle}, other_env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+
+  TriggerStore store;
+  const std::string v1_key = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  Watched watched;
+  SwapProbe probe(store.runtime, watched.options(base_options()));
+  SwapReader reader = probe.register_reader();
+  REQUIRE(served_version(probe, reader) == 1);
+  auto table = swap::GenerationTable::open(store.cache(), {});
+  const auto slot = table->slot("swap", "probe");
+  const std::uint64_t generation = table->poll(slot.value()).value().generation;
+
+  auto env = store.env();
+  env["KILN_FAULT"] = "import.after_manifest";
+  result = run_kiln({"import", bundle, "--allow-unsigned"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 128 + SIGKILL, (std::string("the import was not killed at import.after_manifest: ") + result.err));
+  CHECK(table->poll(slot.value()).value().generation == generation);  // the bump never happened
+  REQUIRE(watched.wait_for(1));  // within about a second, from the look at the manifest
+  CHECK(watched.error(0).empty());
+  CHECK(served_version(probe, reader) == 2);
+
+  // Pinned back to v1 by key: the manifest still names v2 and did not change, so it stays.
+  result = run_kiln({"swap", "swap", "probe", "--to", v1_key}, store.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  REQUIRE(watched.wait_for(2));
+  CHECK(served_version(probe, reader) == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // two more looks at the manifest
+  CHECK(served_version(probe, reader) == 1);
+  {
+    std::lock_guard<std::mutex> lock(watched.mutex);
+    CHECK(watched.reports.size() == 2);
+  }
 }
 
 }  // TEST_SUITE
