@@ -29,6 +29,14 @@ std::string linear_or_zero(const std::vector<std::pair<double, std::string>> &te
 // FNV-1a 64 over the text: the inline namespace's tag.
 std::uint64_t fnv1a(const std::string &text);
 
+// A generated header's `static <hd> void sincos_(type a, type &s, type &c)`: the device's
+// `::<device_function>` under __CUDA_ARCH__, std::sin/std::cos on the host.
+std::string sincos_helper(const std::string &hd_macro, const std::string &type, const std::string &device_function);
+
+// The first line of a generated header: generator, URDF, robot, chain and joint count.
+std::string provenance_line(const std::string &generator, const std::string &source, const std::string &robot,
+                            const std::string &base, const std::string &tip, std::size_t joints);
+
 class Body {
  public:
   explicit Body(int indent) : indent_(indent) {}
