@@ -612,16 +612,23 @@ TEST_CASE("trigger: kiln build bumps consumer/name when it changes what the mani
   CHECK(generation() == 2);
 }
 
+// An unsigned bundle of swap/probe v2, published and exported in another cache under `dir`.
+std::string export_probe_v2(const TempDir &dir) {
+  const std::map<std::string, std::string> env = {
+      {"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
+  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2,
+                          "--arch", "sm_90"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string bundle = (dir / "probe.kbundle").string();
+  result = run_kiln({"export", "--consumer", "swap", "-o", bundle}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  return bundle;
+}
+
 TEST_CASE("trigger: kiln import into the writable cache bumps the names it changes, not on a re-import") {
   TempDir other;
-  const std::map<std::string, std::string> other_env = {
-      {"KILN_CACHE_DIR", (other / "cache").string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
-  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2,
-                          "--arch", "sm_90"}, other_env);
-  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-  const std::string bundle = (other / "probe.kbundle").string();
-  result = run_kiln({"export", "--consumer", "swap", "-o", bundle}, other_env);
-  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string bundle = export_probe_v2(other);
+  CommandResult result;
 
   TriggerStore store;
   store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
@@ -644,14 +651,8 @@ TEST_CASE("trigger: kiln import into the writable cache bumps the names it chang
 TEST_CASE("trigger: an import killed between its manifest update and its bump still reaches a watcher (once-a-second "
           "look at the manifest); a version pinned by kiln swap --to is left alone") {
   TempDir other;
-  const std::map<std::string, std::string> other_env = {
-      {"KILN_CACHE_DIR", (other / "cache").string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
-  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2,
-                          "--arch", "sm_90"}, other_env);
-  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-  const std::string bundle = (other / "probe.kbundle").string();
-  result = run_kiln({"export", "--consumer", "swap", "-o", bundle}, other_env);
-  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string bundle = export_probe_v2(other);
+  CommandResult result;
 
   TriggerStore store;
   const std::string v1_key = store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
