@@ -92,13 +92,18 @@ CommandResult run_shell(const std::string &command) {
   return result;
 }
 
+std::string kiln_cli_command() {
+#ifdef KILN_TEST_EMULATOR
+  return KILN_TEST_EMULATOR " " + quote(KILN_CLI_PATH);  // a cross build: the CLI is an aarch64 binary
+#else
+  return quote(KILN_CLI_PATH);
+#endif
+}
+
 CommandResult run_kiln(const std::vector<std::string> &args, const std::map<std::string, std::string> &env) {
   std::string command = "env";
   for (const auto &[name, value] : env) command += " " + quote(name + "=" + value);
-#ifdef KILN_TEST_EMULATOR
-  command += " " KILN_TEST_EMULATOR;  // a cross build: the CLI is an aarch64 binary
-#endif
-  command += " " + quote(KILN_CLI_PATH);
+  command += " " + kiln_cli_command();
   for (const auto &arg : args) command += " " + quote(arg);
   return run_shell(command);
 }

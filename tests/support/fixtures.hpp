@@ -45,6 +45,10 @@ struct CommandResult {
   std::string err;
 };
 
+// The shell words that run the kiln CLI built with the tests (through the emulator in a cross
+// build), its path quoted.
+std::string kiln_cli_command();
+
 // Runs the kiln CLI built with the tests; env entries are added to the child's environment.
 CommandResult run_kiln(const std::vector<std::string> &args, const std::map<std::string, std::string> &env = {});
 

@@ -19,6 +19,8 @@
 #include <kiln/runtime.hpp>
 
 #include "support/fixtures.hpp"
+#include "support/machine.hpp"
+#include "support/preconditions.hpp"
 
 using kiln::test::read_text;
 using kiln::test::run_kiln;
@@ -467,7 +469,8 @@ TEST_CASE("bundle: hostile archives are refused with a typed error naming the bu
   }
 }
 
-TEST_CASE("bundle: a built device-image artifact (nvrtc) carries every image and its input key, not its build log") {
+TEST_CASE("bundle: a built device-image artifact (nvrtc) carries every image and its input key, not its build log" *
+          kiln::test::skip_if(kiln::test::no_nvrtc)) {
   TempDir dir;
   fs::create_directories(dir / "src");
   write_text(dir / "src" / "kernels.cu", "extern \"C\" __global__ void saxpy(float a, const float *x, float *y, int n) {\n"

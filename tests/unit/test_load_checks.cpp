@@ -89,7 +89,7 @@ TEST_CASE("load checks: without /proc/self/fd the load is refused with the reaso
   // A private mount namespace whose /proc is an empty tmpfs: /proc/self/fd does not exist.
   const auto result = kiln::test::run_shell(
       "unshare -r -m sh -c 'mount -t tmpfs none /proc && exec env KILN_CACHE_DIR=" + (dir / "cache").string() +
-      " KILN_STORE_PATH= " + KILN_CLI_PATH + " load tests example'");
+      " KILN_STORE_PATH= " + kiln::test::kiln_cli_command() + " load tests example'");
   CHECK(result.exit_code == 1);
   CHECK(has(result.err, "/proc/self/fd is missing"));
   CHECK(has(result.err, "mount /proc"));

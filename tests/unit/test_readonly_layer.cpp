@@ -49,7 +49,7 @@ CommandResult run_on_robot(const fs::path &vendor, const std::string &env, const
   return run_shell("unshare -r -m sh -c 'mount --bind " + dir + " " + dir + " && mount -o remount,bind,ro " + dir +
                    " " + dir + " && exec env PATH=/usr/bin:/bin CUDA_HOME=/nonexistent KILN_CUDA_FALLBACK_DIR=/nonexistent "
                    "KILN_NVCC=/nonexistent/nvcc KILN_STORE_PATH=" + dir + " KILN_CACHE_DIR=" + dir + "/no-cache " + env +
-                   " " + KILN_CLI_PATH + " " + command + "'");
+                   " " + kiln_cli_command() + " " + command + "'");
 }
 
 }  // namespace
