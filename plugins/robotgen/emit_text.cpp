@@ -113,4 +113,17 @@ std::string provenance_line(const std::string &generator, const std::string &sou
   return h.str();
 }
 
+void open_chain_struct(std::ostringstream &s, const Chain &chain, const std::string &generator,
+                       const std::string &joint_types_note) {
+  s << "struct Chain {\n";
+  s << "  static constexpr int kDof = " << chain.joints.size() << ";\n";
+  s << "  static constexpr const char *kGenerator = " << quoted(generator) << ";\n";
+  s << "  static constexpr const char *kSource = " << quoted(chain.source) << ";\n";
+  s << "  static constexpr const char *kRobot = " << quoted(chain.robot) << ";\n";
+  s << "  static constexpr const char *kBaseLink = " << quoted(chain.base) << ";\n";
+  s << "  static constexpr const char *kTipLink = " << quoted(chain.tip) << ";\n";
+  s << "  // Joint types: 0 revolute, 1 continuous, 2 prismatic (" << joint_types_note << ").\n";
+  s << "  static constexpr int kRevolute = 0, kContinuous = 1, kPrismatic = 2;\n";
+}
+
 }  // namespace kiln::robotgen

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "urdf_chain.hpp"
+
 namespace kiln::robotgen {
 
 // The shortest decimal form that reads back as the same double, always with a '.' or an 'e'.
@@ -36,6 +38,20 @@ std::string sincos_helper(const std::string &hd_macro, const std::string &type, 
 // The first line of a generated header: generator, URDF, robot, chain and joint count.
 std::string provenance_line(const std::string &generator, const std::string &source, const std::string &robot,
                             const std::string &base, const std::string &tip, std::size_t joints);
+
+// The opening of a generated `struct Chain`: kDof, the generator, the URDF, the chain's names
+// and the joint-type constants; joint_types_note is the parenthesis of their comment.
+void open_chain_struct(std::ostringstream &s, const Chain &chain, const std::string &generator,
+                       const std::string &joint_types_note);
+
+// `  static constexpr <type> <name>[kDof] = {item(joint 0), ...};`
+template <class Item>
+void joint_list(std::ostringstream &s, const Chain &chain, const std::string &type, const std::string &name,
+                Item &&item) {
+  s << "  static constexpr " << type << (type.back() == '*' ? "" : " ") << name << "[kDof] = {";
+  for (std::size_t j = 0; j < chain.joints.size(); ++j) s << (j ? ", " : "") << item(chain.joints[j]);
+  s << "};\n";
+}
 
 class Body {
  public:

@@ -160,19 +160,9 @@ std::string emit_transform_comment(const Transform &t) {
 std::string emit_fk_header(const Chain &chain, const std::string &ns) {
   const std::size_t n = chain.joints.size();
   std::ostringstream s;  // the struct; hashed into the inline namespace's name
-  s << "struct Chain {\n";
-  s << "  static constexpr int kDof = " << n << ";\n";
-  s << "  static constexpr const char *kGenerator = " << quoted(kGeneratorVersion) << ";\n";
-  s << "  static constexpr const char *kSource = " << quoted(chain.source) << ";\n";
-  s << "  static constexpr const char *kRobot = " << quoted(chain.robot) << ";\n";
-  s << "  static constexpr const char *kBaseLink = " << quoted(chain.base) << ";\n";
-  s << "  static constexpr const char *kTipLink = " << quoted(chain.tip) << ";\n";
-  s << "  // Joint types: 0 revolute, 1 continuous, 2 prismatic (as KILN_IK_JOINT_* in kiln/ext/ik.h).\n";
-  s << "  static constexpr int kRevolute = 0, kContinuous = 1, kPrismatic = 2;\n";
+  open_chain_struct(s, chain, kGeneratorVersion, "as KILN_IK_JOINT_* in kiln/ext/ik.h");
   const auto list = [&](const std::string &type, const std::string &name, auto &&item) {
-    s << "  static constexpr " << type << (type.back() == '*' ? "" : " ") << name << "[kDof] = {";
-    for (std::size_t j = 0; j < n; ++j) s << (j ? ", " : "") << item(chain.joints[j]);
-    s << "};\n";
+    joint_list(s, chain, type, name, item);
   };
   list("const char *", "kJointNames", [](const ChainJoint &j) { return quoted(j.name); });
   list("int", "kJointTypes", [](const ChainJoint &j) { return std::to_string(static_cast<int>(j.kind)); });

@@ -220,19 +220,9 @@ std::string emit_rnea_body(const Chain &chain) {
 std::string emit_rnea_header(const Chain &chain, const std::string &ns, const std::array<double, 3> &gravity) {
   const std::size_t n = chain.joints.size();
   std::ostringstream s;  // the struct; hashed into the inline namespace's name
-  s << "struct Chain {\n";
-  s << "  static constexpr int kDof = " << n << ";\n";
-  s << "  static constexpr const char *kGenerator = " << quoted(kRneaGeneratorVersion) << ";\n";
-  s << "  static constexpr const char *kSource = " << quoted(chain.source) << ";\n";
-  s << "  static constexpr const char *kRobot = " << quoted(chain.robot) << ";\n";
-  s << "  static constexpr const char *kBaseLink = " << quoted(chain.base) << ";\n";
-  s << "  static constexpr const char *kTipLink = " << quoted(chain.tip) << ";\n";
-  s << "  // Joint types: 0 revolute, 1 continuous, 2 prismatic (as in kiln_fk_chain.cuh).\n";
-  s << "  static constexpr int kRevolute = 0, kContinuous = 1, kPrismatic = 2;\n";
+  open_chain_struct(s, chain, kRneaGeneratorVersion, "as in kiln_fk_chain.cuh");
   const auto list = [&](const std::string &type, const std::string &name, auto &&item) {
-    s << "  static constexpr " << type << (type.back() == '*' ? "" : " ") << name << "[kDof] = {";
-    for (std::size_t j = 0; j < n; ++j) s << (j ? ", " : "") << item(chain.joints[j]);
-    s << "};\n";
+    joint_list(s, chain, type, name, item);
   };
   const auto triple = [&](const std::array<double, 3> &v) {
     return "{" + number(v[0]) + ", " + number(v[1]) + ", " + number(v[2]) + "}";
