@@ -126,4 +126,23 @@ void open_chain_struct(std::ostringstream &s, const Chain &chain, const std::str
   s << "  static constexpr int kRevolute = 0, kContinuous = 1, kPrismatic = 2;\n";
 }
 
+std::string namespaced_body(const std::string &hd_macro, const std::string &ns, const std::string &tag,
+                            const std::string &body) {
+  std::ostringstream h;
+  h << "#include <cmath>\n\n";
+  h << "#ifndef " << hd_macro << "\n";
+  h << "#if defined(__CUDACC__)\n";
+  h << "#define " << hd_macro << " __host__ __device__ __forceinline__\n";
+  h << "#else\n";
+  h << "#define " << hd_macro << " inline\n";
+  h << "#endif\n";
+  h << "#endif\n\n";
+  h << "namespace " << ns << " {\n";
+  h << "inline namespace " << tag << " {\n\n";
+  h << body;
+  h << "\n}  // namespace " << tag << "\n";
+  h << "}  // namespace " << ns << "\n";
+  return h.str();
+}
+
 }  // namespace kiln::robotgen

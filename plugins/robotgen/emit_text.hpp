@@ -35,6 +35,11 @@ std::uint64_t fnv1a(const std::string &text);
 // `::<device_function>` under __CUDA_ARCH__, std::sin/std::cos on the host.
 std::string sincos_helper(const std::string &hd_macro, const std::string &type, const std::string &device_function);
 
+// The rest of a generated header after its comment and tag: <cmath>, the host/device macro
+// hd_macro (unless the includer defined it), and body inside namespace ns, inline namespace tag.
+std::string namespaced_body(const std::string &hd_macro, const std::string &ns, const std::string &tag,
+                            const std::string &body);
+
 // The first line of a generated header: generator, URDF, robot, chain and joint count.
 std::string provenance_line(const std::string &generator, const std::string &source, const std::string &robot,
                             const std::string &base, const std::string &tip, std::size_t joints);

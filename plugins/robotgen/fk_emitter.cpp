@@ -253,19 +253,7 @@ std::string emit_fk_header(const Chain &chain, const std::string &ns) {
   h << "#error \"kiln_fk_chain: a translation unit may include only one generated chain header\"\n";
   h << "#endif\n";
   h << "#define KILN_FK_CHAIN_TAG " << tag << "\n\n";
-  h << "#include <cmath>\n\n";
-  h << "#ifndef KILN_FK_HD\n";
-  h << "#if defined(__CUDACC__)\n";
-  h << "#define KILN_FK_HD __host__ __device__ __forceinline__\n";
-  h << "#else\n";
-  h << "#define KILN_FK_HD inline\n";
-  h << "#endif\n";
-  h << "#endif\n\n";
-  h << "namespace " << ns << " {\n";
-  h << "inline namespace " << tag << " {\n\n";
-  h << body;
-  h << "\n}  // namespace " << tag << "\n";
-  h << "}  // namespace " << ns << "\n";
+  h << namespaced_body("KILN_FK_HD", ns, tag, body);
   return h.str();
 }
 

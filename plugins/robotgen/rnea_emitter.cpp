@@ -360,19 +360,7 @@ std::string emit_rnea_header(const Chain &chain, const std::string &ns, const st
   h << "#error \"kiln_rnea_chain: a translation unit may include only one generated dynamics header\"\n";
   h << "#endif\n";
   h << "#define KILN_RNEA_CHAIN_TAG " << tag << "\n\n";
-  h << "#include <cmath>\n\n";
-  h << "#ifndef KILN_RNEA_HD\n";
-  h << "#if defined(__CUDACC__)\n";
-  h << "#define KILN_RNEA_HD __host__ __device__ __forceinline__\n";
-  h << "#else\n";
-  h << "#define KILN_RNEA_HD inline\n";
-  h << "#endif\n";
-  h << "#endif\n\n";
-  h << "namespace " << ns << " {\n";
-  h << "inline namespace " << tag << " {\n\n";
-  h << body;
-  h << "\n}  // namespace " << tag << "\n";
-  h << "}  // namespace " << ns << "\n";
+  h << namespaced_body("KILN_RNEA_HD", ns, tag, body);
   return h.str();
 }
 
