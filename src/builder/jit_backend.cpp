@@ -41,20 +41,9 @@ namespace fs = boost::filesystem;
 
 std::atomic<std::uint64_t> jit_compiles{0};
 
-std::string relative_to(const std::string &path, const std::string &base) {
-  const fs::path relative = fs::path(path).lexically_relative(base);
-  return relative.empty() ? path : relative.string();
-}
-
 bool under(const std::string &path, const std::string &dir) {
   const fs::path relative = fs::path(path).lexically_relative(dir);
   return !relative.empty() && *relative.begin() != "..";
-}
-
-std::string arch_list(const std::vector<Arch> &archs) {
-  std::string text;
-  for (const auto &arch : archs) text += (text.empty() ? "" : ",") + arch.to_string();
-  return text;
 }
 
 // A staging file, mode 0644 whatever the umask (code runs only from files others cannot

@@ -25,7 +25,9 @@ std::vector<std::string> files_under(const fs::path &dir) {
   return files;
 }
 
-std::string relative(const std::string &path, const std::string &base) {
+}  // namespace
+
+std::string relative_to(const std::string &path, const std::string &base) {
   const fs::path rel = fs::path(path).lexically_relative(base);
   return rel.empty() ? path : rel.string();
 }
@@ -35,8 +37,6 @@ std::string arch_list(const std::vector<Arch> &archs) {
   for (const auto &arch : archs) text += (text.empty() ? "" : ",") + arch.to_string();
   return text;
 }
-
-}  // namespace
 
 std::map<std::string, std::string> BuildIdentity::fields() const {
   std::map<std::string, std::string> out = {
@@ -81,7 +81,7 @@ std::string abi_headers_digest(const std::string &abi_dir) {
   if (slot.empty()) {
     store::Hasher hasher;
     for (const auto &file : files_under(fs::path(abi_dir) / "kiln")) {
-      hasher.add_field("file", relative(file, abi_dir));
+      hasher.add_field("file", relative_to(file, abi_dir));
       store::Hasher content;
       content.add_file(file);
       hasher.add_field("bytes", content.hex());
@@ -150,7 +150,7 @@ std::string input_key(const Recipe &recipe, const BuildIdentity &identity, Input
   hasher.add_field("key", "input").add_field("recipe", recipe.canonical_json());
   const auto add_files = [&](const char *role, const std::vector<std::string> &files) {
     for (const auto &file : files) {
-      const std::string name = relative(file, recipe.base_dir);
+      const std::string name = relative_to(file, recipe.base_dir);
       hasher.add_field(role, name);
       store::Hasher content;
       content.add_file(file);
@@ -165,10 +165,10 @@ std::string input_key(const Recipe &recipe, const BuildIdentity &identity, Input
   // The canonical JSON holds bytes that are not UTF-8 (a Latin-1 path given through the API) as
   // U+FFFD: the paths it holds that no field above covers key here once more, as raw bytes.
   std::vector<std::string> paths;
-  for (const auto &dir : recipe.include_dirs) paths.push_back(relative(dir, recipe.base_dir));
-  for (const auto &header : recipe.headers) paths.push_back(relative(header, recipe.base_dir));
-  for (const auto &generator : recipe.generators) paths.push_back(relative(generator.tool, recipe.base_dir));
-  for (const auto &kernel : recipe.kernels) paths.push_back(relative(kernel.source, recipe.base_dir));
+  for (const auto &dir : recipe.include_dirs) paths.push_back(relative_to(dir, recipe.base_dir));
+  for (const auto &header : recipe.headers) paths.push_back(relative_to(header, recipe.base_dir));
+  for (const auto &generator : recipe.generators) paths.push_back(relative_to(generator.tool, recipe.base_dir));
+  for (const auto &kernel : recipe.kernels) paths.push_back(relative_to(kernel.source, recipe.base_dir));
   hasher.add_list("paths", paths);
   for (const auto &[field, value] : identity.fields()) hasher.add_field(field, value);
   return hasher.hex();

@@ -25,6 +25,11 @@ struct BuildIdentity {
   std::map<std::string, std::string> fields() const;  // flat, for provenance and comparison
 };
 
+// path relative to base (path itself when it has no relative form): how recipe files are named in keys.
+std::string relative_to(const std::string &path, const std::string &base);
+// "sm_87,sm_110,compute_87": archs as keys, plans and logs write them.
+std::string arch_list(const std::vector<Arch> &archs);
+
 // The declared headers as a sorted list of files (directories expanded recursively).
 std::vector<std::string> expand_headers(const Recipe &recipe);
 

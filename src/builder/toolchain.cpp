@@ -17,6 +17,7 @@
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
 #include "store/files.hpp"
+#include "support/environment.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
 
@@ -29,13 +30,9 @@ using nlohmann::json;
 constexpr int cache_format = 1;
 const char *const default_cuda_dir = "/usr/local/cuda";
 
-std::optional<std::string> env(const char *name) {
-  const char *value = ::secure_getenv(name);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
+using support::env_value;
 
-std::string path_env() { return env("PATH").value_or(""); }
+std::string path_env() { return env_value("PATH").value_or(""); }
 
 // An executable's real path and file identity: what its `--version` output is remembered by.
 struct Key {
@@ -182,7 +179,7 @@ std::map<std::string, Memo> memos;  // by cache file
 }  // namespace
 
 std::string find_nvcc() {
-  if (const auto explicit_nvcc = env("KILN_NVCC")) {
+  if (const auto explicit_nvcc = env_value("KILN_NVCC")) {
     const std::string found = find_executable(*explicit_nvcc, path_env());
     if (!found.empty()) return found;
     throw ToolchainMissingError("KILN_NVCC=" + *explicit_nvcc +
@@ -191,7 +188,7 @@ std::string find_nvcc() {
   }
   std::vector<std::string> looked = {"KILN_NVCC (unset)"};
   for (const char *home : {"CUDA_HOME", "CUDA_PATH"}) {
-    if (const auto dir = env(home)) {
+    if (const auto dir = env_value(home)) {
       const std::string candidate = *dir + "/bin/nvcc";
       if (!find_executable(candidate, "").empty()) return candidate;
       looked.push_back("$" + std::string(home) + "/bin/nvcc = " + candidate + " (missing)");
@@ -203,7 +200,7 @@ std::string find_nvcc() {
   const std::string on_path = find_executable("nvcc", search_path);
   if (!on_path.empty()) return on_path;
   looked.push_back("nvcc in PATH (" + (search_path.empty() ? std::string("PATH empty") : search_path) + ")");
-  const std::string fallback = env("KILN_CUDA_FALLBACK_DIR").value_or(default_cuda_dir) + "/bin/nvcc";
+  const std::string fallback = env_value("KILN_CUDA_FALLBACK_DIR").value_or(default_cuda_dir) + "/bin/nvcc";
   if (!find_executable(fallback, "").empty()) return fallback;
   looked.push_back(fallback + " (missing)");
 
@@ -219,7 +216,7 @@ std::string find_nvcc() {
 std::string find_host_compiler() {
   const std::string search_path = path_env();
   for (const char *variable : {"KILN_HOST_CXX", "CXX"}) {
-    if (const auto value = env(variable)) {
+    if (const auto value = env_value(variable)) {
       const std::string found = find_executable(*value, search_path);
       if (!found.empty()) return found;
       throw NotFoundError(std::string(variable) + "=" + *value +

@@ -18,7 +18,6 @@ namespace kiln {
 namespace {
 
 using support::parse_number;
-using support::quoted;
 using support::split;
 using support::trim;
 
@@ -33,7 +32,7 @@ bool integrated_by_default(int cc) {
 }
 
 [[noreturn]] void bad_declared(std::string_view text, const std::string &why) {
-  throw UsageError("declared device " + quoted(text) + ": " + why + "; the form is " + kDeclaredForm);
+  throw UsageError("declared device " + support::quoted(text) + ": " + why + "; the form is " + kDeclaredForm);
 }
 
 // "8G", "8GiB", "16384M", "1073741824" → bytes (K/M/G/T are powers of 1024).
@@ -91,7 +90,7 @@ DeviceIdentity parse_declared_device(std::string_view text) {
     bad_declared(text, error.what());
   }
   if (arch.kind != Arch::Kind::sass || arch.suffix != '\0') {
-    bad_declared(text, quoted(arch_text) + " is not a device: a declared device is a compute "
+    bad_declared(text, support::quoted(arch_text) + " is not a device: a declared device is a compute "
                                            "capability, written sm_" +
                            std::to_string(arch.major) + std::to_string(arch.minor) +
                            " (no compute_, no a or f suffix)");
@@ -110,11 +109,11 @@ DeviceIdentity parse_declared_device(std::string_view text) {
     const auto item = trim(items[i]);
     const auto eq = item.find('=');
     if (item.empty() || eq == std::string_view::npos || eq == 0) {
-      bad_declared(text, "item " + quoted(item) + " is not key=value");
+      bad_declared(text, "item " + support::quoted(item) + " is not key=value");
     }
     const std::string key(trim(item.substr(0, eq)));
     const auto value = trim(item.substr(eq + 1));
-    if (!seen.insert(key).second) bad_declared(text, "key " + quoted(key) + " is given twice");
+    if (!seen.insert(key).second) bad_declared(text, "key " + support::quoted(key) + " is given twice");
     if (key == "driver") {
       const auto version = parse_driver_version(value);
       if (!version) {
@@ -147,7 +146,7 @@ DeviceIdentity parse_declared_device(std::string_view text) {
       }
       device.total_memory = *bytes;
     } else {
-      bad_declared(text, "unknown key " + quoted(key) +
+      bad_declared(text, "unknown key " + support::quoted(key) +
                              " (known: driver, integrated, name, sm_count, memory)");
     }
   }

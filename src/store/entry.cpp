@@ -24,28 +24,28 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void corrupt(const fs::path &file, const std::string &detail) {
+[[noreturn]] void corrupt_entry_file(const fs::path &file, const std::string &detail) {
   throw IntegrityError("store entry file " + file.string() + " is damaged (" + detail +
                        "); the entry cannot be trusted: remove its directory and republish or rebuild the artifact");
 }
 
 const json &member(const json &object, const char *key, const fs::path &file, const std::string &where) {
-  if (!object.is_object()) corrupt(file, where + " is " + support::describe_json(object) + ", not an object");
+  if (!object.is_object()) corrupt_entry_file(file, where + " is " + support::describe_json(object) + ", not an object");
   const auto it = object.find(key);
-  if (it == object.end()) corrupt(file, where + " has no \"" + key + "\"");
+  if (it == object.end()) corrupt_entry_file(file, where + " has no \"" + key + "\"");
   return *it;
 }
 
 std::string text(const json &object, const char *key, const fs::path &file, const std::string &where) {
   const json &value = member(object, key, file, where);
-  if (!value.is_string()) corrupt(file, where + "." + key + " is " + support::describe_json(value) + ", not a string");
+  if (!value.is_string()) corrupt_entry_file(file, where + "." + key + " is " + support::describe_json(value) + ", not a string");
   return value.get<std::string>();
 }
 
 std::uint64_t byte_count(const json &object, const char *key, const fs::path &file, const std::string &where) {
   const json &value = member(object, key, file, where);
   const auto size = support::checked_integer<std::uint64_t>(value);
-  if (!size) corrupt(file, where + "." + key + " is " + support::describe_json(value) + ", not a size in bytes");
+  if (!size) corrupt_entry_file(file, where + "." + key + " is " + support::describe_json(value) + ", not a size in bytes");
   return *size;
 }
 
@@ -66,10 +66,10 @@ EntryMeta read_entry_meta(const fs::path &entry_dir) {
 
 EntryMeta parse_entry_meta(const std::string &content, const fs::path &entry_dir) {
   const fs::path file = entry_dir / kMetaFile;
-  const json root = support::parse_json(content, [&](const std::string &why) { corrupt(file, why); });
+  const json root = support::parse_json(content, [&](const std::string &why) { corrupt_entry_file(file, why); });
   const json &schema = member(root, "schema", file, "meta.json");
   const auto schema_number = support::checked_integer<int>(schema, 1);
-  if (!schema_number) corrupt(file, "\"schema\" is " + support::describe_json(schema) + ", not a schema number");
+  if (!schema_number) corrupt_entry_file(file, "\"schema\" is " + support::describe_json(schema) + ", not a schema number");
   if (*schema_number != kArtifactSchema) {
     throw IncompatibleError("store entry " + entry_dir.string(),
                             {{"artifact_schema", std::to_string(*schema_number), std::to_string(kArtifactSchema),
@@ -82,11 +82,11 @@ EntryMeta parse_entry_meta(const std::string &content, const fs::path &entry_dir
   meta.digest = text(root, "digest", file, "meta.json");
   meta.size = byte_count(root, "size", file, "meta.json");
   if (root.contains("created")) meta.created = text(root, "created", file, "meta.json");
-  if (!is_valid_key(meta.digest)) corrupt(file, "digest is not 32 lower-case hex digits");
-  if (!is_valid_name(meta.file)) corrupt(file, "file name \"" + meta.file.substr(0, 80) + "\" is not a plain name");
+  if (!is_valid_key(meta.digest)) corrupt_entry_file(file, "digest is not 32 lower-case hex digits");
+  if (!is_valid_name(meta.file)) corrupt_entry_file(file, "file name \"" + meta.file.substr(0, 80) + "\" is not a plain name");
   if (const auto images = root.find("images"); images != root.end()) meta.images = parse_images(*images, file.string());
   if (const auto kernels = root.find("kernels"); kernels != root.end()) meta.kernels = parse_kernels(*kernels, file.string());
-  if (meta.kind == "images" && meta.images.empty()) corrupt(file, "an \"images\" entry lists no image");
+  if (meta.kind == "images" && meta.images.empty()) corrupt_entry_file(file, "an \"images\" entry lists no image");
   return meta;
 }
 
@@ -122,7 +122,7 @@ json kernels_json(const std::vector<ArtifactKernel> &kernels) {
 
 std::vector<ArtifactImage> parse_images(const json &list, const std::string &source) {
   const fs::path file(source);
-  if (!list.is_array()) corrupt(file, "\"images\" is " + support::describe_json(list) + ", not a list");
+  if (!list.is_array()) corrupt_entry_file(file, "\"images\" is " + support::describe_json(list) + ", not a list");
   std::vector<ArtifactImage> images;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const json &item = list[i];
@@ -136,25 +136,25 @@ std::vector<ArtifactImage> parse_images(const json &list, const std::string &sou
     try {
       image.arch = Arch::parse(arch);
       if (const auto contains = item.find("contains"); contains != item.end()) {
-        if (!contains->is_array()) corrupt(file, where + ".contains is " + support::describe_json(*contains) + ", not a list");
+        if (!contains->is_array()) corrupt_entry_file(file, where + ".contains is " + support::describe_json(*contains) + ", not a list");
         for (const auto &each : *contains) {
-          if (!each.is_string()) corrupt(file, where + ".contains holds " + support::describe_json(each) + ", not an arch name");
+          if (!each.is_string()) corrupt_entry_file(file, where + ".contains holds " + support::describe_json(each) + ", not an arch name");
           image.contains.push_back(Arch::parse(each.get<std::string>()));
         }
       }
     } catch (const UsageError &error) {
-      corrupt(file, "image " + image.file.substr(0, 80) + ": " + error.what());
+      corrupt_entry_file(file, "image " + image.file.substr(0, 80) + ": " + error.what());
     }
-    if (!is_valid_name(image.file)) corrupt(file, "image file name \"" + image.file.substr(0, 80) + "\" is not a plain name");
-    if (!is_valid_key(image.digest)) corrupt(file, "image " + image.file + ": digest is not 32 lower-case hex digits");
+    if (!is_valid_name(image.file)) corrupt_entry_file(file, "image file name \"" + image.file.substr(0, 80) + "\" is not a plain name");
+    if (!is_valid_key(image.digest)) corrupt_entry_file(file, "image " + image.file + ": digest is not 32 lower-case hex digits");
     if (image.kind == "cubin") {
-      if (image.arch.kind != Arch::Kind::sass) corrupt(file, "image " + image.file + ": a cubin's arch must be sm_XY");
+      if (image.arch.kind != Arch::Kind::sass) corrupt_entry_file(file, "image " + image.file + ": a cubin's arch must be sm_XY");
     } else if (image.kind == "ptx") {
-      if (image.arch.kind != Arch::Kind::ptx) corrupt(file, "image " + image.file + ": PTX's arch must be compute_XY");
+      if (image.arch.kind != Arch::Kind::ptx) corrupt_entry_file(file, "image " + image.file + ": PTX's arch must be compute_XY");
     } else if (image.kind == "fatbin") {
-      if (image.contains.empty()) corrupt(file, "image " + image.file + ": a fatbin must list the archs it contains");
+      if (image.contains.empty()) corrupt_entry_file(file, "image " + image.file + ": a fatbin must list the archs it contains");
     } else {
-      corrupt(file, "image " + image.file + ": unknown kind \"" + image.kind.substr(0, 40) + "\"");
+      corrupt_entry_file(file, "image " + image.file + ": unknown kind \"" + image.kind.substr(0, 40) + "\"");
     }
     images.push_back(std::move(image));
   }
@@ -163,13 +163,13 @@ std::vector<ArtifactImage> parse_images(const json &list, const std::string &sou
 
 std::vector<ArtifactKernel> parse_kernels(const json &list, const std::string &source) {
   const fs::path file(source);
-  if (!list.is_array()) corrupt(file, "\"kernels\" is " + support::describe_json(list) + ", not a list");
+  if (!list.is_array()) corrupt_entry_file(file, "\"kernels\" is " + support::describe_json(list) + ", not a list");
   std::vector<ArtifactKernel> kernels;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string where = "kernels[" + std::to_string(i) + "]";
     ArtifactKernel kernel{text(list[i], "name", file, where), text(list[i], "lowered_name", file, where)};
     if (kernel.lowered_name.empty() || kernel.lowered_name.find('\0') != std::string::npos) {
-      corrupt(file, "kernel \"" + kernel.name.substr(0, 80) + "\" has no lowered name");
+      corrupt_entry_file(file, "kernel \"" + kernel.name.substr(0, 80) + "\" has no lowered name");
     }
     kernels.push_back(std::move(kernel));
   }

@@ -7,16 +7,12 @@
 #include <kiln/errors.hpp>
 
 #include "store/names.hpp"
+#include "support/environment.hpp"
 
 namespace kiln::store {
 namespace {
 
-// secure_getenv: in a setuid/setgid process the environment belongs to the caller, who must not
-// choose the stores (and thereby the code) the process loads.
-const char *env(const char *name) {
-  const char *value = ::secure_getenv(name);
-  return (value != nullptr && *value != '\0') ? value : nullptr;
-}
+using support::env_value;
 
 fs::path absolute_from(const char *variable, const std::string &value) {
   fs::path path(value);
@@ -30,16 +26,16 @@ fs::path absolute_from(const char *variable, const std::string &value) {
 }  // namespace
 
 fs::path default_cache_dir() {
-  if (const char *dir = env("KILN_CACHE_DIR")) return absolute_from("KILN_CACHE_DIR", dir);
-  if (const char *xdg = env("XDG_CACHE_HOME")) return absolute_from("XDG_CACHE_HOME", xdg) / "kiln";
-  if (const char *home = env("HOME")) return absolute_from("HOME", home) / ".cache" / "kiln";
+  if (const auto dir = env_value("KILN_CACHE_DIR")) return absolute_from("KILN_CACHE_DIR", *dir);
+  if (const auto xdg = env_value("XDG_CACHE_HOME")) return absolute_from("XDG_CACHE_HOME", *xdg) / "kiln";
+  if (const auto home = env_value("HOME")) return absolute_from("HOME", *home) / ".cache" / "kiln";
   throw UsageError("no writable store: set KILN_CACHE_DIR (or XDG_CACHE_HOME or HOME)");
 }
 
 std::vector<StoreLocation> stores_from_environment() {
   std::vector<StoreLocation> stores;
-  if (const char *layers = env("KILN_STORE_PATH")) {
-    std::string all(layers);
+  if (const auto layers = env_value("KILN_STORE_PATH")) {
+    const std::string &all = *layers;
     std::size_t start = 0;
     while (start <= all.size()) {
       const std::size_t end = std::min(all.find(':', start), all.size());
@@ -48,7 +44,7 @@ std::vector<StoreLocation> stores_from_environment() {
       start = end + 1;
     }
   }
-  std::string origin = env("KILN_CACHE_DIR") ? "KILN_CACHE_DIR" : env("XDG_CACHE_HOME") ? "XDG_CACHE_HOME" : "HOME";
+  std::string origin = env_value("KILN_CACHE_DIR") ? "KILN_CACHE_DIR" : env_value("XDG_CACHE_HOME") ? "XDG_CACHE_HOME" : "HOME";
   stores.push_back({default_cache_dir(), true, origin});
   return stores;
 }

@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void corrupt(const fs::path &file, const std::string &detail) {
+[[noreturn]] void corrupt_manifest(const fs::path &file, const std::string &detail) {
   throw IntegrityError("manifest " + file.string() + " is damaged (" + detail +
                        "): it was changed outside kiln or torn by a crash of an old writer; the artifact "
                        "entries under store/ are untouched - move the file away and republish (kiln publish) "
@@ -31,10 +31,10 @@ std::string string_field(const json &object, const char *key, const fs::path &fi
                          bool required) {
   const auto it = object.find(key);
   if (it == object.end()) {
-    if (required) corrupt(file, where + " has no \"" + key + "\"");
+    if (required) corrupt_manifest(file, where + " has no \"" + key + "\"");
     return {};
   }
-  if (!it->is_string()) corrupt(file, where + "." + key + " is not a string but " + support::describe_json(*it));
+  if (!it->is_string()) corrupt_manifest(file, where + "." + key + " is not a string but " + support::describe_json(*it));
   return it->get<std::string>();
 }
 
@@ -50,12 +50,12 @@ std::string utc_now_iso8601() {
 }
 
 Manifest parse_manifest(const std::string &text, const fs::path &file, const std::string &consumer) {
-  const json root = support::parse_json(text, [&](const std::string &why) { corrupt(file, why); });
-  if (!root.is_object()) corrupt(file, "top level is not an object");
+  const json root = support::parse_json(text, [&](const std::string &why) { corrupt_manifest(file, why); });
+  if (!root.is_object()) corrupt_manifest(file, "top level is not an object");
   const auto schema = root.find("schema");
-  if (schema == root.end()) corrupt(file, "no \"schema\"");
+  if (schema == root.end()) corrupt_manifest(file, "no \"schema\"");
   const auto schema_number = support::checked_integer<int>(*schema, 1);
-  if (!schema_number) corrupt(file, "\"schema\" is " + support::describe_json(*schema) + ", not a schema number (1 ... 2^31-1)");
+  if (!schema_number) corrupt_manifest(file, "\"schema\" is " + support::describe_json(*schema) + ", not a schema number (1 ... 2^31-1)");
   if (*schema_number != kManifestSchema) {
     throw IncompatibleError("manifest " + file.string(),
                             {{"manifest_schema", std::to_string(*schema_number), std::to_string(kManifestSchema),
@@ -64,17 +64,17 @@ Manifest parse_manifest(const std::string &text, const fs::path &file, const std
   Manifest manifest;
   manifest.consumer = string_field(root, "consumer", file, "manifest", true);
   if (manifest.consumer != consumer) {
-    corrupt(file, "it names consumer \"" + manifest.consumer + "\" but lives in the directory of \"" + consumer + "\"");
+    corrupt_manifest(file, "it names consumer \"" + manifest.consumer + "\" but lives in the directory of \"" + consumer + "\"");
   }
   const auto artifacts = root.find("artifacts");
-  if (artifacts == root.end() || !artifacts->is_object()) corrupt(file, "no \"artifacts\" object");
+  if (artifacts == root.end() || !artifacts->is_object()) corrupt_manifest(file, "no \"artifacts\" object");
   for (const auto &[name, record] : artifacts->items()) {
-    if (!is_valid_name(name)) corrupt(file, "artifact name \"" + name.substr(0, 80) + "\" is not a valid name");
-    if (!record.is_object()) corrupt(file, "artifact \"" + name + "\" is not an object but " + support::describe_json(record));
+    if (!is_valid_name(name)) corrupt_manifest(file, "artifact name \"" + name.substr(0, 80) + "\" is not a valid name");
+    if (!record.is_object()) corrupt_manifest(file, "artifact \"" + name + "\" is not an object but " + support::describe_json(record));
     ManifestRecord entry;
     const std::string where = "artifacts." + name;
     entry.content_key = string_field(record, "content_key", file, where, true);
-    if (!is_valid_key(entry.content_key)) corrupt(file, where + ".content_key is not 32 lower-case hex digits");
+    if (!is_valid_key(entry.content_key)) corrupt_manifest(file, where + ".content_key is not 32 lower-case hex digits");
     entry.input_key = string_field(record, "input_key", file, where, false);
     entry.kind = string_field(record, "kind", file, where, true);
     entry.updated = string_field(record, "updated", file, where, false);
@@ -105,7 +105,7 @@ std::string serialize_manifest(const Manifest &manifest) {
 }
 
 void update_manifest(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change) {
-  create_directories(layout.dir());
+  store::create_directories(layout.dir());
   FileLock lock(layout.manifest_lock());
   update_manifest_held(layout, change);
 }

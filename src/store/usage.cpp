@@ -22,7 +22,7 @@ void record_use(const ConsumerLayout &layout, const std::string &content_key) no
       if (S_ISREG(info.st_mode)) ::utimensat(AT_FDCWD, marker.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
       return;
     }
-    create_directories(marker.parent_path());
+    store::create_directories(marker.parent_path());
     const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd >= 0) ::close(fd);
   } catch (...) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/environment.hpp"
 #include "support/text.hpp"
 
 namespace kiln::builder {
@@ -18,10 +19,7 @@ namespace {
 
 using support::starts_with;
 
-std::string env(const char *name) {
-  const char *value = ::secure_getenv(name);
-  return value != nullptr ? value : "";
-}
+std::string env(const char *name) { return support::env_value(name).value_or(""); }
 
 std::string version_text(int version) {
   if (version <= 0) return "";
