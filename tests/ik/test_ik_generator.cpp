@@ -7,6 +7,7 @@
 #include <boost/filesystem/operations.hpp>
 
 #include "support/fixtures.hpp"
+#include "support/checks.hpp"
 
 using kiln::test::CommandResult;
 using kiln::test::TempDir;
@@ -32,7 +33,7 @@ CommandResult generate(const fs::path &urdf, const std::string &base, const std:
                                " --tip " + quote(tip) + " -o " + quote(out.string()) + extra);
 }
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 const fs::path kRobots = KILN_IK_ROBOTS_DIR;
 

@@ -23,6 +23,7 @@
 #include "ik_test_support.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/checks.hpp"
 
 namespace {
 
@@ -38,7 +39,7 @@ SplitStore &orin_store() {
   return store;
 }
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 // Whether a file's bytes hold `needle` (a library name in .dynstr, a symbol name).
 bool file_holds(const fs::path &file, const std::string &needle) { return contains(read_text(file), needle); }

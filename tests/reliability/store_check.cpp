@@ -19,11 +19,13 @@
 #include "store/manifest.hpp"
 #include "store/names.hpp"
 
+#include "support/checks.hpp"
+
 namespace kiln::reliability {
 namespace {
 
 bool starts_with(const std::string &text, const std::string &prefix) { return text.compare(0, prefix.size(), prefix) == 0; }
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 std::vector<fs::path> children(const fs::path &dir) {
   std::vector<fs::path> found;

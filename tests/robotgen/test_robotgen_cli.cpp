@@ -8,6 +8,7 @@
 #include <boost/filesystem/operations.hpp>
 
 #include "support/fixtures.hpp"
+#include "support/checks.hpp"
 
 using kiln::test::CommandResult;
 using kiln::test::TempDir;
@@ -26,7 +27,7 @@ CommandResult tool(const fs::path &cwd, const std::string &args) {
   return kiln::test::run_shell("cd " + quote(cwd.string()) + " && " + quote(KILN_URDF_FK_PATH) + " " + args);
 }
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 const fs::path kRobots = KILN_ROBOTGEN_ROBOTS_DIR;
 const std::string kIiwa = " --base lbr_iiwa_link_0 --tip lbr_iiwa_link_7";

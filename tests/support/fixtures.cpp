@@ -65,26 +65,16 @@ void write_text(const fs::path &file, const std::string &text) {
   out << text;
 }
 
-namespace {
-
-std::string quote(const std::string &text) {
+std::string shell_quote(const std::string &text) {
   std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
-
-}  // namespace
 
 CommandResult run_shell(const std::string &command) {
   TempDir scratch;
   const fs::path out = scratch / "out", err = scratch / "err";
-  const int status = std::system((command + " >" + quote(out.string()) + " 2>" + quote(err.string())).c_str());
+  const int status = std::system((command + " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string())).c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.out = read_text(out);
@@ -94,17 +84,17 @@ CommandResult run_shell(const std::string &command) {
 
 std::string kiln_cli_command() {
 #ifdef KILN_TEST_EMULATOR
-  return KILN_TEST_EMULATOR " " + quote(KILN_CLI_PATH);  // a cross build: the CLI is an aarch64 binary
+  return KILN_TEST_EMULATOR " " + shell_quote(KILN_CLI_PATH);  // a cross build: the CLI is an aarch64 binary
 #else
-  return quote(KILN_CLI_PATH);
+  return shell_quote(KILN_CLI_PATH);
 #endif
 }
 
 CommandResult run_kiln(const std::vector<std::string> &args, const std::map<std::string, std::string> &env) {
   std::string command = "env";
-  for (const auto &[name, value] : env) command += " " + quote(name + "=" + value);
+  for (const auto &[name, value] : env) command += " " + shell_quote(name + "=" + value);
   command += " " + kiln_cli_command();
-  for (const auto &arg : args) command += " " + quote(arg);
+  for (const auto &arg : args) command += " " + shell_quote(arg);
   return run_shell(command);
 }
 

@@ -52,6 +52,9 @@ std::string kiln_cli_command();
 // Runs the kiln CLI built with the tests; env entries are added to the child's environment.
 CommandResult run_kiln(const std::vector<std::string> &args, const std::map<std::string, std::string> &env = {});
 
+// text as one POSIX shell word ('...', an embedded ' as '\'').
+std::string shell_quote(const std::string &text);
+
 // Runs a shell command line, capturing stdout and stderr.
 CommandResult run_shell(const std::string &command);
 

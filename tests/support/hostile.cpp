@@ -16,12 +16,6 @@
 namespace kiln::test {
 namespace {
 
-std::string quote(const std::string &text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // Waits for `child` at most `seconds`, then kills it. Returns its wait status, or -1 when killed.
 int wait_bounded(pid_t child, int seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
@@ -81,9 +75,9 @@ std::string run_forked(const std::function<std::string()> &body, int seconds, bo
 CommandResult run_kiln_bounded(const std::vector<std::string> &args, const std::map<std::string, std::string> &env,
                                int seconds) {
   std::string command = "timeout -s KILL " + std::to_string(seconds) + " env";
-  for (const auto &[name, value] : env) command += " " + quote(name + "=" + value);
-  command += " " + quote(KILN_CLI_PATH);
-  for (const auto &arg : args) command += " " + quote(arg);
+  for (const auto &[name, value] : env) command += " " + shell_quote(name + "=" + value);
+  command += " " + shell_quote(KILN_CLI_PATH);
+  for (const auto &arg : args) command += " " + shell_quote(arg);
   return run_shell(command);
 }
 

@@ -11,6 +11,9 @@
 
 namespace kiln::test {
 
+// JSON nested 100000 arrays deep: parsers that recurse per level overflow the stack on it.
+inline const std::string kDeeplyNestedJson = std::string(100000, '[') + std::string(100000, ']');
+
 // run_kiln under `timeout -s KILL`: a hang ends as exit code 137 after `seconds`.
 CommandResult run_kiln_bounded(const std::vector<std::string> &args, const std::map<std::string, std::string> &env,
                                int seconds = 20);

@@ -13,6 +13,7 @@
 #include "support/build_recipe.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/checks.hpp"
 
 using namespace kiln;
 using kiln::test::BuildRecipeDir;
@@ -21,7 +22,7 @@ using kiln::test::write_text;
 
 namespace {
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 // Log lines a Runtime wrote.
 struct Logs {

@@ -16,6 +16,7 @@
 #include "support/build_recipe.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/checks.hpp"
 
 using namespace kiln;
 using kiln::test::BuildRecipeDir;
@@ -26,7 +27,7 @@ using nlohmann::json;
 
 namespace {
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 std::string reasons_text(const BuildPlan &plan) {
   std::string text;

@@ -36,6 +36,7 @@
 #include "support/fixtures.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/checks.hpp"
 
 using namespace kiln;
 using kiln::test::ScopedEnv;
@@ -63,7 +64,7 @@ std::string message_of(const std::function<void()> &action) {
   return "(no exception)";
 }
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 bool wait_for_file(const fs::path &file, std::chrono::milliseconds limit) {
   const auto deadline = Clock::now() + limit;

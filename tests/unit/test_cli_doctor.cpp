@@ -7,6 +7,7 @@
 
 #include "support/build_recipe.hpp"
 #include "support/fixtures.hpp"
+#include "support/checks.hpp"
 
 using kiln::test::run_kiln;
 using kiln::test::TempDir;
@@ -14,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 }  // namespace
 

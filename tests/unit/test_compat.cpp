@@ -11,19 +11,13 @@
 
 #include "device/identity_json.hpp"
 
+#include "support/checks.hpp"
+
 using kiln::Arch;
 
 namespace {
 
-kiln::DeviceIdentity make_device(int major, int minor, bool integrated, int driver) {
-  kiln::DeviceIdentity device;
-  device.cc_major = major;
-  device.cc_minor = minor;
-  device.integrated = integrated;
-  device.driver_version = driver;
-  device.name = "test " + device.arch_name();
-  return device;
-}
+using kiln::test::make_device;
 
 kiln::ArtifactIdentity make_artifact(const char *archs, int toolkit) {
   kiln::ArtifactIdentity artifact;

@@ -16,6 +16,7 @@
 #include "device/identity_json.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/checks.hpp"
 
 namespace {
 
@@ -48,9 +49,7 @@ class EnvGuard {
   std::optional<std::string> old_;
 };
 
-bool contains(const std::string &text, const std::string &part) {
-  return text.find(part) != std::string::npos;
-}
+using kiln::test::contains;
 
 bool is_uuid(const std::string &text) {
   if (text.size() != 40 || text.compare(0, 4, "GPU-") != 0) return false;

@@ -17,6 +17,7 @@
 #include "support/preconditions.hpp"
 
 using kiln::test::check_json_error;
+using kiln::test::kDeeplyNestedJson;
 using kiln::test::read_text;
 using kiln::test::run_kiln_bounded;
 using kiln::test::TempDir;
@@ -26,7 +27,6 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-const std::string kDeep = std::string(100000, '[') + std::string(100000, ']');
 
 // The build tests' two-unit recipe, copied into `dir_name` under a fresh directory.
 class RecipeDir {
@@ -69,7 +69,7 @@ TEST_CASE("hostile recipe: 100k-deep \"consumer\" or \"sources\" is refused, not
   for (const char *field : {"consumer", "sources", "defines"}) {
     CAPTURE(field);
     RecipeDir dir;
-    dir.set_raw(field, kDeep);
+    dir.set_raw(field, kDeeplyNestedJson);
     const auto result = dir.plan();
     check_json_error(result, 2, "usage", dir.recipe().string());
     check_json_error(result, 2, "usage", "nested deeper than 64");
@@ -169,6 +169,6 @@ TEST_CASE("hostile recipe: Recipe::parse refuses deep, huge and mistyped numbers
                        doctest::Contains("\"schema\""), kiln::UsageError);
   CHECK_THROWS_WITH_AS(kiln::Recipe::parse("{\"schema\": 1e400}", "/tmp", "/tmp/r.json"), doctest::Contains("/tmp/r.json"),
                        kiln::UsageError);
-  CHECK_THROWS_WITH_AS(kiln::Recipe::parse(base + "\"flags\": " + kDeep + "}", "/tmp", "/tmp/r.json"),
+  CHECK_THROWS_WITH_AS(kiln::Recipe::parse(base + "\"flags\": " + kDeeplyNestedJson + "}", "/tmp", "/tmp/r.json"),
                        doctest::Contains("nested deeper than 64"), kiln::UsageError);
 }

@@ -13,6 +13,7 @@
 #include "support/hostile.hpp"
 
 using kiln::test::check_json_error;
+using kiln::test::kDeeplyNestedJson;
 using kiln::test::read_text;
 using kiln::test::run_kiln;
 using kiln::test::run_kiln_bounded;
@@ -23,7 +24,6 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-const std::string kDeep = std::string(100000, '[') + std::string(100000, ']');
 
 // A published example plugin in a fresh cache: the files a hostile edit goes into.
 class PublishedStore {
@@ -72,7 +72,7 @@ class PublishedStore {
 
 TEST_CASE("hostile store: a 100k-deep value in identity.json is refused, not a stack overflow (exit 6)") {
   PublishedStore store;
-  PublishedStore::set_raw(store.identity(), "provenance", "{\"x\": " + kDeep + "}");
+  PublishedStore::set_raw(store.identity(), "provenance", "{\"x\": " + kDeeplyNestedJson + "}");
   check_json_error(store.load(), 6, "integrity", store.identity().string());
   check_json_error(store.load(), 6, "integrity", "nested deeper than 64");
 }
@@ -80,11 +80,11 @@ TEST_CASE("hostile store: a 100k-deep value in identity.json is refused, not a s
 TEST_CASE("hostile store: deep values in the manifest and meta.json are refused naming the file") {
   PublishedStore store;
   SUBCASE("manifest") {
-    PublishedStore::set_raw(store.manifest(), "artifacts", "{\"example\": " + kDeep + "}");
+    PublishedStore::set_raw(store.manifest(), "artifacts", "{\"example\": " + kDeeplyNestedJson + "}");
     check_json_error(store.load(), 6, "integrity", store.manifest().string());
   }
   SUBCASE("meta.json") {
-    PublishedStore::set_raw(store.meta(), "kind", kDeep);
+    PublishedStore::set_raw(store.meta(), "kind", kDeeplyNestedJson);
     check_json_error(store.load(), 6, "integrity", store.meta().string());
   }
 }

@@ -30,6 +30,8 @@
 #include "support/gpu_saxpy.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/checks.hpp"
+#include "support/fake_host.hpp"
 
 using kiln::Arch;
 using kiln::DeviceImage;
@@ -70,19 +72,11 @@ JitToolchain &toolchain() {
   return tc;
 }
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 bool is_elf(const std::string &bytes) { return bytes.size() > 4 && bytes.compare(0, 4, "\x7f" "ELF") == 0; }
 
-kiln::DeviceIdentity make_device(int major, int minor, bool integrated = false, int driver = 13000) {
-  kiln::DeviceIdentity device;
-  device.cc_major = major;
-  device.cc_minor = minor;
-  device.integrated = integrated;
-  device.driver_version = driver;
-  device.name = "test " + device.arch_name();
-  return device;
-}
+using kiln::test::make_device;
 
 DeviceImage image_of(const char *arch, std::string bytes = "x") {
   DeviceImage image;
@@ -113,16 +107,7 @@ std::string fake_fatbin(std::uint64_t declared, std::size_t payload) {
   return bytes;
 }
 
-template <class Fn>
-std::string error_of(Fn fn, kiln::ErrorKind *kind = nullptr) {
-  try {
-    fn();
-  } catch (const kiln::Error &error) {
-    if (kind != nullptr) *kind = error.kind();
-    return error.what();
-  }
-  return "";
-}
+using kiln::test::error_of;
 
 }  // namespace
 
@@ -562,23 +547,7 @@ TEST_CASE("images: loading without a driver says why, before touching anything")
 
 // --- kiln.host.kernels/1 --------------------------------------------------------------------
 
-namespace {
-
-struct FakeHost {
-  kiln::load::HostKernelsService *service = nullptr;
-  kiln_host_services host{};
-  FakeHost() {
-    host.struct_size = sizeof(kiln_host_services);
-    host.host_data = this;
-    host.host_name = "kiln-test";
-    host.host_version = "0";
-    host.get_service = [](const kiln_host_services *h, const char *id) -> const void * {
-      return static_cast<const FakeHost *>(h->host_data)->service->get_service(id);
-    };
-  }
-};
-
-}  // namespace
+using kiln::test::FakeHost;
 
 TEST_CASE("host kernels: the C table resolves, maps errors to statuses, and truncates messages") {
   static int fake_function = 0;

@@ -36,6 +36,8 @@
 #include "support/gpu_saxpy.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/checks.hpp"
+#include "support/fake_host.hpp"
 
 using namespace kiln;
 using kiln::test::read_text;
@@ -58,9 +60,9 @@ __global__ void scale(T *v, T factor, int n) {
   if (i < n) v[i] = v[i] * factor * kiln_unit();
 }
 )";
-constexpr const char *kHeader = "__device__ inline float kiln_unit() { return 1.0f; }\n";
+constexpr const char *kUnitHeader = "__device__ inline float kiln_unit() { return 1.0f; }\n";
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+using kiln::test::contains;
 
 // A recipe directory: kernels.cu including "scale_unit.cuh" from include/ (an include_dir).
 class JitFixture {
@@ -68,7 +70,7 @@ class JitFixture {
   explicit JitFixture(const std::string &archs = R"("sm_90", "sm_87", "compute_90")") {
     fs::create_directories(src() / "include");
     write_text(src() / "kernels.cu", kSource);
-    write_text(src() / "include" / "scale_unit.cuh", kHeader);
+    write_text(src() / "include" / "scale_unit.cuh", kUnitHeader);
     write_recipe(archs);
   }
 
@@ -111,16 +113,7 @@ builder::JitToolchain &jit() {
   return toolchain;
 }
 
-template <class Fn>
-std::string error_of(Fn fn, ErrorKind *kind = nullptr) {
-  try {
-    fn();
-  } catch (const Error &error) {
-    if (kind != nullptr) *kind = error.kind();
-    return error.what();
-  }
-  return "";
-}
+using kiln::test::error_of;
 
 // Overwrite one byte of a store file in place (as a damaged disk or a tamperer would).
 void damage(const fs::path &file, std::size_t offset) {
@@ -505,17 +498,7 @@ TEST_CASE("jit cli: kiln build, show and load on an nvrtc recipe; doctor reports
 
 namespace {
 
-struct FakeHost {
-  load::HostKernelsService *service = nullptr;
-  kiln_host_services host{};
-  FakeHost() {
-    host.struct_size = sizeof(kiln_host_services);
-    host.host_data = this;
-    host.get_service = [](const kiln_host_services *h, const char *id) -> const void * {
-      return static_cast<const FakeHost *>(h->host_data)->service->get_service(id);
-    };
-  }
-};
+using kiln::test::FakeHost;
 
 struct FakeDriver {
   static CUcontext current;

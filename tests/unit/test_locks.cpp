@@ -21,6 +21,7 @@
 
 #include "store/locks.hpp"
 #include "support/fixtures.hpp"
+#include "support/checks.hpp"
 
 using namespace kiln;
 using kiln::test::TempDir;
@@ -63,15 +64,7 @@ bool free_for_other_processes(const fs::path &file) {
          probe_from_other_process(file, F_OFD_SETLK) == Probe::free;
 }
 
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds limit) {
-  const auto deadline = Clock::now() + limit;
-  while (!predicate()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
+using kiln::test::eventually;
 
 }  // namespace
 

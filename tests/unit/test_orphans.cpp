@@ -25,6 +25,7 @@
 
 #include "builder/toolchain.hpp"
 #include "support/fixtures.hpp"
+#include "support/checks.hpp"
 
 using namespace kiln;
 using kiln::test::ScopedEnv;
@@ -62,15 +63,7 @@ bool running(const Seen &seen) {
   return state != '\0' && state != 'Z' && started == seen.started;
 }
 
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds limit) {
-  const auto deadline = Clock::now() + limit;
-  while (!predicate()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
+using kiln::test::eventually;
 
 class OrphanFixture {
  public:

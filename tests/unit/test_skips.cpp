@@ -8,20 +8,16 @@
 #include <string>
 
 #include "support/fixtures.hpp"
+#include "support/checks.hpp"
 
 using kiln::test::read_text;
 using kiln::test::run_shell;
+using kiln::test::shell_quote;
 using kiln::test::TempDir;
 
 namespace {
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
-
-std::string quote(const std::string &text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using kiln::test::contains;
 
 std::string this_binary() {
   char path[4096];
@@ -36,8 +32,8 @@ TEST_CASE("tests: a case whose precondition is missing is reported SKIPPED with 
   TempDir dir;
   const auto skip_file = dir / "skipped.txt";
   // No xxhsum on this PATH: the digest reference case cannot run.
-  const auto result = run_shell("env PATH=/nonexistent KILN_TEST_SKIP_FILE=" + quote(skip_file.string()) + " " +
-                                quote(this_binary()) + " " + quote("-tc=digest: matches the xxhsum*") + " --no-colors");
+  const auto result = run_shell("env PATH=/nonexistent KILN_TEST_SKIP_FILE=" + shell_quote(skip_file.string()) + " " +
+                                shell_quote(this_binary()) + " " + shell_quote("-tc=digest: matches the xxhsum*") + " --no-colors");
   CAPTURE(result.out);
   CHECK(result.exit_code == 0);
   const std::string line = "SKIPPED digest: matches the xxhsum reference tool: xxhsum (the reference tool) is not installed";
@@ -50,7 +46,7 @@ TEST_CASE("tests: the gpu suite without a device exits 77 (ctest: Skipped) and r
   TempDir dir;
   const auto skip_file = dir / "skipped.txt";
   const auto result = run_shell("env KILN_LIBCUDA=/nonexistent/libcuda.so.1 KILN_TEST_SKIP_FILE=" +
-                                quote(skip_file.string()) + " " + quote(this_binary()) + " --test-suite=gpu");
+                                shell_quote(skip_file.string()) + " " + shell_quote(this_binary()) + " --test-suite=gpu");
   CAPTURE(result.out);
   CHECK(result.exit_code == 77);
   CHECK(contains(result.out, "SKIPPED gpu tests: "));
