@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
 
   std::vector<double> cpu_tau, cpu_tau_threads;
   const CpuTiming cpu1 = time_cpu(exact, cpu_states, 3, nullptr, cpu_tau);
-  const CpuTiming cpun = time_cpu(exact, cpu_states, 3, threads > 1 ? &pool : nullptr, cpu_tau_threads);
+  const CpuTiming cpun = threads > 1 ? time_cpu(exact, cpu_states, 3, &pool, cpu_tau_threads) : cpu1;
   print_cpu(cpu1);
   if (threads > 1) print_cpu(cpun);
 
@@ -138,9 +138,10 @@ int main(int argc, char **argv) {
     std::printf("{\"bench\":\"rnea\",\"gpu\":true,\"device\":\"%s\",\"error\":true}\n", gpu.name.c_str());
     return 1;
   }
-  std::printf("block %d threads (occupancy API), %d / %d registers per thread (fp32 / fp64); ratios: GPU kernel "
-              "alone against the CPU baseline's rate on its %zu states\n",
-              fp32.front().block, fp32.front().registers, fp64.front().registers, cpu_states);
+  std::printf("block %d / %d threads (occupancy API), %d / %d registers per thread (fp32 / fp64); transfers from %s "
+              "host memory; ratios: GPU kernel alone against the CPU baseline's rate on its %zu states\n",
+              fp32.front().block, fp64.front().block, fp32.front().registers, fp64.front().registers,
+              fp32.front().pinned && fp64.front().pinned ? "pinned" : "pageable (cudaHostRegister refused)", cpu_states);
 
   const Accuracy a32 = compare(tau32, exact.stride, cpu_tau, cpu_states);
   const Accuracy a64 = compare(tau64, exact.stride, cpu_tau, cpu_states);

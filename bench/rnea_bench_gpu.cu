@@ -55,9 +55,14 @@ struct Resources {
     device.push_back(p);
     return static_cast<T *>(p);
   }
-  void pin(const void *p, size_t bytes) {
-    check(cudaHostRegister(const_cast<void *>(p), bytes, cudaHostRegisterDefault), "cudaHostRegister");
+  // false: left pageable (the transfers are then slower, and the output says so).
+  bool pin(const void *p, size_t bytes) {
+    if (cudaHostRegister(const_cast<void *>(p), bytes, cudaHostRegisterDefault) != cudaSuccess) {
+      cudaGetLastError();  // clear it
+      return false;
+    }
     registered.push_back(p);
+    return true;
   }
 };
 
@@ -73,8 +78,9 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
   try {
     Resources r;
     tau.assign(elements, T(0));
+    bool pinned = true;
     for (const T *host : {states.q.data(), states.qd.data(), states.qdd.data(), static_cast<const T *>(tau.data())}) {
-      r.pin(host, elements * sizeof(T));
+      pinned = r.pin(host, elements * sizeof(T)) && pinned;
     }
     T *q = r.alloc<T>(elements), *qd = r.alloc<T>(elements), *qdd = r.alloc<T>(elements), *out = r.alloc<T>(elements);
     check(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -109,7 +115,7 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
 
     for (const size_t n : sizes) {
       GpuTiming t;
-      t.count = n, t.block = block, t.registers = attributes.numRegs;
+      t.count = n, t.block = block, t.registers = attributes.numRegs, t.pinned = pinned;
       for (int w = 0; w < 3; ++w) launch(n);
       std::vector<double> kernel, round_trip;
       for (int run = 0; run < runs; ++run) {

@@ -32,7 +32,8 @@ struct GpuTiming {
   std::string error;
   int block = 0, registers = 0;
   double kernel_ms = 0, kernel_min_ms = 0;  // median and min of the timed launches, no transfers
-  double transfer_ms = 0;                   // median: states in + kernel + torques out, pinned host memory
+  double transfer_ms = 0;                   // median: states in + kernel + torques out
+  bool pinned = false;                      // the host arrays were page-locked (else pageable)
   double per_second() const { return kernel_ms > 0 ? static_cast<double>(count) / (kernel_ms * 1e-3) : 0; }
   double per_second_with_transfers() const {
     return transfer_ms > 0 ? static_cast<double>(count) / (transfer_ms * 1e-3) : 0;
@@ -42,7 +43,7 @@ struct GpuTiming {
 // For each batch size (each <= states.stride): 3 untimed launches, then `runs` timed launches
 // (kernel only) and 3 timed round trips with transfers. `tau` (joint-major, stride
 // states.stride) receives the torques of the largest batch. The host arrays are pinned
-// (cudaHostRegister) for the duration of the call.
+// (cudaHostRegister) for the duration of the call where the system allows it.
 std::vector<GpuTiming> run_gpu(const States<float> &states, const std::vector<std::size_t> &sizes, int runs,
                                std::vector<float> &tau);
 std::vector<GpuTiming> run_gpu(const States<double> &states, const std::vector<std::size_t> &sizes, int runs,
