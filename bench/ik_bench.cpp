@@ -1,29 +1,38 @@
 // IK bench: the iiwa14 IK plugin, built on miss by kiln from its recipe, solving batches of 1024
-// and 8192 random reachable targets on the GPU, against the Eigen CPU reference of the same
-// algorithm (plugins/ik/reference, double, one thread) on the same targets with the same options
-// and starting points, in the same run. Also: device memory the plugin reserves per max batch,
-// and the first use in a fresh process (the bench re-executes itself): ensure (a hit) + load +
-// activate + first solve, timed inside the child from main() on, and the child's whole wall time.
-// Without a GPU it says the GPU figures need a device, times the CPU reference and exits 0.
+// and 8192 random reachable targets on the GPU, side by side with two CPU solvers on the same
+// targets, in the same run (ik_bench_cpu.*): the Eigen reference of the same algorithm
+// (plugins/ik/reference, double, the same options and starting points) and Orocos KDL's
+// ChainIkSolverPos_LMA (ik_kdl_lma.*: the same tolerances, starting points and iteration cap as far
+// as LMA allows; bench/README says what differs), each on one thread and on all cores (one solver
+// per thread). Every answer is judged alike: 1 mm / 0.01 rad by the reference's double FK, within
+// the limits. Also: device memory the plugin reserves per max batch, and the first use in a fresh
+// process (the bench re-executes itself): ensure (a hit) + load + activate + first solve, timed
+// inside the child from main() on, and the child's whole wall time.
+// Without a GPU it says the GPU figures need a device, times the CPU solvers and exits 0; without
+// KDL at configure time the KDL rows say "skipped: KDL not found".
 //
-//   kiln_bench_ik [--runs N] [--cpu-targets N] [--children N] [--cache DIR]
+//   kiln_bench_ik [--runs N] [--cpu-targets N] [--threads N] [--children N] [--cache DIR] [--urdf FILE]
+//                 [--recipe FILE]
 //     --runs         timed GPU solves per batch size, after one untimed warm-up (default 50)
-//     --cpu-targets  targets the CPU reference solves per pass (default 8192, about 0.5 s); a
-//                    batch larger than this is scaled per target, and the output says so
+//     --cpu-targets  targets each CPU solver solves per pass (default 8192); a batch larger than
+//                    this is scaled per target, and the output says so
+//     --threads      threads of the all-cores CPU rows (default: std::thread::hardware_concurrency)
 //     --children     fresh processes timed for first use (default 5)
 //     --cache        store to build into and load from (default: a temporary one, removed)
+//     --urdf         the URDF KDL reads (default: plugins/ik/robots/iiwa14.urdf of this source tree)
+//     --recipe       the plugin's recipe (default: this build tree's plugins/ik/recipes/iiwa14.json;
+//                    another machine's copy: scripts/stage-benches)
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/filesystem/operations.hpp>
@@ -32,18 +41,15 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
-#include "kiln_fk_chain.cuh"  // <build>/plugins/ik/iiwa14/: the chain the recipe generates too
-#include "kiln_ik_reference.hpp"
+#include "ik_bench_cpu.hpp"
+#include "ik_bench_compare.hpp"
+#include "ik_kdl_lma.hpp"
 
 namespace {
 
+using namespace kiln_bench_ik;
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
-using Chain = kiln_fk::Chain;
-using Reference = kiln_ik::reference::Solver<Chain>;
-using kiln_ik::reference::Pose;
-constexpr int N = Chain::kDof;
-constexpr uint32_t kSmall = 1024, kLarge = 8192;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -53,88 +59,6 @@ double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
-}
-
-// count targets: the FK (double, rounded to float) of random in-limit joint vectors.
-std::vector<float> make_targets(uint32_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<float> targets(std::size_t{count} * KILN_IK_POSE_SIZE);
-  for (uint32_t i = 0; i < count; ++i) {
-    Reference::Vector q;
-    for (int j = 0; j < N; ++j) q[j] = std::uniform_real_distribution<double>(Chain::kLower[j], Chain::kUpper[j])(rng);
-    const Pose pose = Reference::fk(q);
-    Eigen::Quaterniond o = pose.orientation;
-    if (o.w() < 0) o.coeffs() = -o.coeffs();
-    const double values[KILN_IK_POSE_SIZE] = {pose.position.x(), pose.position.y(), pose.position.z(), o.w(), o.x(),
-                                              o.y(),             o.z()};
-    for (int k = 0; k < KILN_IK_POSE_SIZE; ++k) {
-      targets[std::size_t{i} * KILN_IK_POSE_SIZE + static_cast<std::size_t>(k)] = static_cast<float>(values[k]);
-    }
-  }
-  return targets;
-}
-
-Pose read_pose(const float *in) {
-  Pose pose;
-  pose.position = Eigen::Vector3d(in[0], in[1], in[2]);
-  pose.orientation = Eigen::Quaterniond(in[3], in[4], in[5], in[6]).normalized();
-  return pose;
-}
-
-// Solutions within 1 mm / 0.01 rad and the limits, by the reference's double FK.
-std::size_t count_good(const std::vector<float> &targets, const std::vector<float> &q, uint32_t count) {
-  std::size_t good = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    Reference::Vector v;
-    for (int j = 0; j < N; ++j) v[j] = q[std::size_t{i} * N + static_cast<std::size_t>(j)];
-    double pe = 0, oe = 0;
-    kiln_ik::reference::pose_errors(read_pose(targets.data() + std::size_t{i} * KILN_IK_POSE_SIZE), Reference::fk(v),
-                                    pe, oe);
-    good += (Reference::within_limits(v) && pe < 1e-3 && oe < 1e-2) ? 1 : 0;
-  }
-  return good;
-}
-
-struct CpuTiming {
-  uint32_t targets = 0;  // solved per pass (the first `targets` of the set)
-  double ms = 0;         // median pass
-  double small_ms = 0;   // median time of the first kSmall targets within a pass (when targets >= kSmall)
-  std::size_t good = 0;
-  double per_target_ms() const { return targets > 0 ? ms / targets : 0; }
-  // Time for count targets: measured where it was, else scaled per target (and says so).
-  double ms_for(uint32_t count) const {
-    if (count == targets) return ms;
-    if (count == kSmall && targets > kSmall) return small_ms;
-    return per_target_ms() * count;
-  }
-  bool scaled(uint32_t count) const { return count > targets; }
-};
-
-// The Eigen reference on the first `count` targets, `passes` passes, median. Judged in double
-// (its q is projected into the limits in double; rounding it to float could leave them).
-CpuTiming time_cpu(const std::vector<float> &targets, uint32_t count, int passes) {
-  const Reference solver;  // default options, as the GPU solves use
-  CpuTiming timing;
-  timing.targets = count;
-  std::vector<double> times, small_times;
-  std::vector<Reference::Vector, Eigen::aligned_allocator<Reference::Vector>> solutions(count);
-  for (int pass = 0; pass < passes; ++pass) {
-    const auto start = Clock::now();
-    for (uint32_t i = 0; i < count; ++i) {
-      solutions[i] = solver.solve(read_pose(targets.data() + std::size_t{i} * KILN_IK_POSE_SIZE), i).q;
-      if (i + 1 == kSmall) small_times.push_back(ms_since(start));
-    }
-    times.push_back(ms_since(start));
-  }
-  for (uint32_t i = 0; i < count; ++i) {  // judged outside the timing
-    double pe = 0, oe = 0;
-    kiln_ik::reference::pose_errors(read_pose(targets.data() + std::size_t{i} * KILN_IK_POSE_SIZE),
-                                    Reference::fk(solutions[i]), pe, oe);
-    timing.good += (Reference::within_limits(solutions[i]) && pe < 1e-3 && oe < 1e-2) ? 1 : 0;
-  }
-  timing.ms = median(times);
-  timing.small_ms = median(small_times);
-  return timing;
 }
 
 struct Batch {
@@ -222,8 +146,95 @@ FirstUse run_children(const char *self, const std::string &cache, const std::str
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: kiln_bench_ik [--runs N] [--cpu-targets N] [--children N] [--cache DIR]\n");
+  std::fprintf(stderr, "usage: kiln_bench_ik [--runs N] [--cpu-targets N] [--threads N] [--children N] [--cache DIR] "
+                       "[--urdf FILE] [--recipe FILE]\n");
   return 2;
+}
+
+struct GpuFigures {
+  std::string device_line, memory_line, first_use_line, json;
+  std::vector<GpuRow> rows;
+  bool ok = false;
+};
+
+// The plugin built (or found) by kiln, its device memory per max batch, the timed solves of both
+// batches and the first use in fresh processes.
+GpuFigures run_gpu(kiln::Runtime &runtime, const kiln::DeviceIdentity &device, const std::string &recipe_file,
+                   const std::string &cache, const char *self, const std::vector<float> &targets, int runs,
+                   int children) {
+  GpuFigures out;
+  const kiln::Recipe recipe = kiln::Recipe::load(recipe_file);
+  auto start = Clock::now();
+  const kiln::BuildResult built = runtime.build(recipe);
+  const double build_s = ms_since(start) / 1e3;
+  kiln::Module module = runtime.ensure(recipe);
+  char line[512];
+  std::snprintf(line, sizeof line, "device %s (%s, %d SMs); plugin %s/%s %s for %s: %s in %.1f s", device.name.c_str(),
+                device.arch_name().c_str(), device.sm_count, recipe.consumer.c_str(), recipe.name.c_str(),
+                module.report().plugin_id.c_str(), device.arch_name().c_str(), kiln::to_string(built.outcome), build_s);
+  out.device_line = line;
+
+  uint64_t device_bytes[2] = {0, 0}, host_bytes[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    kiln::Instance probe = module.create_instance();
+    const auto *probe_ik = probe.interface<kiln_ik_v1>(KILN_IK_INTERFACE_ID);
+    if (probe_ik == nullptr) throw std::runtime_error("the plugin does not offer kiln.ik/1");
+    probe.activate(0, k == 0 ? kSmall : kLarge);
+    kiln_ik_info info{};
+    info.struct_size = sizeof info;
+    probe_ik->info(probe.handle(), &info);
+    device_bytes[k] = info.device_bytes, host_bytes[k] = info.host_bytes;
+  }
+  std::snprintf(line, sizeof line,
+                "device memory reserved by activate: max_batch %u -> %.2f MiB device + %.2f MiB pinned host; "
+                "max_batch %u -> %.2f MiB device + %.2f MiB pinned host",
+                kSmall, static_cast<double>(device_bytes[0]) / (1u << 20), static_cast<double>(host_bytes[0]) / (1u << 20),
+                kLarge, static_cast<double>(device_bytes[1]) / (1u << 20), static_cast<double>(host_bytes[1]) / (1u << 20));
+  out.memory_line = line;
+
+  // GPU solves: one warm-up, then `runs` timed synchronous solves (host buffers, copies included).
+  kiln::Instance instance = module.create_instance();
+  const auto *ik = instance.interface<kiln_ik_v1>(KILN_IK_INTERFACE_ID);
+  if (ik == nullptr) throw std::runtime_error("the plugin does not offer kiln.ik/1");
+  instance.activate(0, kLarge);
+  double min_ms[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const uint32_t count = k == 0 ? kSmall : kLarge;
+    Batch batch(std::vector<float>(targets.begin(), targets.begin() + std::size_t{count} * KILN_IK_POSE_SIZE), count);
+    if (!solve(*ik, instance, batch)) throw std::runtime_error("GPU solve failed");
+    std::vector<double> times;
+    for (int run = 0; run < runs; ++run) {
+      start = Clock::now();
+      if (!solve(*ik, instance, batch)) throw std::runtime_error("GPU solve failed");
+      times.push_back(ms_since(start));
+    }
+    min_ms[k] = *std::min_element(times.begin(), times.end());
+    out.rows.push_back({count, median(times), count_good(batch.targets, batch.q, count)});
+  }
+
+  // First use in fresh processes (the artifact is built: ensure is a hit).
+  const FirstUse first = run_children(self, cache, recipe_file, children);
+  if (first.ok) {
+    std::snprintf(line, sizeof line,
+                  "first use in a fresh process (median of %d): %.1f ms from main() = ensure (hit) + load %.1f ms, "
+                  "activate(0, %u) %.1f ms, first solve of %u %.1f ms; whole child process %.1f ms wall",
+                  children, first.total_ms, first.ensure_ms, kSmall, first.activate_ms, kSmall, first.solve_ms,
+                  first.wall_ms);
+  } else {
+    std::snprintf(line, sizeof line, "first use: the child process failed");
+  }
+  out.first_use_line = line;
+  std::snprintf(line, sizeof line,
+                ",\"device\":\"%s\",\"gpu_ms_1024\":%.4f,\"gpu_ms_8192\":%.4f,\"gpu_min_ms_1024\":%.4f,"
+                "\"gpu_min_ms_8192\":%.4f,\"success_1024\":%.4f,\"success_8192\":%.4f,\"device_bytes_1024\":%llu,"
+                "\"device_bytes_8192\":%llu,\"first_use_ms\":%.2f,\"first_use_wall_ms\":%.2f,\"build_s\":%.2f",
+                device.name.c_str(), out.rows[0].ms, out.rows[1].ms, min_ms[0], min_ms[1],
+                static_cast<double>(out.rows[0].good) / kSmall, static_cast<double>(out.rows[1].good) / kLarge,
+                static_cast<unsigned long long>(device_bytes[0]), static_cast<unsigned long long>(device_bytes[1]),
+                first.total_ms, first.wall_ms, build_s);
+  out.json = line;
+  out.ok = first.ok;
+  return out;
 }
 
 }  // namespace
@@ -233,7 +244,8 @@ int main(int argc, char **argv) {
   if (argc == 4 && std::strcmp(argv[1], "--first-use-child") == 0) return first_use_child(argv[2], argv[3], main_start);
   int runs = 50, children = 5;
   uint32_t cpu_targets = kLarge;
-  std::string cache;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::string cache, urdf = KILN_BENCH_IK_URDF, recipe_file = KILN_BENCH_IK_RECIPE;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) return usage();
@@ -241,10 +253,16 @@ int main(int argc, char **argv) {
       runs = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--cpu-targets") {
       cpu_targets = static_cast<uint32_t>(std::clamp(std::atol(argv[++i]), 1L, static_cast<long>(kLarge)));
+    } else if (arg == "--threads") {
+      threads = static_cast<unsigned>(std::clamp(std::atol(argv[++i]), 1L, 4096L));
     } else if (arg == "--children") {
       children = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--cache") {
       cache = argv[++i];
+    } else if (arg == "--urdf") {
+      urdf = argv[++i];
+    } else if (arg == "--recipe") {
+      recipe_file = argv[++i];
     } else {
       return usage();
     }
@@ -256,139 +274,46 @@ int main(int argc, char **argv) {
     temp_root = pattern;
     cache = temp_root + "/cache";
   }
-  const std::string recipe_file = KILN_BENCH_IK_RECIPE;
-
   // The targets, shared by every solver: 8192, the first 1024 of them the small batch.
   const std::vector<float> targets = make_targets(kLarge, 2024);
-  const std::vector<float> small(targets.begin(), targets.begin() + std::size_t{kSmall} * KILN_IK_POSE_SIZE);
-  const uint32_t cpu_large = std::min(cpu_targets, kLarge);
   const int cpu_passes = 3;
 
+  int status = 0;
   kiln::Runtime runtime(options_for(cache));
   const kiln::DeviceReport &devices = runtime.devices();
   const bool have_gpu = devices.state == kiln::DriverState::ok && !devices.devices.empty();
-  std::printf("kiln IK bench: %s (%d joints), default options (%u seeds, at most %u iterations), CPU reference: "
-              "Eigen, double, 1 thread\n",
-              Chain::kRobot, N, KILN_IK_DEFAULT_SEEDS_PER_TARGET, KILN_IK_DEFAULT_MAX_ITERATIONS);
+  std::printf("kiln IK bench: %s (%d joints), default options (%u seeds, at most %u iterations, %g m / %g rad); "
+              "CPU solvers in double on 1 and %u threads\n",
+              Chain::kRobot, N, KILN_IK_DEFAULT_SEEDS_PER_TARGET, KILN_IK_DEFAULT_MAX_ITERATIONS,
+              static_cast<double>(KILN_IK_DEFAULT_POSITION_TOLERANCE),
+              static_cast<double>(KILN_IK_DEFAULT_ORIENTATION_TOLERANCE), threads);
 
-  if (!have_gpu) {
-    std::printf("no CUDA device (%s): the GPU figures (solve time, speedup, device memory, first use) need a device; "
-                "timing the CPU reference only\n",
-                devices.detail.c_str());
-    const CpuTiming cpu = time_cpu(targets, cpu_large, cpu_passes);
-    std::printf("| targets | CPU reference ms (median of %d passes) | per target us |\n| --- | --- | --- |\n",
-                cpu_passes);
-    for (const uint32_t count : {kSmall, kLarge}) {
-      const std::string note = cpu.scaled(count) ? " (scaled per target from " + std::to_string(cpu.targets) + ")" : "";
-      std::printf("| %u | %.1f%s | %.1f |\n", count, cpu.ms_for(count), note.c_str(), 1e3 * cpu.ms_for(count) / count);
-    }
-    std::printf("CPU reference solved %zu / %u targets (1 mm, 0.01 rad, within limits)\n", cpu.good, cpu.targets);
-    std::printf("{\"bench\":\"ik\",\"gpu\":false,\"robot\":\"%s\",\"cpu_targets\":%u,\"cpu_ms_1024\":%.3f,"
-                "\"cpu_ms_8192\":%.3f,\"cpu_success\":%.4f}\n",
-                Chain::kRobot, cpu.targets, cpu.ms_for(kSmall), cpu.ms_for(kLarge),
-                static_cast<double>(cpu.good) / cpu.targets);
-    if (!temp_root.empty()) {
-      boost::system::error_code ignored;
-      fs::remove_all(temp_root, ignored);
-    }
-    return 0;
-  }
-
-  int status = 0;
-  try {
-    const kiln::DeviceIdentity &device = devices.devices.front();
-    const kiln::Recipe recipe = kiln::Recipe::load(recipe_file);
-    auto start = Clock::now();
-    const kiln::BuildResult built = runtime.build(recipe);
-    const double build_s = ms_since(start) / 1e3;
-    kiln::Module module = runtime.ensure(recipe);
-    std::printf("device %s (%s, %d SMs); plugin %s/%s %s for %s: %s in %.1f s\n", device.name.c_str(),
-                device.arch_name().c_str(), device.sm_count, recipe.consumer.c_str(), recipe.name.c_str(),
-                module.report().plugin_id.c_str(), device.arch_name().c_str(), kiln::to_string(built.outcome), build_s);
-
-    // Device memory per max batch.
-    uint64_t device_bytes[2] = {0, 0}, host_bytes[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      kiln::Instance probe = module.create_instance();
-      const auto *probe_ik = probe.interface<kiln_ik_v1>(KILN_IK_INTERFACE_ID);
-      if (probe_ik == nullptr) throw std::runtime_error("the plugin does not offer kiln.ik/1");
-      probe.activate(0, k == 0 ? kSmall : kLarge);
-      kiln_ik_info info{};
-      info.struct_size = sizeof info;
-      probe_ik->info(probe.handle(), &info);
-      device_bytes[k] = info.device_bytes, host_bytes[k] = info.host_bytes;
-    }
-
-    // GPU solves: one warm-up, then `runs` timed synchronous solves (host buffers, copies included).
-    kiln::Instance instance = module.create_instance();
-    const auto *ik = instance.interface<kiln_ik_v1>(KILN_IK_INTERFACE_ID);
-    if (ik == nullptr) throw std::runtime_error("the plugin does not offer kiln.ik/1");
-    instance.activate(0, kLarge);
-    double gpu_ms[2] = {0, 0}, gpu_min_ms[2] = {0, 0};
-    std::size_t gpu_good[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      const uint32_t count = k == 0 ? kSmall : kLarge;
-      Batch batch(k == 0 ? small : targets, count);
-      if (!solve(*ik, instance, batch)) throw std::runtime_error("GPU solve failed");
-      std::vector<double> times;
-      for (int run = 0; run < runs; ++run) {
-        start = Clock::now();
-        if (!solve(*ik, instance, batch)) throw std::runtime_error("GPU solve failed");
-        times.push_back(ms_since(start));
-      }
-      gpu_ms[k] = median(times);
-      gpu_min_ms[k] = *std::min_element(times.begin(), times.end());
-      gpu_good[k] = count_good(batch.targets, batch.q, count);
-    }
-
-    // The CPU reference on the same targets.
-    const CpuTiming cpu = time_cpu(targets, cpu_large, cpu_passes);
-
-    // First use in fresh processes (the artifact is built: ensure is a hit).
-    const FirstUse first = run_children(argv[0], cache, recipe_file, children);
-
-    std::printf("\n| targets | GPU median ms (of %d, min) | GPU us/target | GPU success | CPU reference ms | speedup |\n"
-                "| --- | --- | --- | --- | --- | --- |\n",
-                runs);
-    double speedup[2] = {0, 0}, cpu_ms_of[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      const uint32_t count = k == 0 ? kSmall : kLarge;
-      const double cpu_ms = cpu.ms_for(count);
-      cpu_ms_of[k] = cpu_ms;
-      speedup[k] = cpu_ms / gpu_ms[k];
-      const std::string cpu_note =
-          cpu.scaled(count) ? " (scaled per target from " + std::to_string(cpu.targets) + ")" : "";
-      std::printf("| %u | %.3f (%.3f) | %.3f | %zu / %u | %.1f%s | %.0fx |\n", count, gpu_ms[k], gpu_min_ms[k],
-                  1e3 * gpu_ms[k] / count, gpu_good[k], count, cpu_ms, cpu_note.c_str(), speedup[k]);
-    }
-    std::printf("CPU reference: the first %u targets per pass, median of %d passes (the 1024 row: the first 1024 of "
-                "each pass), %zu / %u solved\n",
-                cpu.targets, cpu_passes, cpu.good, cpu.targets);
-    std::printf("device memory reserved by activate: max_batch %u -> %.2f MiB device + %.2f MiB pinned host; "
-                "max_batch %u -> %.2f MiB device + %.2f MiB pinned host\n",
-                kSmall, static_cast<double>(device_bytes[0]) / (1u << 20), static_cast<double>(host_bytes[0]) / (1u << 20),
-                kLarge, static_cast<double>(device_bytes[1]) / (1u << 20), static_cast<double>(host_bytes[1]) / (1u << 20));
-    if (first.ok) {
-      std::printf("first use in a fresh process (median of %d): %.1f ms from main() = ensure (hit) + load %.1f ms, "
-                  "activate(0, %u) %.1f ms, first solve of %u %.1f ms; whole child process %.1f ms wall\n",
-                  children, first.total_ms, first.ensure_ms, kSmall, first.activate_ms, kSmall, first.solve_ms,
-                  first.wall_ms);
-    } else {
-      std::printf("first use: the child process failed\n");
+  GpuFigures gpu;
+  if (have_gpu) {
+    try {
+      gpu = run_gpu(runtime, devices.devices.front(), recipe_file, cache, argv[0], targets, runs, children);
+      std::printf("%s\n", gpu.device_line.c_str());
+      status = gpu.ok ? 0 : 1;
+    } catch (const std::exception &error) {
+      std::fprintf(stderr, "kiln_bench_ik: GPU: %s\n", error.what());
       status = 1;
     }
-    std::printf("{\"bench\":\"ik\",\"gpu\":true,\"device\":\"%s\",\"robot\":\"%s\",\"gpu_ms_1024\":%.4f,"
-                "\"gpu_ms_8192\":%.4f,\"cpu_ms_1024\":%.3f,\"cpu_ms_8192\":%.3f,\"cpu_targets\":%u,\"speedup_1024\":%.1f,"
-                "\"speedup_8192\":%.1f,\"success_1024\":%.4f,\"success_8192\":%.4f,\"device_bytes_1024\":%llu,"
-                "\"device_bytes_8192\":%llu,\"first_use_ms\":%.2f,\"first_use_wall_ms\":%.2f,\"build_s\":%.2f}\n",
-                device.name.c_str(), Chain::kRobot, gpu_ms[0], gpu_ms[1], cpu_ms_of[0], cpu_ms_of[1], cpu.targets,
-                speedup[0], speedup[1], static_cast<double>(gpu_good[0]) / kSmall,
-                static_cast<double>(gpu_good[1]) / kLarge, static_cast<unsigned long long>(device_bytes[0]),
-                static_cast<unsigned long long>(device_bytes[1]), first.total_ms, first.wall_ms, build_s);
-  } catch (const std::exception &error) {
-    std::fprintf(stderr, "kiln_bench_ik: %s\n", error.what());
-    status = 1;
+  } else {
+    std::printf("no CUDA device (%s): the GPU figures (solve time, device memory, first use) need a device\n",
+                devices.detail.c_str());
   }
+
+  Comparison comparison = compare_cpu_solvers(targets, cpu_targets, threads, urdf, cpu_passes);
+  comparison.gpu = gpu.rows;
+  comparison.gpu_absent = have_gpu ? "the GPU run failed" : "no CUDA device";
+  print_comparison(comparison);
+  if (!gpu.rows.empty()) {
+    std::printf("GPU rows: synchronous solve with host buffers (copies included), median of %d after a warm-up\n%s\n%s\n",
+                runs, gpu.memory_line.c_str(), gpu.first_use_line.c_str());
+  }
+  std::printf("{\"bench\":\"ik\",\"gpu\":%s,\"robot\":\"%s\",\"cpu_targets\":%u,\"cpu_threads\":%u%s%s}\n",
+              gpu.rows.empty() ? "false" : "true", Chain::kRobot, std::min(cpu_targets, kLarge), threads,
+              gpu.json.c_str(), comparison_json(comparison).c_str());
   if (!temp_root.empty()) {
     boost::system::error_code ignored;
     fs::remove_all(temp_root, ignored);

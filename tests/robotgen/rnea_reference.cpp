@@ -3,11 +3,10 @@
 #include <stdexcept>
 
 #if KILN_TEST_HAVE_KDL
-#include <kdl/chain.hpp>
 #include <kdl/chaindynparam.hpp>
 #include <kdl/chainidsolver_recursive_newton_euler.hpp>
-#include <kdl/tree.hpp>
-#include <kdl_parser/kdl_parser.hpp>
+
+#include "kiln_kdl_chain.hpp"
 #endif
 
 namespace kiln::test::rnea {
@@ -20,13 +19,8 @@ struct KdlModel::Impl {
   KDL::Chain chain;
 };
 
-KdlModel::KdlModel(const std::string &urdf, const std::string &base, const std::string &tip) : impl_(new Impl) {
-  KDL::Tree tree;
-  if (!kdl_parser::treeFromFile(urdf, tree)) throw std::runtime_error("kdl_parser::treeFromFile failed on " + urdf);
-  if (!tree.getChain(base, tip, impl_->chain)) {
-    throw std::runtime_error("KDL::Tree::getChain(" + base + ", " + tip + ") failed on " + urdf);
-  }
-}
+KdlModel::KdlModel(const std::string &urdf, const std::string &base, const std::string &tip)
+    : impl_(new Impl{kiln_kdl::chain_from_urdf(urdf, base, tip)}) {}
 
 KdlModel::~KdlModel() = default;
 

@@ -104,6 +104,27 @@ class Solver {
     return to_pose(p, R);
   }
 
+  // Where seed `seed` of target `target_index` starts after `restart` restarts (the algorithm in
+  // kiln_ik_common.hpp), projected into the limits: public so that another solver can be started
+  // from the same joint vectors.
+  Vector starting_point(uint32_t target_index, uint32_t seed, uint32_t restart = 0,
+                        const Vector *initial = nullptr) const {
+    Vector q;
+    if (seed == 0 && restart == 0) {
+      if (initial != nullptr) {
+        q = *initial;
+      } else {
+        for (int j = 0; j < N; ++j) q[j] = continuous(j) ? 0.0 : (Chain::kLower[j] + Chain::kUpper[j]) / 2;
+      }
+    } else {
+      for (int j = 0; j < N; ++j) {
+        const double u = uniform01(settings_.random_seed, target_index, seed, restart, static_cast<uint32_t>(j));
+        q[j] = Chain::kLower[j] + u * (Chain::kUpper[j] - Chain::kLower[j]);
+      }
+    }
+    return project(q);
+  }
+
   // Solve one target. target_index keys the random starting points (use the target's index in
   // its batch to reproduce the GPU solver's seeds); initial: seed 0's start, or nullptr.
   Result solve(const Pose &target, uint32_t target_index, const Vector *initial = nullptr) const {
@@ -179,19 +200,7 @@ class Solver {
   void start(SeedState &s, const Pose &goal, uint32_t target_index, uint32_t seed, uint32_t restart,
              const Vector *initial) const {
     s.restart = restart;
-    if (seed == 0 && restart == 0) {
-      if (initial != nullptr) {
-        s.q = *initial;
-      } else {
-        for (int j = 0; j < N; ++j) s.q[j] = continuous(j) ? 0.0 : (Chain::kLower[j] + Chain::kUpper[j]) / 2;
-      }
-    } else {
-      for (int j = 0; j < N; ++j) {
-        const double u = uniform01(settings_.random_seed, target_index, seed, restart, static_cast<uint32_t>(j));
-        s.q[j] = Chain::kLower[j] + u * (Chain::kUpper[j] - Chain::kLower[j]);
-      }
-    }
-    s.q = project(s.q);
+    s.q = starting_point(target_index, seed, restart, initial);
     evaluate(goal, s.q, s.e, s.position_error, s.orientation_error, s.cost);
     s.lambda = settings_.damping;
     s.window = 0;
