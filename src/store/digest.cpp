@@ -32,10 +32,6 @@ std::string to_hex(XXH128_hash_t hash) {
   return out;
 }
 
-[[noreturn]] void throw_io(const char *what, const boost::filesystem::path &path, int error) {
-  throw IoError(std::string(what) + " " + path.string() + ": " + std::strerror(error));
-}
-
 // open_regular (no hang on a FIFO, no endless /dev/zero), keeping this file's contract that a
 // missing file is an IoError too.
 int open_to_hash(const boost::filesystem::path &file, FileOrigin origin) {

@@ -21,11 +21,12 @@
 #include "support/typed_errors.hpp"
 
 namespace kiln::store {
-namespace {
 
 [[noreturn]] void throw_io(const std::string &what, const fs::path &path, int error) {
   throw IoError(what + " " + path.string() + ": " + std::strerror(error) + support::io_fix(error));
 }
+
+namespace {
 
 const char *kind_of(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";

@@ -14,6 +14,10 @@ namespace kiln::store {
 
 namespace fs = boost::filesystem;
 
+// Throws IoError "<what> <path>: <strerror(error)>" and the fix for that errno (a full disk, a
+// read-only file system, permissions).
+[[noreturn]] void throw_io(const std::string &what, const fs::path &path, int error);
+
 // Whose file kiln is reading decides the error when it is not what a file should be: a store
 // file (manifest, meta.json, identity.json, bykey pointer) -> IntegrityError (the store was
 // altered); a caller's input (recipe, source, header, plugin to publish) -> UsageError.
