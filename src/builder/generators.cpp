@@ -30,7 +30,9 @@ fs::path digests_file(const GeneratorContext &context, const std::string &key) {
   return context.layout.objects() / ("gen-" + key + ".digests");
 }
 
-// Copies the cached outputs into {gen}; false (nothing trusted) when any is absent or altered.
+// Copies the cached outputs into {gen} and checks the copies against the recorded digests (the
+// copies, not the cache: a writer may replace a cached file meanwhile). False, with the copies
+// removed, when any is absent or differs.
 bool reuse(const GeneratorContext &context, const GeneratorStep &step, const std::string &key) {
   std::string recorded;
   try {
@@ -38,16 +40,21 @@ bool reuse(const GeneratorContext &context, const GeneratorStep &step, const std
   } catch (const Error &) {
     return false;  // never cached (or its writer died before recording it)
   }
+  bool intact = true;
   for (const auto &output : step.outputs) {
-    const fs::path cached = cached_output(context, key, output);
     try {
-      if (recorded.find(file_digest(cached) + " " + output + "\n") == std::string::npos) return false;
+      store::copy_file_synced(cached_output(context, key, output), context.gen / output);
+      intact = recorded.find(file_digest(context.gen / output) + " " + output + "\n") != std::string::npos;
     } catch (const Error &) {
-      return false;
+      intact = false;
     }
+    if (!intact) break;
   }
-  for (const auto &output : step.outputs) store::copy_file_synced(cached_output(context, key, output), context.gen / output);
-  return true;
+  if (!intact) {
+    boost::system::error_code ignored;
+    for (const auto &output : step.outputs) fs::remove(context.gen / output, ignored);
+  }
+  return intact;
 }
 
 // Into the cache through temps (swept like the object cache's); failing to cache is no error.

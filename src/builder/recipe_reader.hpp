@@ -71,7 +71,9 @@ class RecipeReader {
     }
     const bool is_dir = boost::filesystem::is_directory(status);
     if (want_dir && !is_dir) fail(field, "names " + p.string() + ", which is not a directory");
-    if (!want_dir && !may_be_dir && !boost::filesystem::is_regular_file(status)) fail(field, "names " + p.string() + ", which is not a regular file");
+    if (!want_dir && !may_be_dir && !boost::filesystem::is_regular_file(status)) {
+      fail(field, "names " + p.string() + ", which is not a regular file");
+    }
     // A FIFO or device (/dev/zero) would hang or never end the hashing of the inputs.
     if (may_be_dir && !is_dir && !boost::filesystem::is_regular_file(status)) {
       fail(field, "names " + p.string() + ", which is neither a regular file nor a directory");

@@ -173,7 +173,7 @@ TEST_CASE("cmake keys: the input key follows project files, options, generator i
   }
 }
 
-TEST_CASE("cmake build: built and loaded; unchanged is a hit spawning nothing; N variants generate once" *
+TEST_CASE("cmake build: built and loaded; unchanged is a hit spawning nothing; N variants generate once, from checked outputs" *
           kiln::test::skip_if(kiln::test::no_cmake_toolchain)) {
   CmakeProjectDir fx;
   const std::string echo = "a;b c 'q' \"dq\" $(touch pwned) `touch pwned2` {abi}";
@@ -222,12 +222,27 @@ TEST_CASE("cmake build: built and loaded; unchanged is a hit spawning nothing; N
   CHECK(fx.generator_runs() == 1);
   CHECK(fx.take_cmake_runs().configures == 1);
 
+  // A cached output that no longer has its recorded digest is never used: the step runs again.
+  int damaged = 0;
+  for (fs::directory_iterator it(fx.cache() / "consumers" / "cmake-tests" / "objects"), end; it != end; ++it) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("gen-", 0) == 0 && contains(name, "-gen_values.h")) {
+      write_text(it->path(), "#pragma once\n#define GEN_VALUE 1000\n");
+      ++damaged;
+    }
+  }
+  CHECK(damaged == 1);
+  CHECK(runtime.build(n_variant(fx, 16)).outcome == BuildResult::Outcome::built);
+  CHECK(fx.answer(runtime, "plugin-N16") == doctest::Approx(7.0 + 16.0 + 3.0 + 100.0));
+  CHECK(fx.generator_runs() == 2);
+  fx.take_cmake_runs();
+
   // A generator input changed but its output did not: the entry is reused, no cmake runs.
   write_text(fx.recipes() / "values.txt", "3\nnot read by the generator\n");
   const BuildResult same = runtime.build(n4);
   CHECK(same.outcome == BuildResult::Outcome::reused);
   CHECK(same.content_key == first.content_key);
-  CHECK(fx.generator_runs() == 2);
+  CHECK(fx.generator_runs() == 3);
   CHECK(fx.take_cmake_runs().all == 0);
   // Its output changed: rebuilt with the new header.
   write_text(fx.recipes() / "values.txt", "5\n");
