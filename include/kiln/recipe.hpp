@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ struct Recipe {
   int schema = kRecipeSchema;
   std::string consumer;
   std::string name;
-  std::string backend = "nvcc";          // "nvcc" (shared-object plugin); "nvrtc" (device images)
+  std::string backend = "nvcc";          // "nvcc" (shared-object plugin); "nvrtc" (device images);
+                                         // "cmake" (a plugin built by a CMake project)
   std::vector<std::string> sources;      // .cu/.cpp/.cc; one object each (absolute after load)
   std::vector<std::string> headers;      // files or directories, hashed by content as one set
   std::vector<std::string> include_dirs; // searched by the compiler (absolute after load)
@@ -49,6 +51,12 @@ struct Recipe {
   std::vector<RecipeKernel> kernels;     // nvrtc only (required there): kernels to record and resolve
   bool lto = false;                      // nvrtc only: compile to LTO-IR and link with nvJitLink -lto
   std::vector<GeneratorStep> generators;
+  // cmake only (README "Recipes"): the project, what of it keys the build, and what it builds.
+  std::string project;                   // directory holding CMakeLists.txt (absolute after load)
+  std::vector<std::string> project_files;  // globs relative to `project`, hashed by content
+  std::map<std::string, std::string> cmake_options;  // -DNAME=VALUE; values may hold {gen}, {abi}
+  std::string target;                    // cmake --build --target
+  std::string output;                    // the file `target` writes, relative to the build directory
   std::uint64_t unit_memory_mb = 4096;   // memory one compile may take; bounds parallel jobs
   std::string base_dir;                  // the recipe file's directory
   std::string file;                      // the recipe file, for messages
@@ -59,6 +67,8 @@ struct Recipe {
   static Recipe parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors);
   // The recipe as JSON with paths relative to base_dir (the form that keys the input key).
   std::string canonical_json() const;
+  // Whether the recipe builds a shared-object plugin (nvcc, cmake) rather than device images.
+  bool builds_plugin() const { return backend != "nvrtc"; }
 };
 
 // One step of a build, reported as it happens (from the building thread(s)).
@@ -108,10 +118,12 @@ struct BuildPlan {
   std::string state;                       // "cached", "stale", "missing"
   std::vector<Reason> stale_reasons;
   std::vector<Arch> archs;
-  std::string backend;                     // "nvcc" or "nvrtc"
+  std::string backend;                     // "nvcc", "nvrtc" or "cmake"
   std::string nvcc;                        // toolchain used (nvcc backend)
   std::string nvcc_version;
   std::string host_compiler;
+  std::string cmake;                       // cmake backend: the cmake used and its version line
+  std::string cmake_version;
   std::string jit_toolchain;               // nvrtc backend: "nvrtc=13.0;nvjitlink=13.0;nvfatbin=none"
   std::vector<std::string> steps;          // human-readable: generators, units, link
 };

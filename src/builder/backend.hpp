@@ -75,6 +75,12 @@ class Backend {
 
 std::unique_ptr<Backend> make_nvcc_backend(const BuilderContext &context);
 std::unique_ptr<Backend> make_jit_backend(const BuilderContext &context);
+std::unique_ptr<Backend> make_cmake_backend(const BuilderContext &context);
+
+// "exit code 2", "killed by signal 9".
+std::string how_it_ended(const ProcessResult &result);
+// Throws BuildError "<what> failed (<how>); nothing was published" with the step's output.
+[[noreturn]] void fail_step(const std::string &what, const ProcessResult &result);
 
 // Appends to a file (build.log).
 void append_log(const boost::filesystem::path &file, const std::string &text);

@@ -18,6 +18,7 @@
 
 #include "builder/backend.hpp"
 #include "builder/keys.hpp"
+#include "builder/generators.hpp"
 #include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
 #include "builder/stale.hpp"
@@ -42,7 +43,8 @@ using Clock = std::chrono::steady_clock;
 std::unique_ptr<Backend> make_backend(const Recipe &recipe, const BuilderContext &context) {
   if (recipe.backend == "nvcc") return make_nvcc_backend(context);
   if (recipe.backend == "nvrtc") return make_jit_backend(context);
-  throw UsageError("recipe " + recipe.file + ": unknown backend \"" + recipe.backend + "\" (use nvcc or nvrtc)");
+  if (recipe.backend == "cmake") return make_cmake_backend(context);
+  throw UsageError("recipe " + recipe.file + ": unknown backend \"" + recipe.backend + "\" (use nvcc, nvrtc or cmake)");
 }
 
 struct Hit {
@@ -82,7 +84,7 @@ Hit lookup(const store::Storage &storage, const std::string &consumer, const std
   return hit;
 }
 
-std::string kind_of(const Recipe &recipe) { return recipe.backend == "nvcc" ? "plugin" : "images"; }
+std::string kind_of(const Recipe &recipe) { return recipe.builds_plugin() ? "plugin" : "images"; }
 
 // No bykey pointer for these inputs: why the entry the writable store's manifest names for
 // consumer/name (built from other inputs) does not serve them. Empty when there is none, or
@@ -107,13 +109,17 @@ std::vector<Reason> replaced_entry_reasons(const store::Storage &storage, const 
   }
 }
 
-[[noreturn]] void fail_step(const std::string &what, const ProcessResult &result) {
-  std::string why = result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
-                                       : "exit code " + std::to_string(result.exit_code);
-  throw BuildError(what + " failed (" + why + "); nothing was published. Its output:\n" + result.output, result.output);
+}  // namespace
+
+std::string how_it_ended(const ProcessResult &result) {
+  return result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
+                            : "exit code " + std::to_string(result.exit_code);
 }
 
-}  // namespace
+void fail_step(const std::string &what, const ProcessResult &result) {
+  throw BuildError(what + " failed (" + how_it_ended(result) + "); nothing was published. Its output:\n" + result.output,
+                   result.output);
+}
 
 void append_log(const fs::path &file, const std::string &text) {
   std::ofstream out(file.string(), std::ios::app);
@@ -250,28 +256,8 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
     if (cancel.cancelled()) throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled; nothing was published");
   };
 
-  // Generators, in order, in the recipe's directory.
-  for (const auto &generator : recipe.generators) {
-    check_cancel();
-    if (options.progress) options.progress({BuildEvent::Kind::generator_started, generator.name, 0, false});
-    ProcessSpec spec;
-    spec.argv = substitute(generator.command, {{"{gen}", gen.string()}, {"{tool}", generator.tool}});
-    spec.cwd = recipe.base_dir;
-    spec.log_file = build_log.string();
-    spec.cancel = &cancel;
-    append_log(build_log, "\n$ (generator " + generator.name + ") " + join_words(spec.argv) + "\n");
-    const ProcessResult run = run_process(spec);
-    if (run.cancelled) check_cancel();
-    if (!run.ok()) fail_step("generator " + generator.name, run);
-    for (const auto &output : generator.outputs) {
-      if (!fs::is_regular_file(gen / output)) {
-        throw BuildError("generator " + generator.name + " did not write its declared output " + output +
-                             " into {gen}; fix the step's command or its \"outputs\"",
-                         run.output);
-      }
-    }
-    if (options.progress) options.progress({BuildEvent::Kind::generator_finished, generator.name, run.seconds, false});
-  }
+  // Generators, in order, in the recipe's directory (identical steps of other builds reused).
+  run_generators({recipe, identity, options, layout, gen, build_log, cancel, log});
 
   // Content key: exactly what the compiler sees.
   std::vector<std::string> generated;

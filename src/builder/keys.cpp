@@ -8,6 +8,7 @@
 
 #include <kiln/version.hpp>
 
+#include "builder/cmake_recipe.hpp"
 #include "store/digest.hpp"
 #include "support/json_write.hpp"
 
@@ -45,11 +46,15 @@ std::map<std::string, std::string> BuildIdentity::fields() const {
       {"kiln_version", kVersion},
       {"archs", arch_list(archs)},
   };
-  if (backend == "nvcc") {  // exactly the fields nvcc builds always had: their keys stay put
+  if (backend == "nvcc" || backend == "cmake") {  // exactly the fields nvcc builds always had: their keys stay put
     out["abi_version"] = std::to_string(kAbiVersion);
     out["nvcc_version"] = toolchain.nvcc_version;
     out["host_compiler"] = toolchain.host_cxx_version;
     out["abi_headers"] = abi_headers;
+    if (backend == "cmake") {
+      out["backend"] = backend;
+      out["cmake_version"] = cmake.version;
+    }
   } else {
     out["backend"] = backend;
     out["jit_toolchain"] = jit_toolchain;
@@ -117,6 +122,15 @@ BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &arch
   return identity;
 }
 
+BuildIdentity cmake_build_identity(const Recipe &recipe, const std::vector<Arch> &archs,
+                                   const ToolchainIdentity &toolchain, const CmakeIdentity &cmake,
+                                   const std::string &abi_dir) {
+  BuildIdentity identity = build_identity(recipe, archs, toolchain, abi_dir);
+  identity.backend = recipe.backend;
+  identity.cmake = cmake;
+  return identity;
+}
+
 BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain) {
   BuildIdentity identity;
   identity.backend = recipe.backend;
@@ -131,14 +145,19 @@ BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &
 void add_recipe_records(const Recipe &recipe, const BuildIdentity &identity, InputRecords &records) {
   const auto canonical = nlohmann::json::parse(recipe.canonical_json());
   for (const auto &[field, value] : canonical.items()) {
-    if (field == "consumer" || field == "name" || field == "sources" || field == "headers" || field == "defines") continue;
+    if (field == "consumer" || field == "name" || field == "sources" || field == "headers" || field == "defines" ||
+        field == "cmake_options") {
+      continue;
+    }
     records["input:recipe " + field] = support::dump_json(value);
   }
   for (const auto &define : recipe.defines) {
     const auto equals = define.find('=');
     records["input:define " + define.substr(0, equals)] = equals == std::string::npos ? "(set)" : define.substr(equals + 1);
   }
-  if (identity.backend == "nvcc") {
+  for (const auto &[option, value] : recipe.cmake_options) records["input:option " + option] = value;
+  if (identity.backend == "cmake") records["toolchain:cmake_path"] = identity.cmake.path;
+  if (identity.backend == "nvcc" || identity.backend == "cmake") {
     records["toolchain:nvcc_release"] = identity.toolchain.nvcc_release;
     records["toolchain:nvcc_path"] = identity.toolchain.nvcc_path;
     records["toolchain:host_compiler_path"] = identity.toolchain.host_cxx_path;
@@ -162,6 +181,11 @@ std::string input_key(const Recipe &recipe, const BuildIdentity &identity, Input
   add_files("source", recipe.sources);
   add_files("header", expand_headers(recipe));
   for (const auto &generator : recipe.generators) add_files("generator_input", generator.inputs);
+  if (recipe.backend == "cmake") {
+    std::vector<std::string> project_files;
+    for (const auto &file : expand_project_files(recipe)) project_files.push_back(file.path);
+    add_files("project_file", project_files);
+  }
   // The canonical JSON holds bytes that are not UTF-8 (a Latin-1 path given through the API) as
   // U+FFFD: the paths it holds that no field above covers key here once more, as raw bytes.
   std::vector<std::string> paths;
@@ -169,6 +193,7 @@ std::string input_key(const Recipe &recipe, const BuildIdentity &identity, Input
   for (const auto &header : recipe.headers) paths.push_back(relative_to(header, recipe.base_dir));
   for (const auto &generator : recipe.generators) paths.push_back(relative_to(generator.tool, recipe.base_dir));
   for (const auto &kernel : recipe.kernels) paths.push_back(relative_to(kernel.source, recipe.base_dir));
+  if (!recipe.project.empty()) paths.push_back(relative_to(recipe.project, recipe.base_dir));
   hasher.add_list("paths", paths);
   for (const auto &[field, value] : identity.fields()) hasher.add_field(field, value);
   return hasher.hex();

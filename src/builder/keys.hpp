@@ -18,7 +18,8 @@ struct BuildIdentity {
   std::string backend = "nvcc";                   // the recipe's backend
   std::vector<Arch> archs;
   ToolchainIdentity toolchain;                    // nvcc backend: nvcc and the host compiler
-  std::string abi_headers;                        // nvcc backend: digest of kiln's abi/ headers compiled in
+  std::string abi_headers;                        // nvcc, cmake: digest of kiln's abi/ headers compiled in
+  CmakeIdentity cmake;                            // cmake backend: the cmake configuring and building
   std::string jit_toolchain;                      // nvrtc backend: "nvrtc=13.0;nvjitlink=13.0;nvfatbin=none"
   std::map<std::string, std::string> generators;  // name -> tool digest or identity string
 
@@ -39,6 +40,10 @@ std::string abi_headers_digest(const std::string &abi_dir);
 
 BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
                              const std::string &abi_dir);
+// The cmake backend's: nvcc's, and the cmake.
+BuildIdentity cmake_build_identity(const Recipe &recipe, const std::vector<Arch> &archs,
+                                   const ToolchainIdentity &toolchain, const CmakeIdentity &cmake,
+                                   const std::string &abi_dir);
 // The nvrtc backend's: no nvcc, no host compiler, no ABI headers (device images do not
 // compile against them); the JIT libraries' versions instead.
 BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain);
@@ -50,7 +55,7 @@ BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &
 // nothing (the input key covers all of it): it lets a later build name what changed (stale.hpp).
 using InputRecords = std::map<std::string, std::string>;
 
-// Canonical recipe + bytes of every input file (sources, headers, generator inputs and tools)
+// Canonical recipe + bytes of every input file (sources, headers, project files, generator inputs and tools)
 // + the build identity. Cheap: hashing only, no process. `records` (optional) receives the
 // files' records, of exactly the bytes hashed.
 std::string input_key(const Recipe &recipe, const BuildIdentity &identity, InputRecords *records = nullptr);

@@ -14,20 +14,15 @@
 #include "builder/backend.hpp"
 #include "builder/jobs.hpp"
 #include "builder/toolchain.hpp"
-#include "load/elf.hpp"
-#include "load/plugin_file.hpp"
-#include "load/stamp.hpp"
+#include "builder/plugin_artifact.hpp"
 #include "store/digest.hpp"
 #include "store/files.hpp"
 
 namespace kiln::builder {
-namespace {
 
 std::string arch_digits(const Arch &arch) {
   return std::to_string(arch.cc()) + (arch.suffix != '\0' ? std::string(1, arch.suffix) : std::string());
 }
-
-}  // namespace
 
 std::string abstract_path(const std::string &path, const std::string &recipe_dir) {
   if (path == recipe_dir) return "$RECIPE";
@@ -89,7 +84,8 @@ std::vector<std::string> substitute(std::vector<std::string> command, const Plac
 
 // ---------------------------------------------------------------------------------------------
 // The nvcc backend of the build flow (backend.hpp): one `nvcc -c` per unit, in parallel and
-// served from objects/ when seen before, then `nvcc --shared`, then the build stamp.
+// served from objects/ when seen before, then `nvcc --shared`, then the build stamp
+// (plugin_artifact.hpp).
 namespace kiln::builder {
 namespace {
 
@@ -129,12 +125,6 @@ bool cached_object_usable(const fs::path &object, std::string *why) {
     *why = std::string("cannot be checked: ") + failure.what();
   }
   return false;
-}
-
-[[noreturn]] void fail_process(const std::string &what, const ProcessResult &result) {
-  std::string why = result.signal != 0 ? "killed by signal " + std::to_string(result.signal)
-                                       : "exit code " + std::to_string(result.exit_code);
-  throw BuildError(what + " failed (" + why + "); nothing was published. Its output:\n" + result.output, result.output);
 }
 
 // A compiler that reports success but wrote nothing is a failed build step, not a missing file.
@@ -273,7 +263,7 @@ class NvccBackend final : public Backend {
           append_log(build.build_log, "\n$ " + join_words(spec.argv) + "\n" + run.output);
         }
         if (run.cancelled) return;
-        if (!run.ok()) fail_process("compiling " + unit.report.name, run);
+        if (!run.ok()) fail_step("compiling " + unit.report.name, run);
         require_output("compiling " + unit.report.name, unit.object, run);
         // Into the object cache atomically and durably: a torn object must never be linked.
         const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
@@ -309,24 +299,11 @@ class NvccBackend final : public Backend {
     const ProcessResult linked = run_process(spec);
     append_log(build.build_log, linked.output);
     if (linked.cancelled) check_cancel();
-    if (!linked.ok()) fail_process("linking " + recipe.artifact, linked);
+    if (!linked.ok()) fail_step("linking " + recipe.artifact, linked);
     require_output("linking " + recipe.artifact, artifact, linked);
     if (options.progress) options.progress({BuildEvent::Kind::link_finished, recipe.artifact, linked.seconds, false});
 
-    // The rules kiln_add_plugin checks after its link (one export, no gnu-unique, no NODELETE),
-    // from the ELF itself; then stamp the content key into the plugin.
-    std::string bytes = store::read_file(artifact);
-    const std::vector<std::string> problems = load::unload_rule_problems(load::read_elf(bytes, artifact.string()));
-    if (!problems.empty()) {
-      const std::string why = load::describe_unload_problems(recipe.artifact, problems);
-      append_log(build.build_log, why + "\n");
-      throw BuildError(why + "\nNothing was published; fix the sources or flags of recipe " + recipe.file, why);
-    }
-    const load::FileStamp stamp = load::find_stamp(bytes, artifact.string());
-    load::check_stamp_abi(stamp, artifact.string());
-    load::write_stamp_key(bytes, stamp, content_key);
-    fs::remove(artifact);
-    store::write_staging_file(artifact, bytes, 0755);
+    const FinishedPlugin plugin = finish_plugin_artifact(artifact, content_key, recipe, build.build_log);
 
     // Only the entry's files travel: scratch objects and logs stay out of the immutable entry.
     boost::system::error_code ignored;
@@ -336,9 +313,9 @@ class NvccBackend final : public Backend {
     Produced produced;
     produced.kind = "plugin";
     produced.file = recipe.artifact;
-    produced.bytes_digest = store::digest_hex(bytes);
-    produced.size = bytes.size();
-    produced.abi_version = stamp.abi_version;
+    produced.bytes_digest = plugin.bytes_digest;
+    produced.size = plugin.size;
+    produced.abi_version = plugin.abi_version;
     produced.cuda_toolkit_version = toolkit_version_from(toolchain_.nvcc_version);
     for (const auto &unit : units_) produced.units.push_back(unit.report);
     return produced;

@@ -15,6 +15,9 @@ namespace kiln::builder {
 
 using Placeholders = std::map<std::string, std::string>;  // "$GEN" -> path, ...
 
+// "90", "90a", "87": the arch's digits and suffix, as -gencode and CMAKE_CUDA_ARCHITECTURES write them.
+std::string arch_digits(const Arch &arch);
+
 // -gencode for each arch: sm_XY -> arch=compute_XY,code=sm_XY; compute_XY -> code=compute_XY.
 std::vector<std::string> gencode_flags(const std::vector<Arch> &archs);
 

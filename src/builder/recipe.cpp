@@ -9,6 +9,8 @@
 
 #include <kiln/errors.hpp>
 
+#include "builder/cmake_recipe.hpp"
+#include "builder/recipe_reader.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
 #include "support/json_read.hpp"
@@ -20,78 +22,7 @@ namespace {
 
 namespace fs = boost::filesystem;
 using nlohmann::json;
-
-class Reader {
- public:
-  Reader(const json &root, std::string file, fs::path base) : root_(root), file_(std::move(file)), base_(std::move(base)) {}
-
-  [[noreturn]] void fail(const std::string &field, const std::string &why) const {
-    throw UsageError("recipe " + file_ + ": \"" + field + "\" " + why);
-  }
-
-  const json *find(const json &object, const std::string &key) const {
-    const auto it = object.find(key);
-    return it == object.end() ? nullptr : &*it;
-  }
-
-  std::string string(const json &object, const std::string &key, const std::string &where, bool required,
-                     const std::string &fallback = "") const {
-    const json *value = find(object, key);
-    if (value == nullptr) {
-      if (required) fail(where + key, "is missing");
-      return fallback;
-    }
-    if (!value->is_string()) fail(where + key, "must be a string, not " + support::describe_json(*value));
-    return value->get<std::string>();
-  }
-
-  std::vector<std::string> strings(const json &object, const std::string &key, const std::string &where) const {
-    const json *value = find(object, key);
-    if (value == nullptr) return {};
-    if (!value->is_array()) fail(where + key, "must be a list of strings");
-    std::vector<std::string> out;
-    for (const auto &item : *value) {
-      if (!item.is_string()) fail(where + key, "must be a list of strings; found " + support::describe_json(item));
-      const std::string text = item.get<std::string>();
-      if (text.find('\0') != std::string::npos || text.find('\n') != std::string::npos) {
-        fail(where + key, "holds a string with a NUL or newline");
-      }
-      out.push_back(text);
-    }
-    return out;
-  }
-
-  // A path relative to the recipe's directory, made absolute; must exist (as a file or dir).
-  std::string path(const std::string &field, const std::string &text, bool want_dir, bool may_be_dir) const {
-    if (text.empty()) fail(field, "holds an empty path");
-    fs::path p(text);
-    if (!p.is_absolute()) p = base_ / p;
-    p = p.lexically_normal();
-    boost::system::error_code error;
-    const fs::file_status status = fs::status(p, error);
-    if (!fs::exists(status)) {
-      throw NotFoundError("recipe " + file_ + ": \"" + field + "\" names " + p.string() +
-                          ", which does not exist (paths are relative to the recipe's directory " + base_.string() +
-                          ")");
-    }
-    const bool is_dir = fs::is_directory(status);
-    if (want_dir && !is_dir) fail(field, "names " + p.string() + ", which is not a directory");
-    if (!want_dir && !may_be_dir && !fs::is_regular_file(status)) fail(field, "names " + p.string() + ", which is not a regular file");
-    // A FIFO or device (/dev/zero) would hang or never end the hashing of the inputs.
-    if (may_be_dir && !is_dir && !fs::is_regular_file(status)) {
-      fail(field, "names " + p.string() + ", which is neither a regular file nor a directory");
-    }
-    return p.string();
-  }
-
-  const json &root() const { return root_; }
-  const std::string &file() const { return file_; }
-
- private:
-  const json &root_;
-  std::string file_;
-  fs::path base_;
-};
+using builder::RecipeReader;
 
 bool valid_define(const std::string &define) {
   const std::size_t equals = define.find('=');
@@ -105,7 +36,11 @@ bool valid_define(const std::string &define) {
 
 const std::set<std::string> kFields = {"schema", "consumer", "name", "backend", "sources", "headers", "include_dirs",
                                        "defines", "flags", "link_flags", "archs", "artifact", "generators",
-                                       "unit_memory_mb", "kernels", "lto"};
+                                       "unit_memory_mb", "kernels", "lto", "project", "project_files",
+                                       "cmake_options", "target", "output"};
+// What only one kind of recipe reads: a field of the other kind is refused, never ignored.
+const std::set<std::string> kCompileFields = {"sources", "headers", "include_dirs", "defines", "flags", "link_flags"};
+const std::set<std::string> kCmakeFields = {"project", "project_files", "cmake_options", "target", "output"};
 constexpr std::uint64_t kMaxUnitMemoryMb = 1ull << 24;  // 16 TiB
 const std::set<std::string> kGeneratorFields = {"name", "command", "inputs", "outputs", "tool", "tool_identity"};
 // Flags kiln sets itself: a recipe that sets them would break the object/link layout.
@@ -137,12 +72,12 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
     throw UsageError("recipe " + file_for_errors + ": " + why + "; fix the file (a recipe is one JSON object, see README)");
   });
   if (!root.is_object()) throw UsageError("recipe " + file_for_errors + " must be a JSON object");
-  const Reader read(root, file_for_errors, fs::path(base_dir));
+  const RecipeReader read(root, file_for_errors, fs::path(base_dir));
   for (const auto &item : root.items()) {
     if (kFields.count(item.key()) == 0) {
       read.fail(item.key(), "is not a recipe field (known: schema, consumer, name, backend, sources, headers, "
                             "include_dirs, defines, flags, link_flags, archs, artifact, generators, unit_memory_mb, "
-                            "kernels, lto)");
+                            "kernels, lto, project, project_files, cmake_options, target, output)");
     }
   }
   Recipe recipe;
@@ -158,9 +93,21 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
   store::validate_name("recipe " + file_for_errors + ": consumer", recipe.consumer);
   store::validate_name("recipe " + file_for_errors + ": name", recipe.name);
   recipe.backend = read.string(root, "backend", "", false, "nvcc");
-  if (recipe.backend != "nvcc" && recipe.backend != "nvrtc") {
-    read.fail("backend", "is \"" + recipe.backend + "\"; use \"nvcc\" (shared-object plugin) or \"nvrtc\" (device images)");
+  if (recipe.backend != "nvcc" && recipe.backend != "nvrtc" && recipe.backend != "cmake") {
+    read.fail("backend", "is \"" + recipe.backend + "\"; use \"nvcc\" (shared-object plugin), \"nvrtc\" (device "
+                         "images) or \"cmake\" (a plugin built by a CMake project)");
   }
+  const bool cmake = recipe.backend == "cmake";
+  for (const auto &item : root.items()) {
+    if (cmake && kCompileFields.count(item.key()) != 0) {
+      read.fail(item.key(), "is for nvcc and nvrtc recipes; a \"backend\": \"cmake\" recipe compiles what its "
+                            "CMakeLists.txt says: set it there, or pass it through \"cmake_options\"");
+    }
+    if (!cmake && kCmakeFields.count(item.key()) != 0) {
+      read.fail(item.key(), "is for \"backend\": \"cmake\" recipes; this recipe's backend is " + recipe.backend);
+    }
+  }
+  if (cmake) builder::read_cmake_fields(read, recipe);
 
   std::set<std::string> stems;
   for (const auto &source : read.strings(root, "sources", "")) {
@@ -176,7 +123,7 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
     }
     recipe.sources.push_back(resolved);
   }
-  if (recipe.sources.empty()) read.fail("sources", "is empty or missing; list the .cu/.cpp files to compile");
+  if (recipe.sources.empty() && !cmake) read.fail("sources", "is empty or missing; list the .cu/.cpp files to compile");
   for (const auto &header : read.strings(root, "headers", "")) recipe.headers.push_back(read.path("headers", header, false, true));
   for (const auto &dir : read.strings(root, "include_dirs", "")) recipe.include_dirs.push_back(read.path("include_dirs", dir, true, true));
   recipe.defines = read.strings(root, "defines", "");
@@ -205,8 +152,8 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
       read.fail("archs", std::string("holds an unknown arch: ") + error.what());
     }
   }
-  recipe.artifact = read.string(root, "artifact", "", recipe.backend == "nvcc", "");
-  if (recipe.backend == "nvcc") {
+  recipe.artifact = read.string(root, "artifact", "", recipe.builds_plugin(), "");
+  if (recipe.builds_plugin()) {
     if (!store::is_valid_name(recipe.artifact) || fs::path(recipe.artifact).extension() != ".so") {
       read.fail("artifact", "is \"" + recipe.artifact + "\"; name the shared object, e.g. \"libsolver.so\"");
     }
@@ -223,9 +170,9 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
 
   // Device-image recipes: the kernels to record (and resolve at every load), and LTO.
   const json *kernels = read.find(root, "kernels");
-  if (recipe.backend == "nvcc") {
+  if (recipe.builds_plugin()) {
     if (kernels != nullptr) {
-      read.fail("kernels", "is for \"backend\": \"nvrtc\" recipes; an nvcc plugin reaches its kernels itself");
+      read.fail("kernels", "is for \"backend\": \"nvrtc\" recipes; a plugin reaches its kernels itself");
     }
   } else {
     if (kernels == nullptr || !kernels->is_array() || kernels->empty()) {
@@ -272,7 +219,7 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
   if (const json *lto = read.find(root, "lto")) {
     if (!lto->is_boolean()) read.fail("lto", "must be true or false");
     recipe.lto = lto->get<bool>();
-    if (recipe.lto && recipe.backend == "nvcc") {
+    if (recipe.lto && recipe.builds_plugin()) {
       read.fail("lto", "is for \"backend\": \"nvrtc\" recipes; for nvcc put -dlto in \"flags\" and \"link_flags\"");
     }
   }
@@ -349,7 +296,14 @@ std::string Recipe::canonical_json() const {
                {"artifact", artifact},     {"generators", generators_json}};  // unit_memory_mb only schedules: it does not key
   // Only device-image recipes carry these, so an nvcc recipe's canonical form (and input key)
   // is what it was before they existed.
-  if (backend != "nvcc") {
+  if (backend == "cmake") {  // only cmake recipes carry these: other recipes' input keys stay put
+    root["project"] = relative_to(project, base_dir);
+    root["project_files"] = project_files;
+    root["cmake_options"] = cmake_options;
+    root["target"] = target;
+    root["output"] = output;
+  }
+  if (!builds_plugin()) {
     json kernels_json = json::array();
     for (const auto &kernel : kernels) {
       if (kernel.source.empty()) {

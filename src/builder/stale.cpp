@@ -20,7 +20,7 @@ std::string display_name(const std::string &field) {
   static const std::map<std::string, std::string> names = {
       {"abi_headers", "kiln ABI headers"}, {"abi_version", "plugin ABI"},        {"artifact_schema", "artifact schema"},
       {"host_compiler", "host compiler"},  {"jit_toolchain", "JIT toolchain"},   {"key_schema", "key schema"},
-      {"kiln_version", "kiln"},            {"nvcc_version", "nvcc"}};
+      {"kiln_version", "kiln"},            {"nvcc_version", "nvcc"},                {"cmake_version", "cmake"}};
   if (const auto it = names.find(field); it != names.end()) return it->second;
   if (field.compare(0, 10, "generator.") == 0) return "generator " + field.substr(10);
   return field;

@@ -144,7 +144,8 @@ void write_cache(const fs::path &cache_file, json entries, const std::vector<std
   }
 }
 
-std::string version_output(const std::string &executable, const std::string &what_for) {
+// `what_for` names the tool in messages, `variable` the setting that picks another one.
+std::string version_output(const std::string &executable, const std::string &what_for, const std::string &variable) {
   ProcessSpec spec;
   spec.argv = {executable, "--version"};
   const ProcessResult result = run_process(spec);
@@ -153,7 +154,7 @@ std::string version_output(const std::string &executable, const std::string &wha
                                                : "exited with status " + std::to_string(result.exit_code);
     throw BuildError("`" + executable + " --version` " + how + (result.ok() ? " but printed nothing" : "") +
                          ": the " + what_for + " does not run; repair its installation or point " +
-                         (what_for == "CUDA compiler" ? "KILN_NVCC" : "KILN_HOST_CXX") + " at a working one",
+                         variable + " at a working one",
                      result.output);
   }
   return result.output;
@@ -175,6 +176,29 @@ struct Memo {
 
 std::mutex memo_guard;
 std::map<std::string, Memo> memos;  // by cache file
+std::map<std::string, std::pair<Key, CmakeIdentity>> cmake_memos;  // by cache file
+
+// The remembered `--version` output of each executable, else a fresh run of it (also written
+// to the cache file). Called with memo_guard held.
+class VersionOutputs {
+ public:
+  explicit VersionOutputs(const fs::path &cache_file)
+      : cache_file_(cache_file), entries_(cache_file.empty() ? json::object() : read_cache(cache_file)) {}
+  std::string of(const std::string &executable, const Key &key, const std::string &what_for, const std::string &variable) {
+    if (auto cached = cached_output(entries_, key)) return *cached;
+    std::string output = version_output(executable, what_for, variable);
+    fresh_.emplace_back(key, output);
+    return output;
+  }
+  void remember() {
+    if (!fresh_.empty() && !cache_file_.empty()) write_cache(cache_file_, entries_, fresh_);
+  }
+
+ private:
+  fs::path cache_file_;
+  json entries_;
+  std::vector<std::pair<Key, std::string>> fresh_;
+};
 
 }  // namespace
 
@@ -253,17 +277,10 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
     return memo->second.identity;
   }
 
-  const json entries = cache_file.empty() ? json::object() : read_cache(cache_file);
-  std::vector<std::pair<Key, std::string>> fresh;
-  auto output_of = [&](const std::string &executable, const Key &key, const std::string &what_for) {
-    if (auto cached = cached_output(entries, key)) return *cached;
-    std::string output = version_output(executable, what_for);
-    fresh.emplace_back(key, output);
-    return output;
-  };
-  const std::string nvcc_output = output_of(nvcc, nvcc_key, "CUDA compiler");
-  const std::string host_output = output_of(host_cxx, host_key, "host C++ compiler");
-  if (!fresh.empty() && !cache_file.empty()) write_cache(cache_file, entries, fresh);
+  VersionOutputs outputs(cache_file);
+  const std::string nvcc_output = outputs.of(nvcc, nvcc_key, "CUDA compiler", "KILN_NVCC");
+  const std::string host_output = outputs.of(host_cxx, host_key, "host C++ compiler", "KILN_HOST_CXX");
+  outputs.remember();
 
   ToolchainIdentity identity;
   identity.nvcc_path = nvcc_key.real_path;
@@ -275,9 +292,41 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   return identity;
 }
 
+std::string find_cmake() {
+  const std::string search_path = path_env();
+  if (const auto explicit_cmake = env_value("KILN_CMAKE")) {
+    const std::string found = find_executable(*explicit_cmake, search_path);
+    if (!found.empty()) return found;
+    throw ToolchainMissingError("KILN_CMAKE=" + *explicit_cmake +
+                                " is not an executable file: point it at cmake (e.g. /usr/bin/cmake), or unset it "
+                                "to search PATH");
+  }
+  const std::string found = find_executable("cmake", search_path);
+  if (!found.empty()) return found;
+  throw ToolchainMissingError("cmake not found; looked at:\n  KILN_CMAKE (unset)\n  cmake in PATH (" +
+                              (search_path.empty() ? std::string("PATH empty") : search_path) +
+                              ")\nInstall CMake (3.18 or newer), or set KILN_CMAKE to its path. Only building needs "
+                              "it: a prepared artifact still loads on a machine without a toolchain.");
+}
+
+CmakeIdentity identify_cmake(const fs::path &cache_file) {
+  const std::string cmake = find_cmake();
+  const Key key = key_of(cmake);
+  std::lock_guard<std::mutex> lock(memo_guard);
+  const auto memo = cmake_memos.find(cache_file.string());
+  if (memo != cmake_memos.end() && memo->second.first == key) return memo->second.second;
+  VersionOutputs outputs(cache_file);
+  const std::string output = outputs.of(cmake, key, "cmake", "KILN_CMAKE");
+  outputs.remember();
+  CmakeIdentity identity{key.real_path, lines_of(output).front()};
+  cmake_memos[cache_file.string()] = {key, identity};
+  return identity;
+}
+
 void reset_toolchain_memo_for_tests() {
   std::lock_guard<std::mutex> lock(memo_guard);
   memos.clear();
+  cmake_memos.clear();
 }
 
 }  // namespace kiln::builder

@@ -1,4 +1,4 @@
-// Finding and identifying the build toolchain (nvcc and the host C++ compiler).
+// Finding and identifying the build toolchain (nvcc, the host C++ compiler and cmake).
 //
 // Identifying runs `nvcc --version` and `<cxx> --version` once per toolchain: the result is
 // remembered on disk keyed by each executable's real path and file identity (store::identify),
@@ -51,6 +51,20 @@ struct ToolchainIdentity {
 // nvcc), NotFoundError (no host compiler) or BuildError (a `--version` run failed; carries its output). Thread-safe. An empty
 // cache_file touches no file: only the per-process memo remembers (for side-effect-free plans).
 ToolchainIdentity identify_toolchain(const boost::filesystem::path &cache_file);
+
+// The cmake to use for "backend": "cmake" recipes: $KILN_CMAKE (when set it must be an
+// executable), else cmake in PATH. Throws ToolchainMissingError saying where it looked and that
+// prepared artifacts still load without it.
+std::string find_cmake();
+
+struct CmakeIdentity {
+  std::string path;     // real path of the cmake found
+  std::string version;  // first line of `cmake --version`, e.g. "cmake version 3.28.3"
+};
+
+// Finds cmake and identifies it, remembered like identify_toolchain (same cache file, keyed by
+// the executable's real path and file identity): an unchanged cmake spawns no process.
+CmakeIdentity identify_cmake(const boost::filesystem::path &cache_file);
 
 // Forgets the per-process memo, so that the next identify_toolchain reads its cache file.
 void reset_toolchain_memo_for_tests();

@@ -20,6 +20,7 @@ json plan_json(const BuildPlan &plan) {
           {"state", plan.state}, {"stale_reasons", reasons}, {"archs", arch_list(plan.archs)},
           {"backend", plan.backend}, {"jit_toolchain", plan.jit_toolchain},
           {"nvcc", plan.nvcc}, {"nvcc_version", plan.nvcc_version}, {"host_compiler", plan.host_compiler},
+          {"cmake", plan.cmake}, {"cmake_version", plan.cmake_version},
           {"steps", plan.steps}};
 }
 
@@ -37,8 +38,9 @@ std::string plan_text(const Recipe &recipe, const BuildPlan &plan) {
   std::string text = recipe.consumer + "/" + recipe.name + ": " + plan.state + "\n  input key   " + plan.input_key +
                      "\n  content key " + (plan.content_key ? *plan.content_key : std::string("(unknown until built)")) +
                      "\n  archs       " + arch_list(plan.archs) +
-                     (plan.backend == "nvcc" ? "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n"
-                                             : "\n  jit         " + plan.jit_toolchain + "\n");
+                     (plan.backend == "nvrtc" ? "\n  jit         " + plan.jit_toolchain + "\n"
+                                              : "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n") +
+                     (plan.backend == "cmake" ? "  cmake       " + plan.cmake + " (" + plan.cmake_version + ")\n" : "");
   for (const auto &reason : plan.stale_reasons) text += "  stale: " + reason.to_string() + "\n";
   for (const auto &step : plan.steps) text += "  would " + step + "\n";
   return text;

@@ -17,7 +17,8 @@ json to_json(const ToolStatus &tool) {
 
 json to_json(const ToolchainReport &toolchain) {
   return {{"nvcc", to_json(toolchain.nvcc)},           {"host_compiler", to_json(toolchain.host_compiler)},
-          {"nvrtc", to_json(toolchain.nvrtc)},         {"nvjitlink", to_json(toolchain.nvjitlink)},
+          {"cmake", to_json(toolchain.cmake)},         {"nvrtc", to_json(toolchain.nvrtc)},
+          {"nvjitlink", to_json(toolchain.nvjitlink)},
           {"nvfatbin", to_json(toolchain.nvfatbin)},   {"nvrtc_archs", toolchain.nvrtc_archs},
           {"jit_identity", toolchain.jit_identity}};
 }
@@ -55,6 +56,7 @@ int doctor(const Flags &flags) {
   text += "toolchain:\n";
   text += tool_line("nvcc", toolchain.nvcc, " (prepared artifacts still load)");
   if (toolchain.nvcc.found) text += tool_line("host compiler", toolchain.host_compiler, "");
+  text += tool_line("cmake", toolchain.cmake, " (cmake recipes; prepared artifacts still load)");
   text += tool_line("nvrtc", toolchain.nvrtc, "");
   text += tool_line("nvjitlink", toolchain.nvjitlink, "");
   text += tool_line("nvfatbin", toolchain.nvfatbin, "");

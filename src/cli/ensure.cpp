@@ -13,7 +13,7 @@ int ensure(const Flags &flags, const BuildArgs &args, int device) {
   Runtime runtime = make_runtime(flags);
   const Recipe recipe = Recipe::load(args.recipe);
   BuildSession session(flags, args);
-  if (recipe.backend != "nvcc") {
+  if (!recipe.builds_plugin()) {
     KernelLoadReport report;
     const KernelLibrary kernels = runtime.ensure_kernels(recipe, session.options, device, &report);
     emit(flags, cli::to_json(report), kernel_load_text("ensured", report));

@@ -44,7 +44,7 @@ BuildResult Runtime::build(const Recipe &recipe, const BuildOptions &options) tr
 }
 
 Module Runtime::ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options) try {
-  if (recipe.backend != "nvcc") {
+  if (!recipe.builds_plugin()) {
     throw UsageError("recipe " + recipe.file + " builds device images (backend " + recipe.backend +
                      "), not a plugin: use Runtime::ensure_kernels");
   }

@@ -284,8 +284,9 @@ DeviceKernels Runtime::load_kernels_all(const std::string &consumer, const std::
 
 KernelLibrary Runtime::ensure_kernels(const Recipe &recipe, const BuildOptions &build_options, int device,
                                       KernelLoadReport *report) try {
-  if (recipe.backend == "nvcc") {
-    throw UsageError("recipe " + recipe.file + " builds a plugin (backend nvcc), not device images: use Runtime::ensure");
+  if (recipe.builds_plugin()) {
+    throw UsageError("recipe " + recipe.file + " builds a plugin (backend " + recipe.backend +
+                     "), not device images: use Runtime::ensure");
   }
   const auto start = Clock::now();
   DeviceLoadOptions options;

@@ -47,6 +47,14 @@ ToolchainReport Runtime::toolchain() const {
       report.host_compiler.detail = error.what();
     }
   }
+  locate(report.cmake, builder::find_cmake);
+  if (report.cmake.found) {
+    try {
+      report.cmake.version = builder::identify_cmake(boost::filesystem::path()).version;  // memo only
+    } catch (const Error &error) {
+      report.cmake.detail = error.what();
+    }
+  }
   const builder::JitToolchain &jit = builder::JitToolchain::instance();
   report.nvrtc = library_status(jit.nvrtc());
   report.nvjitlink = library_status(jit.nvjitlink());

@@ -52,6 +52,16 @@ std::optional<std::string> no_toolchain() {
   }
 }
 
+std::optional<std::string> no_cmake_toolchain() {
+  if (auto missing = no_toolchain()) return missing;
+  try {
+    builder::find_cmake();
+    return std::nullopt;
+  } catch (const NotFoundError &error) {
+    return std::string("no cmake: ") + error.what();
+  }
+}
+
 std::optional<std::string> cuda_driver() {
   const auto &driver = device::Driver::instance();
   if (!driver.ok()) return std::nullopt;

@@ -13,6 +13,7 @@ std::optional<std::string> no_nvrtc();         // NVRTC not found (nvrtc recipes
 std::optional<std::string> no_nvjitlink();     // nvJitLink not found (JIT links, LTO)
 std::optional<std::string> no_nvfatbin();      // nvFatbin not found
 std::optional<std::string> no_toolchain();     // no nvcc or no host C++ compiler
+std::optional<std::string> no_cmake_toolchain();  // no cmake, or no_toolchain (cmake recipes need both)
 std::optional<std::string> cuda_driver();      // a CUDA driver works here (for no-driver cases)
 std::optional<std::string> no_cuda_stub();     // no toolkit link stub libcuda.so
 std::optional<std::string> no_gpu();           // no live CUDA device

@@ -38,7 +38,7 @@ TEST_CASE("cli: doctor looks for nvcc where a build does (KILN_CUDA_FALLBACK_DIR
   CHECK(contains(result.out, "  nvcc: not found (prepared artifacts still load): nvcc not found; looked at:"));
 }
 
-TEST_CASE("cli: doctor names the nvcc and host compiler a build would use, with nvcc's release") {
+TEST_CASE("cli: doctor names the nvcc, host compiler and cmake a build would use, with nvcc's release") {
   kiln::test::BuildRecipeDir fx;
   const auto nvcc = fx.script("nvcc", "echo 'Cuda compilation tools, release 13.9, V13.9.99'\n"
                                       "echo 'Build cuda_13.9.r13.9/compiler.99_0'\n");
@@ -46,6 +46,7 @@ TEST_CASE("cli: doctor names the nvcc and host compiler a build would use, with 
   auto env = fx.cli_env();
   env["KILN_NVCC"] = nvcc.string();
   env["KILN_HOST_CXX"] = cxx.string();
+  env["KILN_CMAKE"] = fx.script("cmake", "echo 'cmake version 9.8.7'\n").string();
   const auto result = run_kiln({"doctor", "--json"}, env);
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   const json toolchain = json::parse(result.out)["toolchain"];
@@ -56,5 +57,8 @@ TEST_CASE("cli: doctor names the nvcc and host compiler a build would use, with 
   CHECK(toolchain["host_compiler"]["path"] == cxx.string());
   CHECK(toolchain["host_compiler"]["version"] == "c++ (kiln test) 99.1");
   CHECK(toolchain["nvrtc"].contains("searched"));
+  CHECK(toolchain["cmake"]["found"] == true);  // the fixture's counting wrapper
+  CHECK(toolchain["cmake"]["path"] == env["KILN_CMAKE"]);
+  CHECK(toolchain["cmake"]["version"] == "cmake version 9.8.7");
   CHECK_FALSE(boost::filesystem::exists(fx.cache() / "toolchain.json"));  // doctor writes nothing
 }

@@ -26,44 +26,19 @@
 #include "builder/toolchain.hpp"
 #include "support/fixtures.hpp"
 #include "support/checks.hpp"
+#include "support/processes.hpp"
 
 using namespace kiln;
 using kiln::test::ScopedEnv;
 using kiln::test::TempDir;
+using kiln::test::eventually;
+using kiln::test::running;
+using kiln::test::Seen;
+using kiln::test::seen;
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// A process as first seen: its pid and start time (so that a later reuse of the pid is not it).
-struct Seen {
-  pid_t pid = 0;
-  std::string started;
-};
-
-// Field 22 of /proc/<pid>/stat and the state letter; empty when there is no such process.
-std::pair<char, std::string> state_and_start(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return {'\0', ""};
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos) return {'\0', ""};
-  std::istringstream fields(line.substr(close + 2));
-  std::string field, state;
-  fields >> state;
-  for (int index = 4; index <= 22 && fields >> field; ++index) {
-  }
-  return {state.empty() ? '\0' : state[0], field};
-}
-
-// Still running code: exists, is not a zombie (killed, not yet reaped by whoever adopted it)
-// and is the same process as first seen.
-bool running(const Seen &seen) {
-  const auto [state, started] = state_and_start(seen.pid);
-  return state != '\0' && state != 'Z' && started == seen.started;
-}
-
-using kiln::test::eventually;
 
 class OrphanFixture {
  public:
@@ -121,8 +96,6 @@ class OrphanFixture {
   }
 
  private:
-  static Seen seen(pid_t pid) { return {pid, state_and_start(pid).second}; }
-
   TempDir dir_;
   ScopedEnv nvcc_, pid_dir_;
   Seen child_, grandchild_;

@@ -1,0 +1,224 @@
+// The cmake backend of the build flow (backend.hpp): a CMake project configured and built into
+// the staging directory -- `cmake -S <project> -B <staging>/cmake-build -D...`, then `cmake
+// --build --target <target> --parallel <jobs>` -- whose declared output becomes the entry's
+// plugin (stamped as the nvcc backend's is, plugin_artifact.hpp).
+#include <algorithm>
+#include <chrono>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/errors.hpp>
+#include <kiln/version.hpp>
+
+#include "builder/backend.hpp"
+#include "builder/cmake_recipe.hpp"
+#include "builder/jobs.hpp"
+#include "builder/nvcc_backend.hpp"
+#include "builder/plugin_artifact.hpp"
+#include "builder/toolchain.hpp"
+#include "store/digest.hpp"
+#include "store/files.hpp"
+#include "support/elapsed.hpp"
+#include "support/words.hpp"
+
+namespace kiln::builder {
+namespace {
+
+namespace fs = boost::filesystem;
+
+constexpr const char *kBuildDir = "cmake-build";  // scratch inside staging; never published
+constexpr std::size_t kTailLines = 30;
+
+// Where the commands point. The content key hashes the commands with placeholders instead
+// ("{project}", ...), so that where the staging directory or the project lies keys nothing.
+struct Paths {
+  std::string project, build, abi, gen;
+};
+
+std::string file_digest(const std::string &file) {
+  store::Hasher hasher;
+  hasher.add_file(file);
+  return hasher.hex();
+}
+
+// The last `lines` lines of a log.
+std::string tail_of(const std::string &text, std::size_t lines) {
+  std::size_t at = text.size();
+  if (at > 0 && text[at - 1] == '\n') --at;
+  for (std::size_t seen = 0; at > 0; --at) {
+    if (text[at - 1] == '\n' && ++seen == lines) break;
+  }
+  return text.substr(at);
+}
+
+// Up to 5 shared objects in the build directory: what "output" might have meant.
+std::string shared_objects_under(const fs::path &dir) {
+  std::string found;
+  int count = 0;
+  boost::system::error_code error;
+  for (fs::recursive_directory_iterator it(dir, error), end; !error && it != end && count < 5; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(".so") == std::string::npos || !fs::is_regular_file(it->path(), error)) continue;
+    found += (found.empty() ? "" : ", ") + it->path().lexically_relative(dir).string();
+    ++count;
+  }
+  return found.empty() ? "none" : found;
+}
+
+class CmakeBackend final : public Backend {
+ public:
+  explicit CmakeBackend(const BuilderContext &context) : context_(context) {}
+
+  BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool remember) override {
+    const fs::path cache = remember ? context_.toolchain_cache : fs::path();  // empty: remember nothing
+    cmake_ = identify_cmake(cache);  // first: no cmake is "no toolchain", whatever else is there
+    toolchain_ = identify_toolchain(cache);
+    return cmake_build_identity(recipe, archs, toolchain_, cmake_, context_.abi_dir);
+  }
+
+  std::string toolchain_text() const override {
+    return "cmake " + cmake_.path + " (" + cmake_.version + ")\nnvcc " + toolchain_.nvcc_path + " (" +
+           toolchain_.nvcc_version + ")\nhost compiler " + toolchain_.host_cxx_path + " (" +
+           toolchain_.host_cxx_version + ")\n";
+  }
+
+  void plan(const Recipe &recipe, const BuildOptions &options, BuildPlan &plan) const override {
+    plan.cmake = cmake_.path;
+    plan.cmake_version = cmake_.version;
+    plan.nvcc = toolchain_.nvcc_path;
+    plan.nvcc_version = toolchain_.nvcc_version;
+    plan.host_compiler = toolchain_.host_cxx_version;
+    const Paths paths{recipe.project, "<staging>/" + std::string(kBuildDir), context_.abi_dir, "<staging>/gen"};
+    plan.steps.push_back("configure: " + support::shell_words(configure_command(recipe, plan.archs, paths)));
+    plan.steps.push_back("build: " + support::shell_words(build_command(recipe, paths)) + " --parallel " +
+                         std::to_string(jobs_for(recipe, options)));
+    plan.steps.push_back("stamp " + recipe.output + " as " + recipe.artifact);
+  }
+
+  std::string content_key(const StagedBuild &build) override {
+    const Recipe &recipe = build.recipe;
+    const Paths abstract{"{project}", "{build}", "{abi}", "{gen}"};
+    store::Hasher content;
+    content.add_field("key", "content")
+        .add_field("key_schema", std::to_string(kKeySchema))
+        .add_field("backend", "cmake")
+        .add_field("toolchain", toolchain_.digest())
+        .add_field("cmake_path", cmake_.path)
+        .add_field("cmake_version", cmake_.version)
+        .add_field("abi", build.identity.abi_headers);
+    for (const auto &file : expand_project_files(recipe)) content.add_field("project/" + file.name, file_digest(file.path));
+    for (const auto &file : build.generated) content.add_field("generated/" + fs::path(file).filename().string(), file_digest(file));
+    content.add_list("configure", configure_command(recipe, build.archs, abstract))
+        .add_list("build", build_command(recipe, abstract))
+        .add_field("output", recipe.output)
+        .add_field("artifact", recipe.artifact);
+    return content.hex();
+  }
+
+  Produced compile(const StagedBuild &build, const std::string &content_key) override {
+    const Recipe &recipe = build.recipe;
+    const fs::path build_dir = build.staging / kBuildDir;
+    const Paths paths{recipe.project, build_dir.string(), context_.abi_dir, build.gen.string()};
+    const unsigned jobs = jobs_for(recipe, build.options);
+    append_log(build.build_log, "cmake build with at most " + std::to_string(jobs) + " job(s) at once (" +
+                                    std::to_string(recipe.unit_memory_mb) + " MiB each)\n");
+    Produced produced;
+    produced.units.push_back(run_step(build, "cmake configure", configure_command(recipe, build.archs, paths)));
+    std::vector<std::string> build_argv = build_command(recipe, paths);
+    build_argv.insert(build_argv.end(), {"--parallel", std::to_string(jobs)});
+    produced.units.push_back(run_step(build, "cmake --build --target " + recipe.target, build_argv));
+
+    const fs::path output = build_dir / recipe.output;
+    boost::system::error_code error;
+    if (!fs::is_regular_file(output, error)) {
+      const std::string why = "recipe " + recipe.file + ": target " + recipe.target + " built, but \"output\" " +
+                              recipe.output + " is not in the CMake build directory (shared objects there: " +
+                              shared_objects_under(build_dir) + "); set \"output\" to the file the target writes, " +
+                              "relative to the build directory. Nothing was published.";
+      append_log(build.build_log, why + "\n");
+      throw BuildError(why, why);
+    }
+    const fs::path artifact = build.staging / recipe.artifact;
+    fs::rename(output, artifact);
+    const FinishedPlugin plugin = finish_plugin_artifact(artifact, content_key, recipe, build.build_log);
+    fs::remove_all(build_dir, error);  // scratch: only the entry's files travel
+
+    produced.kind = "plugin";
+    produced.file = recipe.artifact;
+    produced.bytes_digest = plugin.bytes_digest;
+    produced.size = plugin.size;
+    produced.abi_version = plugin.abi_version;
+    produced.cuda_toolkit_version = toolkit_version_from(toolchain_.nvcc_version);
+    return produced;
+  }
+
+ private:
+  // cmake -S -B with kiln's own cache options, then the recipe's ({gen}, {abi} expanded). One
+  // argv element per option: no shell ever sees a value, so ';' (a CMake list) stays one value.
+  std::vector<std::string> configure_command(const Recipe &recipe, const std::vector<Arch> &archs, const Paths &paths) const {
+    std::vector<std::string> argv = {cmake_.path,
+                                     "-S",
+                                     paths.project,
+                                     "-B",
+                                     paths.build,
+                                     "--no-warn-unused-cli",  // a C++-only project ignores the CUDA options
+                                     "-DCMAKE_BUILD_TYPE=Release",
+                                     "-DCMAKE_CUDA_COMPILER=" + toolchain_.nvcc_path,
+                                     "-DCMAKE_CXX_COMPILER=" + toolchain_.host_cxx_path,
+                                     "-DCMAKE_CUDA_HOST_COMPILER=" + toolchain_.host_cxx_path,
+                                     "-DCMAKE_CUDA_ARCHITECTURES=" + cuda_architectures(archs),
+                                     "-DKILN_ABI_DIR=" + paths.abi,
+                                     "-DKILN_GEN_DIR=" + paths.gen};
+    for (const auto &[name, value] : recipe.cmake_options) {
+      argv.push_back("-D" + name + "=" + substitute({value}, {{"{gen}", paths.gen}, {"{abi}", paths.abi}}).front());
+    }
+    return argv;
+  }
+
+  std::vector<std::string> build_command(const Recipe &recipe, const Paths &paths) const {
+    return {cmake_.path, "--build", paths.build, "--config", "Release", "--target", recipe.target};
+  }
+
+  // As the nvcc backend's units: bounded by cores (or --jobs / KILN_JOBS) and by memory.
+  static unsigned jobs_for(const Recipe &recipe, const BuildOptions &options) {
+    const unsigned requested = options.jobs != 0 ? options.jobs : default_jobs();
+    return bounded_jobs(requested, recipe.unit_memory_mb * 1024 * 1024, available_memory_bytes());
+  }
+
+  UnitReport run_step(const StagedBuild &build, const std::string &step, const std::vector<std::string> &argv) const {
+    const Recipe &recipe = build.recipe;
+    if (build.options.progress) build.options.progress({BuildEvent::Kind::unit_started, step, 0, false});
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.log_file = build.build_log.string();
+    spec.cancel = &build.cancel;
+    // The bound is ours: a jobserver or -j inherited from a make running kiln would override it.
+    spec.env_overrides = {{"MAKEFLAGS", ""}, {"MFLAGS", ""}};
+    append_log(build.build_log, "\n$ " + support::shell_words(argv) + "\n");
+    const ProcessResult run = run_process(spec);
+    if (run.cancelled) {
+      throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled; nothing was published");
+    }
+    if (!run.ok()) {
+      throw BuildError("recipe " + recipe.file + ": " + step + " of " + recipe.consumer + "/" + recipe.name +
+                           " failed (" + how_it_ended(run) + "); nothing was published. The last lines of its log:\n" +
+                           tail_of(run.output, kTailLines),
+                       run.output);
+    }
+    append_log(build.build_log, step + ": done in " + std::to_string(run.seconds) + " s\n");
+    if (build.options.progress) build.options.progress({BuildEvent::Kind::unit_finished, step, run.seconds, false});
+    return {step, false, run.seconds};
+  }
+
+  const BuilderContext &context_;
+  CmakeIdentity cmake_;
+  ToolchainIdentity toolchain_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cmake_backend(const BuilderContext &context) {
+  return std::make_unique<CmakeBackend>(context);
+}
+
+}  // namespace kiln::builder

@@ -1,0 +1,44 @@
+#include "builder/plugin_artifact.hpp"
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/errors.hpp>
+
+#include "builder/backend.hpp"
+#include "load/elf.hpp"
+#include "load/plugin_file.hpp"
+#include "load/stamp.hpp"
+#include "store/digest.hpp"
+#include "store/files.hpp"
+
+namespace kiln::builder {
+
+FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, const std::string &content_key,
+                                      const Recipe &recipe, const boost::filesystem::path &build_log) {
+  const std::string name = artifact.filename().string();
+  const auto refuse = [&](const std::string &why) {
+    append_log(build_log, why + "\n");
+    throw BuildError(why + "\nNothing was published; fix the sources or build settings of recipe " + recipe.file, why);
+  };
+  std::string bytes = store::read_file(artifact);
+  load::FileStamp stamp;
+  try {
+    const load::ElfFacts elf = load::read_elf(bytes, artifact.string());
+    // The stamp first: a file without one is "not a kiln plugin", the clearest reason there is.
+    stamp = load::find_stamp(bytes, artifact.string());
+    load::check_stamp_abi(stamp, artifact.string());
+    const std::vector<std::string> problems = load::unload_rule_problems(elf);
+    if (!problems.empty()) refuse(load::describe_unload_problems(name, problems));
+  } catch (const AbiError &error) {  // not a shared object, no stamp (no KILN_PLUGIN), another ABI
+    refuse(name + " is not a kiln plugin this kiln can load: " + error.what() +
+           "\n(a plugin defines KILN_PLUGIN(...) from kiln/plugin.hpp and compiles against kiln's abi/ headers)");
+  } catch (const IntegrityError &error) {  // a cut-off or malformed ELF
+    refuse(name + " is not a kiln plugin: " + error.what());
+  }
+  load::write_stamp_key(bytes, stamp, content_key);
+  boost::filesystem::remove(artifact);
+  store::write_staging_file(artifact, bytes, 0755);
+  return {store::digest_hex(bytes), bytes.size(), stamp.abi_version};
+}
+
+}  // namespace kiln::builder

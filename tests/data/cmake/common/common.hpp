@@ -1,0 +1,2 @@
+#pragma once
+#define COMMON_BASE 100.0
