@@ -12,8 +12,8 @@
 
 namespace kiln_trajopt {
 
-// scratch: ScratchLayout::kSize floats, band: kBandFloats, best: kVars (all reserved at activate).
-inline void solve_host(const KernelParams &p, float *scratch, float *band, float *best) {
+// scratch: ScratchLayout::kSize floats, band: kBandReals, best: kVars floats (all reserved at activate).
+inline void solve_host(const KernelParams &p, float *scratch, Real *band, float *best) {
   const SerialTeam team;
   for (uint32_t problem = 0; problem < p.count; ++problem) {
     const ProblemView v = load_problem(p, problem);

@@ -1,6 +1,6 @@
 // kiln TrajOpt plugin: the two kernels of a batch solve (nvcc only).
 //   seed_kernel      one block of kBlock threads per (problem, seed); dynamic shared memory holds
-//                    the band being factored (kBandFloats) and the team's reduction floats. A seed
+//                    the band being factored (kBandReals doubles) and the team's reduction floats. A seed
 //                    that converged raises its problem's done flag, which the others poll per step.
 //   finalize_kernel  one block per problem: the best seed's trajectory, velocities, torques and
 //                    violations into the outputs, the slot's last solution; clears the done flag.
@@ -13,14 +13,14 @@
 
 namespace kiln_trajopt {
 
-constexpr size_t kSeedSharedBytes = (kBandFloats + 32) * sizeof(float);
+constexpr size_t kSeedSharedBytes = kBandReals * sizeof(Real) + 32 * sizeof(float);
 constexpr unsigned kFinalizeBlock = 64;
 
 __global__ void __launch_bounds__(kBlock) seed_kernel(const KernelParams p) {
-  extern __shared__ float shared[];
+  extern __shared__ Real shared[];
   const uint32_t problem = blockIdx.x / p.seeds, seed = blockIdx.x % p.seeds;
   if (problem >= p.count) return;
-  const BlockTeam team{shared + kBandFloats};
+  const BlockTeam team{reinterpret_cast<float *>(shared + kBandReals)};
   const ProblemView v = load_problem(p, problem);
   float *scratch = p.scratch + (size_t{problem} * p.seeds + seed) * ScratchLayout::kSize;
   const SeedSummary out = solve_seed(team, p, problem, seed, v, given_trajectory(p, problem), scratch, shared, p.done);

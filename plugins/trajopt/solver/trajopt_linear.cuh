@@ -7,6 +7,8 @@
 //              knots that touch it (no atomics, deterministic);
 //   factor     banded LDL^T, one team sync per row;
 //   solve      the two triangular solves on the lead warp.
+// The normal matrix is assembled, factored and solved in Real (trajopt_params.hpp: float; double
+// with -DKILN_TRAJOPT_DOUBLE_FACTOR, at twice the shared memory); residuals and Jacobians are float.
 #pragma once
 
 #include <cmath>
@@ -60,41 +62,41 @@ KILN_TRAJOPT_HD const float *dtau_column(const float *dtau, int k, int slot, int
 // band[i * kBand + d] = (J^T J)(i, i + d) (+ lambda * that on the diagonal); rhs = -J^T r.
 template <class Team>
 KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Settings &s, const float *eval,
-                              const float *dtau, float lambda, float *band, float *rhs) {
+                              const float *dtau, float lambda, Real *band, Real *rhs) {
   const float *fields = eval + EvalLayout::kKnotFields;
   const float *rg = eval + EvalLayout::kGoal, *Jg = rg + kGoalRows;
   for (int idx = team.rank(); idx < kVars * kBand; idx += team.size()) {
     const int i = idx / kBand, d = idx % kBand, c = i + d;
     const int b = i / kDof, a = i % kDof, b2 = c / kDof, a2 = c % kDof;
-    float value = 0.0f;
+    Real value = 0;
     if (c < kVars && b2 - b <= 2) {
       const int last = b + 2 < kN ? b + 2 : kN;
       for (int k = b2; k <= last; ++k) {
         const int s1 = b - k + 2, s2 = b2 - k + 2;
         const float *f = fields + k * 5 * kDof;
         const float *c1 = dtau_column(dtau, k, s1, a), *c2 = dtau_column(dtau, k, s2, a2);
-        for (int j = 0; j < kDof; ++j) value += c1[j] * f[j] * c2[j];
-        if (a == a2) value += alpha(v, s.smoothness_weight, k, s1) * alpha(v, s.smoothness_weight, k, s2) +
-                              beta(v, k, s1) * beta(v, k, s2) * f[2 * kDof + a];
+        for (int j = 0; j < kDof; ++j) value += Real(c1[j]) * f[j] * c2[j];
+        if (a == a2) value += Real(alpha(v, s.smoothness_weight, k, s1)) * alpha(v, s.smoothness_weight, k, s2) +
+                              Real(beta(v, k, s1)) * beta(v, k, s2) * f[2 * kDof + a];
         if (k == kN && s1 == 1 && s2 == 1)
-          for (int r = 0; r < kGoalRows; ++r) value += Jg[r * kDof + a] * Jg[r * kDof + a2];
+          for (int r = 0; r < kGoalRows; ++r) value += Real(Jg[r * kDof + a]) * Jg[r * kDof + a2];
       }
-      if (d == 0) value = value * (1.0f + lambda) + 1e-9f;
+      if (d == 0) value = value * (Real(1) + lambda) + Real(1e-9);
     }
     band[idx] = value;
   }
   for (int i = team.rank(); i < kVars; i += team.size()) {
     const int b = i / kDof, a = i % kDof;
     const int last = b + 2 < kN ? b + 2 : kN;
-    float g = 0.0f;
+    Real g = 0;
     for (int k = b; k <= last; ++k) {
       const int slot = b - k + 2;
       const float *f = fields + k * 5 * kDof;
       const float *col = dtau_column(dtau, k, slot, a);
-      for (int j = 0; j < kDof; ++j) g += col[j] * f[kDof + j];
-      g += alpha(v, s.smoothness_weight, k, slot) * f[4 * kDof + a] + beta(v, k, slot) * f[3 * kDof + a];
+      for (int j = 0; j < kDof; ++j) g += Real(col[j]) * f[kDof + j];
+      g += Real(alpha(v, s.smoothness_weight, k, slot)) * f[4 * kDof + a] + Real(beta(v, k, slot)) * f[3 * kDof + a];
       if (k == kN && slot == 1)
-        for (int r = 0; r < kGoalRows; ++r) g += Jg[r * kDof + a] * rg[r];
+        for (int r = 0; r < kGoalRows; ++r) g += Real(Jg[r * kDof + a]) * rg[r];
     }
     rhs[i] = -g;
   }
@@ -104,13 +106,13 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
 // In place: band -> its LDL^T (row i: d_i on the diagonal, d_i * L^T(i, i + a) beyond). false when
 // a pivot is not positive (the damping is raised and the step retried).
 template <class Team>
-KILN_TRAJOPT_HD bool factor(const Team &team, float *band) {
+KILN_TRAJOPT_HD bool factor(const Team &team, Real *band) {
   constexpr int W = kBand - 1;
   for (int i = 0; i < kVars; ++i) {
-    const float pivot = band[i * kBand];
-    if (!(pivot > 0.0f)) return false;  // uniform: every member read the same value
-    const float inv = 1.0f / pivot;
-    const float *row = band + i * kBand;
+    const Real pivot = band[i * kBand];
+    if (!(pivot > Real(0))) return false;  // uniform: every member read the same value
+    const Real inv = Real(1) / pivot;
+    const Real *row = band + i * kBand;
     for (int idx = team.rank(); idx < W * W; idx += team.size()) {
       const int a = idx / W + 1, b = idx % W + 1;
       if (a <= b && i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
@@ -122,12 +124,12 @@ KILN_TRAJOPT_HD bool factor(const Team &team, float *band) {
 
 // rhs -> the solution of (L D L^T) x = rhs, on the lead warp; the team syncs at the end.
 template <class Team>
-KILN_TRAJOPT_HD void solve_factored(const Team &team, const float *band, float *rhs) {
+KILN_TRAJOPT_HD void solve_factored(const Team &team, const Real *band, Real *rhs) {
   constexpr int W = kBand - 1;
   const int lane = team.lane(), lanes = team.lanes();
   if (lane >= 0) {
     for (int k = 0; k < kVars; ++k) {  // L y = rhs, column by column
-      const float y = rhs[k], inv = 1.0f / band[k * kBand];
+      const Real y = rhs[k], inv = Real(1) / band[k * kBand];
       team.warp_sync();
       for (int a = 1 + lane; a <= W && k + a < kVars; a += lanes) rhs[k + a] -= band[k * kBand + a] * inv * y;
       team.warp_sync();
@@ -135,7 +137,7 @@ KILN_TRAJOPT_HD void solve_factored(const Team &team, const float *band, float *
     for (int i = lane; i < kVars; i += lanes) rhs[i] /= band[i * kBand];
     team.warp_sync();
     for (int i = kVars - 1; i >= 0; --i) {  // L^T x = y / D, row i final, then pushed up
-      const float xi = rhs[i];
+      const Real xi = rhs[i];
       team.warp_sync();
       for (int a = 1 + lane; a <= W && i - a >= 0; a += lanes)
         rhs[i - a] -= band[(i - a) * kBand + a] / band[(i - a) * kBand] * xi;

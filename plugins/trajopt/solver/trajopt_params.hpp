@@ -100,8 +100,14 @@ struct ScratchLayout {
   static constexpr int kDtau = kJobs + kKnots * kFdJobs * kDof; // kKnots * 3 slots * dof * dof (column-major per slot)
   static constexpr int kSize = kDtau + kKnots * 3 * kDof * kDof;
 };
-// The factorisation's working set: the damped band and the right-hand side (shared memory on a device).
-constexpr int kBandFloats = kVars * kBand + kVars;
+// The factorisation's scalar, and its working set: the damped band and the right-hand side (shared
+// memory on a device), in Reals.
+#ifdef KILN_TRAJOPT_DOUBLE_FACTOR
+using Real = double;
+#else
+using Real = float;  // met every accuracy check (tests/trajopt): the goal at 1e-6 m, the reference's costs
+#endif
+constexpr int kBandReals = kVars * kBand + kVars;
 
 // One batch solve, by value to both kernels and to the host path. Per-problem arrays hold `count`.
 struct KernelParams {

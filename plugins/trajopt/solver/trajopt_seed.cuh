@@ -28,13 +28,13 @@ KILN_TRAJOPT_HD bool better(const SeedSummary &a, const SeedSummary &b) {
 // done: nullptr, or the problem's flag another seed sets when it converged (read each step).
 template <class Team>
 KILN_TRAJOPT_HD SeedSummary solve_seed(const Team &team, const KernelParams &p, uint32_t problem, uint32_t seed,
-                                       const ProblemView &v, const float *given, float *scratch, float *band,
+                                       const ProblemView &v, const float *given, float *scratch, Real *band,
                                        const volatile uint32_t *done) {
   const Settings &s = p.settings;
   float *x = scratch + ScratchLayout::kX, *trial = scratch + ScratchLayout::kTrial;
   float *eval[2] = {scratch + ScratchLayout::kEval, scratch + ScratchLayout::kEval + EvalLayout::kSize};
   float *jobs = scratch + ScratchLayout::kJobs, *dtau = scratch + ScratchLayout::kDtau;
-  float *rhs = band + kVars * kBand;
+  Real *rhs = band + kVars * kBand;
   start_trajectory(team, v, p, problem, seed, given, x);
   int cur = 0;
   Eval e = evaluate(team, x, v, p, eval[cur]);
@@ -56,7 +56,7 @@ KILN_TRAJOPT_HD SeedSummary solve_seed(const Team &team, const KernelParams &p, 
       continue;
     }
     solve_factored(team, band, rhs);
-    for (int i = team.rank(); i < kVars; i += team.size()) trial[i] = project(p.limits, i % kDof, x[i] + rhs[i]);
+    for (int i = team.rank(); i < kVars; i += team.size()) trial[i] = project(p.limits, i % kDof, x[i] + static_cast<float>(rhs[i]));
     team.sync();
     const Eval t = evaluate(team, trial, v, p, eval[1 - cur]);
     float decrease = 0.0f;
