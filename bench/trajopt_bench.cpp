@@ -63,21 +63,25 @@ void print(const char *who, const Figures &f, uint32_t count, double ms) {
 
 int main(int argc, char **argv) {
   std::string plugin = std::getenv("KILN_TRAJOPT_PLUGIN_IIWA14") ? std::getenv("KILN_TRAJOPT_PLUGIN_IIWA14") : KILN_BENCH_TRAJOPT_PLUGIN;
-  uint32_t problems = 256, runs = 20, reference_problems = 256;
+  uint32_t problems = 256, runs = 20, reference_problems = 256, seeds = 0;
   for (int a = 1; a + 1 < argc; a += 2) {
     const std::string key = argv[a], value = argv[a + 1];
     if (key == "--plugin") plugin = value;
     else if (key == "--problems") problems = static_cast<uint32_t>(std::stoul(value));
     else if (key == "--runs") runs = static_cast<uint32_t>(std::stoul(value));
     else if (key == "--reference-problems") reference_problems = static_cast<uint32_t>(std::stoul(value));
+    else if (key == "--seeds") seeds = static_cast<uint32_t>(std::stoul(value));
     else {
-      std::fprintf(stderr, "usage: kiln_bench_trajopt [--plugin FILE] [--problems N] [--runs R] [--reference-problems M]\n");
+      std::fprintf(stderr, "usage: kiln_bench_trajopt [--plugin FILE] [--problems N] [--runs R] [--reference-problems M (0: none)] [--seeds S]\n");
       return 2;
     }
   }
   const auto dir = boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("kiln-bench-trajopt-%%%%%%");
   kiln::RuntimeOptions options = kiln::RuntimeOptions::from_environment();
   options.cache_dir = (dir / "cache").string();
+  options.log = [](kiln::LogLevel level, const std::string &text) {  // the plugin's activate line: its kernel
+    if (level >= kiln::LogLevel::info && text.find("kiln.trajopt") != std::string::npos) std::printf("%s\n", text.c_str());
+  };
   kiln::Runtime runtime(options);
   kiln::PublishRequest request;
   request.consumer = "bench";
@@ -93,12 +97,13 @@ int main(int argc, char **argv) {
   if (!gpu) problems = std::min(problems, 16u), reference_problems = std::min(reference_problems, problems);
   reference_problems = std::min(reference_problems, problems);
   std::printf("kiln_bench_trajopt: %s, iiwa14, N = 64, %u pose goals (start in the middle 60 %% of the ranges, goal "
-              "the FK of a joint vector up to 0.5 rad away), dt 0.02 s, 4 seeds, tolerances 1 mm / 0.01 rad\n",
-              module.report().plugin_id.c_str(), problems);
+              "the FK of a joint vector up to 0.5 rad away), dt 0.02 s, %u seeds, tolerances 1 mm / 0.01 rad\n",
+              module.report().plugin_id.c_str(), problems, seeds != 0 ? seeds : KILN_TRAJOPT_DEFAULT_SEEDS_PER_TARGET);
   if (gpu) std::printf("device 0: %s, %d SMs\n", devices.devices.front().name.c_str(), devices.devices.front().sm_count);
   instance.activate(gpu ? 0 : -1, problems);
   Batch b(7, 64, problems);
   kiln_trajopt_common::random_problems<Fk, Dyn>(b, 2024, 0.5, 0.02f, kiln_trajopt_common::Goals::pose);
+  b.options.seeds_per_target = seeds;
   char message[512] = "";
   std::vector<double> times;
   for (uint32_t run = 0; run < (gpu ? runs + 1 : 1); ++run) {
@@ -119,8 +124,13 @@ int main(int argc, char **argv) {
   if (gpu) std::printf("GPU solve (host buffers, synchronous): first %.3f ms, median of %u %.3f ms, min %.3f ms\n", first,
                        runs, plugin_ms, times.front());
 
+  if (reference_problems == 0) {
+    print(gpu ? "plugin, GPU (batch)" : "plugin, host path (batch)", pf, problems, plugin_ms);
+    return 0;
+  }
   Reference reference;
   kiln_trajopt_ref::Options ro;
+  if (seeds != 0) ro.seeds = seeds;
   std::vector<std::vector<float>> answers(reference_problems);
   Figures rf;
   const auto start = Clock::now();

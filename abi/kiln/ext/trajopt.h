@@ -45,13 +45,14 @@
  * Solving, as kiln.ik/1: solve_async enqueues (device) or solves (host only) and returns; poll
  * reports without blocking; wait completes; solve is both.
  *
- * Seeds and stopping. Each problem is solved from seeds_per_target starting trajectories at once
- * (on a device, in parallel). A seed has converged when its goal error is within the tolerances,
- * no limit is violated, and its last accepted step lowered the cost by less than
- * KILN_TRAJOPT_COST_PLATEAU (relative). A problem stops once one of its seeds converged (host
- * only: the seeds run one after another, the next only if none converged yet) or when every seed
- * ran max_iterations. The best seed is returned: a converged one if any (the lowest cost among
- * those), else the one with the smallest goal error.
+ * Seeds and stopping. Each problem may be solved from up to seeds_per_target starting
+ * trajectories. A seed has converged when its goal error is within the tolerances, no limit is
+ * violated, and its last step lowered the cost by less than KILN_TRAJOPT_COST_PLATEAU (relative;
+ * a rejected step lowered it by nothing). Seed 0 runs first; the other seeds run only for a
+ * problem seed 0 did not solve (on a device in parallel, stopping once one of them converged;
+ * host only one after another, stopping at the first that converged). Every seed stops after
+ * max_iterations steps. The best seed is returned: a converged one if any (the lowest cost among
+ * those), else the one with the lowest cost.
  *
  * Warm start. Problem i of a batch is "slot" i of the instance. Every solve records, per slot,
  * the trajectory (q_1..q_N) it returned for a valid problem there: the slot's last solution
@@ -254,8 +255,8 @@ typedef struct kiln_trajopt_v1 {
   /* Start solving problem, writing into result. Returns once the work is enqueued (device) or
    * done (host only); one solve may be in flight per instance: call wait() before the next.
    * Host-memory inputs are copied (into staging reserved at activate) before it returns;
-   * host-memory outputs are written by wait(). On a device: copies, two kernel launches (the
-   * seeds, then the best seed of each problem), copies back and one event, all on the stream:
+   * host-memory outputs are written by wait(). On a device: copies, three kernel launches (seed 0,
+   * the other seeds, the best seed of each problem), copies back and one event, all on the stream:
    * no allocation, no lock, no blocking. Host only: the whole solve on the calling thread
    * (bounded by count * seeds * max_iterations steps; slow).
    * [control-thread: real-time safe]

@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "kiln/plugin.hpp"
 #include "trajopt_kernels.cuh"
@@ -21,6 +23,21 @@ namespace {
 
 using namespace kiln_trajopt;
 
+// The seed kernel's instantiations: threads per block and the blocks per SM its registers must
+// allow. kDefaultVariant is the measured choice (README "Measured"); KILN_TRAJOPT_KERNEL=<index> picks
+// another at activate, for measurements.
+struct SeedVariant {
+  void (*kernel)(KernelParams);
+  unsigned threads;
+  const char *name;
+};
+const SeedVariant kSeedVariants[] = {{seed_kernel<128, 2>, 128, "128 threads, 2 blocks/SM"},
+                                     {seed_kernel<128, 4>, 128, "128 threads, 4 blocks/SM"},
+                                     {seed_kernel<64, 5>, 64, "64 threads, 5 blocks/SM"}};
+#ifndef KILN_TRAJOPT_DEFAULT_KERNEL
+#define KILN_TRAJOPT_DEFAULT_KERNEL 0
+#endif
+
 // The Device policy of trajopt_solver.hpp over the CUDA runtime.
 class CudaDevice {
  public:
@@ -29,10 +46,16 @@ class CudaDevice {
   kiln_status open(int32_t ordinal, size_t device_bytes, size_t pinned_bytes, unsigned char **device_block,
                    unsigned char **pinned_block, kiln::plugin::Message &message) noexcept {
     ordinal_ = ordinal;
+    int variant = KILN_TRAJOPT_DEFAULT_KERNEL;
+    if (const char *chosen = std::getenv("KILN_TRAJOPT_KERNEL")) {  // setup thread: a measurement knob
+      const int k = std::atoi(chosen);
+      if (k >= 0 && k < static_cast<int>(sizeof kSeedVariants / sizeof kSeedVariants[0])) variant = k;
+    }
+    seed_ = kSeedVariants[variant];
     if (!check(cudaSetDevice(ordinal_), "activate: cudaSetDevice", message) ||
-        !check(cudaFuncGetAttributes(&seed_attributes_, seed_kernel), "activate: loading the seed kernel", message) ||
+        !check(cudaFuncGetAttributes(&seed_attributes_, seed_.kernel), "activate: loading the seed kernel", message) ||
         !check(cudaFuncGetAttributes(&finalize_attributes_, finalize_kernel), "activate: loading the finalize kernel", message) ||
-        !check(cudaFuncSetAttribute(seed_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        !check(cudaFuncSetAttribute(seed_.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSeedSharedBytes)),
                "activate: reserving the seed kernel's shared memory (the band of N * dof rows)", message) ||
         !check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "activate: cudaStreamCreate", message) ||
@@ -50,8 +73,8 @@ class CudaDevice {
       return status_;
     // Warm up: both kernels once with nothing to do, so first-launch work happens here.
     KernelParams warm{};
-    warm.seeds = 1;
-    seed_kernel<<<1, kBlock, kSeedSharedBytes, stream_>>>(warm);
+    warm.seeds = 1, warm.seed_span = 1;
+    seed_.kernel<<<1, seed_.threads, kSeedSharedBytes, stream_>>>(warm);
     finalize_kernel<<<1, kFinalizeBlock, 0, stream_>>>(warm);
     if (!check(cudaGetLastError(), "activate: launching the kernels", message) ||
         !check(cudaStreamSynchronize(stream_), "activate: running the kernels", message))
@@ -74,7 +97,7 @@ class CudaDevice {
   }
   kiln_status launch_seeds(const KernelParams &p, unsigned blocks, void *stream, const char *what,
                            kiln::plugin::Message &message) noexcept {
-    seed_kernel<<<blocks, kBlock, kSeedSharedBytes, static_cast<cudaStream_t>(stream)>>>(p);
+    seed_.kernel<<<blocks, seed_.threads, kSeedSharedBytes, static_cast<cudaStream_t>(stream)>>>(p);
     return check(cudaGetLastError(), what, message) ? KILN_OK : status_;
   }
   kiln_status launch_finalize(const KernelParams &p, unsigned blocks, void *stream, const char *what,
@@ -95,8 +118,8 @@ class CudaDevice {
   bool finished() noexcept { return cudaEventQuery(done_) != cudaErrorNotReady; }
   void *stream() const noexcept { return stream_; }
   void describe(char *text, size_t size) const noexcept {
-    std::snprintf(text, size, "seed kernel %d registers, %zu bytes local memory, %zu bytes shared memory per block",
-                  seed_attributes_.numRegs, seed_attributes_.localSizeBytes, kSeedSharedBytes);
+    std::snprintf(text, size, "seed kernel (%s) %d registers, %zu bytes local memory, %zu bytes shared memory per block",
+                  seed_.name, seed_attributes_.numRegs, seed_attributes_.localSizeBytes, kSeedSharedBytes);
   }
 
   void close() noexcept {
@@ -126,6 +149,7 @@ class CudaDevice {
   }
 
   int32_t ordinal_ = -1;
+  SeedVariant seed_ = kSeedVariants[0];
   cudaFuncAttributes seed_attributes_{}, finalize_attributes_{};
   cudaStream_t stream_ = nullptr;
   cudaEvent_t done_ = nullptr;

@@ -107,15 +107,17 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
 // a pivot is not positive (the damping is raised and the step retried).
 template <class Team>
 KILN_TRAJOPT_HD bool factor(const Team &team, Real *band) {
-  constexpr int W = kBand - 1;
+  constexpr int W = kBand - 1, kPairs = W * (W + 1) / 2;
   for (int i = 0; i < kVars; ++i) {
     const Real pivot = band[i * kBand];
     if (!(pivot > Real(0))) return false;  // uniform: every member read the same value
     const Real inv = Real(1) / pivot;
     const Real *row = band + i * kBand;
-    for (int idx = team.rank(); idx < W * W; idx += team.size()) {
-      const int a = idx / W + 1, b = idx % W + 1;
-      if (a <= b && i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
+    // Pair t = b (b - 1) / 2 + a - 1 of 1 <= a <= b <= W: the upper triangle, no idle members.
+    for (int t = team.rank(); t < kPairs; t += team.size()) {
+      const int b = static_cast<int>((1.0f + std::sqrt(1.0f + 8.0f * static_cast<float>(t))) * 0.5f);
+      const int a = t - b * (b - 1) / 2 + 1;
+      if (i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
     }
     team.sync();
   }

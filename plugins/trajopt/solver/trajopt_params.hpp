@@ -34,7 +34,6 @@ constexpr int kVars = kN * kDof;         // decision variables q_1..q_N
 constexpr int kBand = 3 * kDof;          // stored entries per row of the banded normal matrix (diagonal + 3 dof - 1)
 constexpr int kFdJobs = 3 * kDof;        // per knot: dof q-perturbed and dof qd-perturbed RNEAs, dof mass-matrix columns
 constexpr int kGoalRows = kDof > 6 ? kDof : 6;
-constexpr unsigned kBlock = 128;         // threads per (problem, seed) block
 constexpr float kLimitMargin = 0.95f;    // the penalties act beyond this fraction of the velocity and torque limits
 constexpr float kPositionInset = 1e-4f;  // positions are projected this far inside their limits (rad or m)
 constexpr float kLimitWeight = 30.0f;    // hinge residual per unit of (|x| / (margin * limit) - 1)
@@ -113,6 +112,10 @@ constexpr int kBandReals = kVars * kBand + kVars;
 struct KernelParams {
   uint32_t count;
   uint32_t seeds;
+  // The seed kernel's launch covers seeds [seed_base, seed_base + seed_span) of every problem: seed 0
+  // first, then the others for the problems it left unconverged (trajopt_kernels.cuh).
+  uint32_t seed_base;
+  uint32_t seed_span;
   Settings settings;
   Limits limits;
   const float *q0;

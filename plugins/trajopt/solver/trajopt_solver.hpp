@@ -233,9 +233,16 @@ class TrajoptSolver final : public kiln::plugin::Instance {
     p.scratch = d.scratch;
     p.summaries = d.summaries;
     p.done = d.done;
-    if ((s = gpu_.launch_seeds(p, p.count * p.seeds, stream, "solve: launching the seed kernel", message)) != KILN_OK ||
-        (s = gpu_.launch_finalize(p, p.count, stream, "solve: launching the finalize kernel", message)) != KILN_OK)
-      return s;
+    // Seed 0 of every problem, then the other seeds where it did not converge (their blocks return at once
+    // elsewhere), then the best of each problem.
+    p.seed_base = 0, p.seed_span = 1;
+    if ((s = gpu_.launch_seeds(p, p.count, stream, "solve: launching the seed kernel", message)) != KILN_OK) return s;
+    if (p.seeds > 1) {
+      p.seed_base = 1, p.seed_span = p.seeds - 1;
+      if ((s = gpu_.launch_seeds(p, p.count * p.seed_span, stream, "solve: launching the seed kernel", message)) != KILN_OK)
+        return s;
+    }
+    if ((s = gpu_.launch_finalize(p, p.count, stream, "solve: launching the finalize kernel", message)) != KILN_OK) return s;
     if (!device_memory && (s = inputs::download(gpu_, d, host_, problem, stream, message, &result)) != KILN_OK) return s;
     if (record) {
       const char *what = "solve: copying the slots' solutions back";
