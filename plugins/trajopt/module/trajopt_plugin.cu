@@ -31,9 +31,14 @@ struct SeedVariant {
   unsigned threads;
   const char *name;
 };
+// (-DKILN_TRAJOPT_KERNEL_VARIANTS: all three, for measurements; else the default only, a third of the
+// compile time.)
 const SeedVariant kSeedVariants[] = {{seed_kernel<128, 2>, 128, "128 threads, 2 blocks/SM"},
+#ifdef KILN_TRAJOPT_KERNEL_VARIANTS
                                      {seed_kernel<128, 4>, 128, "128 threads, 4 blocks/SM"},
-                                     {seed_kernel<64, 5>, 64, "64 threads, 5 blocks/SM"}};
+                                     {seed_kernel<64, 5>, 64, "64 threads, 5 blocks/SM"}
+#endif
+};
 #ifndef KILN_TRAJOPT_DEFAULT_KERNEL
 #define KILN_TRAJOPT_DEFAULT_KERNEL 0
 #endif
