@@ -1,0 +1,114 @@
+// kiln TrajOpt: host-side batches of kiln.trajopt/1 problems for the tests, the bench and the demo:
+// the buffers and the structs pointing at them, reproducible random problems (start within the middle
+// of the ranges, goal a joint vector up to +-delta away, or that vector's tip pose from the generated
+// FK in double), and the same problems in the CPU reference's form.
+#pragma once
+
+#include <Eigen/Geometry>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <kiln/ext/trajopt.h>
+
+namespace kiln_trajopt_common {
+
+enum class Goals { pose, joint, mixed };
+
+struct HostBatch {
+  HostBatch(uint32_t dof_, uint32_t horizon_, uint32_t count_)
+      : dof(dof_), horizon(horizon_), count(count_), q0(size_t{count_} * dof_), qd0(q0.size()), joint_goals(q0.size()),
+        pose_goals(size_t{count_} * KILN_TRAJOPT_POSE_SIZE), dt(count_, 0.02f), goal_kinds(count_, KILN_TRAJOPT_GOAL_POSE),
+        q(size_t{count_} * (horizon_ + 1) * dof_), qd(q.size()), torques(q.size()), converged(count_),
+        position_error(count_), orientation_error(count_), position_violation(count_), velocity_violation(count_),
+        torque_violation(count_), cost(count_), iterations(count_) {
+    options.struct_size = sizeof options;
+    problem.struct_size = sizeof problem;
+    result.struct_size = sizeof result;
+    point();
+  }
+  // Re-points the structs at the vectors (after a copy, or to restore a field a test changed).
+  void point() {
+    problem.count = count;
+    problem.memory = KILN_TRAJOPT_MEMORY_HOST;
+    problem.q0 = q0.data(), problem.qd0 = qd0.data(), problem.goal_kinds = goal_kinds.data();
+    problem.pose_goals = pose_goals.data(), problem.joint_goals = joint_goals.data(), problem.dt = dt.data();
+    problem.initial_trajectories = nullptr, problem.options = &options;
+    result.q = q.data(), result.qd = qd.data(), result.torques = torques.data(), result.converged = converged.data();
+    result.position_error = position_error.data(), result.orientation_error = orientation_error.data();
+    result.position_violation = position_violation.data(), result.velocity_violation = velocity_violation.data();
+    result.torque_violation = torque_violation.data(), result.cost = cost.data(), result.iterations = iterations.data();
+  }
+  const float *trajectory(uint32_t i) const { return q.data() + size_t{i} * (horizon + 1) * dof; }
+  uint32_t converged_count() const { return static_cast<uint32_t>(std::count(converged.begin(), converged.end(), 1)); }
+
+  uint32_t dof, horizon, count;
+  std::vector<float> q0, qd0, joint_goals, pose_goals, dt;
+  std::vector<uint8_t> goal_kinds;
+  std::vector<float> q, qd, torques;
+  std::vector<uint8_t> converged;
+  std::vector<float> position_error, orientation_error, position_violation, velocity_violation, torque_violation, cost;
+  std::vector<uint32_t> iterations;
+  kiln_trajopt_options options{};
+  kiln_trajopt_problem problem{};
+  kiln_trajopt_result result{};
+};
+
+// Every problem's pose goal := the tip pose (generated FK, double) at its joint goal.
+template <class Fk>
+void pose_goals_from_joint_goals(HostBatch &b) {
+  for (uint32_t i = 0; i < b.count; ++i) {
+    double g[Fk::kDof], p[3], R[9];
+    for (int j = 0; j < Fk::kDof; ++j) g[j] = b.joint_goals[i * Fk::kDof + j];
+    Fk::fk(g, p, R);
+    const Eigen::Matrix3d rotation = Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(R);
+    const Eigen::Quaterniond quat(rotation);
+    const double pose[7] = {p[0], p[1], p[2], quat.w(), quat.x(), quat.y(), quat.z()};
+    for (int k = 0; k < 7; ++k) b.pose_goals[i * 7 + k] = static_cast<float>(pose[k]);
+  }
+}
+
+// Random problems into b (all dt = dt), from the generated chains Fk (FK) and Dyn (limits).
+template <class Fk, class Dyn>
+void random_problems(HostBatch &b, uint64_t seed, double delta, float dt, Goals goals) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  constexpr int D = Dyn::kDof;
+  for (uint32_t i = 0; i < b.count; ++i) {
+    double a[D], g[D];
+    for (int j = 0; j < D; ++j) {
+      const double mid = (Dyn::kLower[j] + Dyn::kUpper[j]) / 2, half = (Dyn::kUpper[j] - Dyn::kLower[j]) / 2;
+      a[j] = static_cast<float>(mid + 0.6 * half * u(rng));
+      g[j] = std::clamp(a[j] + delta * u(rng), Dyn::kLower[j] + 0.05, Dyn::kUpper[j] - 0.05);
+      b.q0[i * D + j] = static_cast<float>(a[j]);
+      b.qd0[i * D + j] = 0.0f;
+      b.joint_goals[i * D + j] = static_cast<float>(g[j]);
+    }
+    b.dt[i] = dt;
+    b.goal_kinds[i] = goals == Goals::joint || (goals == Goals::mixed && i % 2 == 1) ? KILN_TRAJOPT_GOAL_JOINT
+                                                                                      : KILN_TRAJOPT_GOAL_POSE;
+  }
+  pose_goals_from_joint_goals<Fk>(b);
+}
+
+// Problem i of b as the CPU reference takes it (Ref = kiln_trajopt_ref::Reference<...>).
+template <class Ref>
+typename Ref::Problem reference_problem(const HostBatch &b, uint32_t i) {
+  typename Ref::Problem p;
+  for (int j = 0; j < Ref::D; ++j) {
+    p.q0[j] = b.q0[i * Ref::D + j];
+    p.qd0[j] = b.qd0[i * Ref::D + j];
+    p.goal_q[j] = b.joint_goals[i * Ref::D + j];
+  }
+  p.joint_goal = b.goal_kinds[i] == KILN_TRAJOPT_GOAL_JOINT;
+  const float *g = b.pose_goals.data() + size_t{i} * 7;
+  p.p = Eigen::Vector3d(g[0], g[1], g[2]);
+  p.R = Eigen::Quaterniond(g[3], g[4], g[5], g[6]).normalized().toRotationMatrix();
+  p.dt = b.dt[i];
+  return p;
+}
+
+}  // namespace kiln_trajopt_common

@@ -1,0 +1,62 @@
+// kiln TrajOpt plugin: the two kernels of a batch solve (nvcc only).
+//   seed_kernel      one block per (problem, seed) (64 or 128 threads); dynamic shared memory holds
+//                    the band being factored (kBandReals) and the team's reduction floats. Launched
+//                    twice: seed 0 of every problem, then seeds 1.. of every problem, whose blocks
+//                    return at once where seed 0 converged (so a batch that seed 0 solves costs one
+//                    wave of blocks, not seeds of them); a seed that converged raises its problem's
+//                    done flag, which the seeds running beside it poll per step.
+//   finalize_kernel  one block per problem: the best seed's trajectory, velocities, torques and
+//                    violations into the outputs, the slot's last solution; clears the done flag.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "trajopt_seed.cuh"
+#include "trajopt_team.cuh"
+
+namespace kiln_trajopt {
+
+constexpr size_t kSeedSharedBytes = kBandReals * sizeof(Real) + 32 * sizeof(float);
+constexpr unsigned kFinalizeBlock = 64;
+
+// Threads per block and the blocks per SM the compiler must fit (so, registers per thread):
+// solver/README "GPU layout" gives the measured choice among the instantiations the plugin carries.
+template <int Threads, int MinBlocks>
+__global__ void __launch_bounds__(Threads, MinBlocks) seed_kernel(const KernelParams p) {
+  extern __shared__ Real shared[];
+  const uint32_t problem = blockIdx.x / p.seed_span, seed = p.seed_base + blockIdx.x % p.seed_span;
+  if (problem >= p.count || seed >= p.seeds) return;
+  const BlockTeam team{reinterpret_cast<float *>(shared + kBandReals)};  // (any block size: strided loops)
+  if (seed > 0 && team.broadcast(threadIdx.x == 0 ? static_cast<float>(*(volatile uint32_t *)(p.done + problem)) : 0.0f) != 0.0f) {
+    if (threadIdx.x == 0) {  // not run: never the best
+      SeedSummary none{};
+      none.cost = INFINITY;
+      p.summaries[size_t{problem} * p.seeds + seed] = none;
+    }
+    return;
+  }
+  const ProblemView v = load_problem(p, problem);
+  float *scratch = p.scratch + (size_t{problem} * p.seeds + seed) * ScratchLayout::kSize;
+  const SeedSummary out = solve_seed(team, p, problem, seed, v, given_trajectory(p, problem), scratch, shared, p.done);
+  if (threadIdx.x == 0) {
+    p.summaries[size_t{problem} * p.seeds + seed] = out;
+    if (out.converged) atomicExch(p.done + problem, 1u);
+  }
+}
+
+__global__ void __launch_bounds__(kFinalizeBlock) finalize_kernel(const KernelParams p) {
+  __shared__ float reduce[32];
+  const uint32_t problem = blockIdx.x;
+  if (problem >= p.count) return;
+  const BlockTeam team{reduce};
+  const ProblemView v = load_problem(p, problem);
+  const SeedSummary *summaries = p.summaries + size_t{problem} * p.seeds;
+  uint32_t best = 0;
+  for (uint32_t s = 1; s < p.seeds; ++s)
+    if (better(summaries[s], summaries[best])) best = s;
+  const float *x = p.scratch + (size_t{problem} * p.seeds + best) * ScratchLayout::kSize + ScratchLayout::kX;
+  finalize_problem(team, p, problem, v, summaries[best], x);
+  if (threadIdx.x == 0) p.done[problem] = 0;
+}
+
+}  // namespace kiln_trajopt

@@ -1,0 +1,152 @@
+// kiln TrajOpt plugin: the Gauss-Newton linear algebra of one (problem, seed), team-parallel:
+//   linearize  the torque Jacobians of every knot: forward differences of the generated RNEA in q
+//              and qd, the mass matrix (exact: tau is linear in qdd) as RNEA columns; per knot and
+//              slot the 7x7 d tau / d q_slot;
+//   assemble   the damped normal matrix J^T J + lambda diag(J^T J) straight into band storage
+//              (row i holds columns i..i+kBand-1) and -J^T r, each entry gathered from the <= 3
+//              knots that touch it (no atomics, deterministic);
+//   factor     banded LDL^T, one team sync per row;
+//   solve      the two triangular solves on the lead warp.
+// The normal matrix is assembled, factored and solved in Real (trajopt_params.hpp: float; double
+// with -DKILN_TRAJOPT_DOUBLE_FACTOR, at twice the shared memory); residuals and Jacobians are float.
+#pragma once
+
+#include <cmath>
+
+#include "trajopt_model.cuh"
+
+namespace kiln_trajopt {
+
+template <class Team>
+KILN_TRAJOPT_HD void linearize(const Team &team, const float *x, const ProblemView &v, const float *eval, float *jobs,
+                               float *dtau) {
+  for (int idx = team.rank(); idx < kKnots * kFdJobs; idx += team.size()) {
+    const int k = idx / kFdJobs, c = idx % kFdJobs;
+    float q[kDof], qd[kDof], qdd[kDof];
+    knot_state(x, v, k, q, qd, qdd);
+    float *out = jobs + idx * kDof;
+    if (c < kDof) {
+      q[c] += kFdStep;
+      Dyn::rnea(q, qd, qdd, out);
+    } else if (c < 2 * kDof) {
+      qd[c - kDof] += kFdStep;
+      Dyn::rnea(q, qd, qdd, out);
+    } else {
+      const float zero_g[3] = {0.0f, 0.0f, 0.0f};
+      for (int j = 0; j < kDof; ++j) qd[j] = 0.0f, qdd[j] = j == c - 2 * kDof ? 1.0f : 0.0f;
+      Dyn::rnea(q, qd, qdd, zero_g, out);
+    }
+  }
+  team.sync();
+  const float inv_dt = 1.0f / v.dt, inv_dt2 = inv_dt * inv_dt, inv_h = 1.0f / kFdStep;
+  for (int idx = team.rank(); idx < kKnots * 3 * kDof; idx += team.size()) {
+    const int k = idx / (3 * kDof), slot = (idx / kDof) % 3, col = idx % kDof;
+    const float *tau = eval + EvalLayout::kTau + k * kDof;
+    const float *tq = jobs + (k * kFdJobs + col) * kDof, *tv = jobs + (k * kFdJobs + kDof + col) * kDof;
+    const float *m = jobs + (k * kFdJobs + 2 * kDof + col) * kDof;
+    const float mass = k < kN ? (slot == 1 ? -2.0f : 1.0f) * inv_dt2 : 0.0f;
+    float *out = dtau + ((k * 3 + slot) * kDof + col) * kDof;
+    for (int j = 0; j < kDof; ++j) {
+      const float dq = (tq[j] - tau[j]) * inv_h, dv = (tv[j] - tau[j]) * inv_h;
+      out[j] = mass * m[j] + (slot == 1 ? dq + dv * inv_dt : (slot == 0 ? -dv * inv_dt : 0.0f));
+    }
+  }
+  team.sync();
+}
+
+// d tau_k / d q_slot column `col` (dof floats).
+KILN_TRAJOPT_HD const float *dtau_column(const float *dtau, int k, int slot, int col) {
+  return dtau + ((k * 3 + slot) * kDof + col) * kDof;
+}
+
+// band[i * kBand + d] = (J^T J)(i, i + d) (+ lambda * that on the diagonal); rhs = -J^T r.
+template <class Team>
+KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Settings &s, const float *eval,
+                              const float *dtau, float lambda, Real *band, Real *rhs) {
+  const float *fields = eval + EvalLayout::kKnotFields;
+  const float *rg = eval + EvalLayout::kGoal, *Jg = rg + kGoalRows;
+  for (int idx = team.rank(); idx < kVars * kBand; idx += team.size()) {
+    const int i = idx / kBand, d = idx % kBand, c = i + d;
+    const int b = i / kDof, a = i % kDof, b2 = c / kDof, a2 = c % kDof;
+    Real value = 0;
+    if (c < kVars && b2 - b <= 2) {
+      const int last = b + 2 < kN ? b + 2 : kN;
+      for (int k = b2; k <= last; ++k) {
+        const int s1 = b - k + 2, s2 = b2 - k + 2;
+        const float *f = fields + k * 5 * kDof;
+        const float *c1 = dtau_column(dtau, k, s1, a), *c2 = dtau_column(dtau, k, s2, a2);
+        for (int j = 0; j < kDof; ++j) value += Real(c1[j]) * f[j] * c2[j];
+        if (a == a2) value += Real(alpha(v, s.smoothness_weight, k, s1)) * alpha(v, s.smoothness_weight, k, s2) +
+                              Real(beta(v, k, s1)) * beta(v, k, s2) * f[2 * kDof + a];
+        if (k == kN && s1 == 1 && s2 == 1)
+          for (int r = 0; r < kGoalRows; ++r) value += Real(Jg[r * kDof + a]) * Jg[r * kDof + a2];
+      }
+      if (d == 0) value = value * (Real(1) + lambda) + Real(1e-9);
+    }
+    band[idx] = value;
+  }
+  for (int i = team.rank(); i < kVars; i += team.size()) {
+    const int b = i / kDof, a = i % kDof;
+    const int last = b + 2 < kN ? b + 2 : kN;
+    Real g = 0;
+    for (int k = b; k <= last; ++k) {
+      const int slot = b - k + 2;
+      const float *f = fields + k * 5 * kDof;
+      const float *col = dtau_column(dtau, k, slot, a);
+      for (int j = 0; j < kDof; ++j) g += Real(col[j]) * f[kDof + j];
+      g += Real(alpha(v, s.smoothness_weight, k, slot)) * f[4 * kDof + a] + Real(beta(v, k, slot)) * f[3 * kDof + a];
+      if (k == kN && slot == 1)
+        for (int r = 0; r < kGoalRows; ++r) g += Real(Jg[r * kDof + a]) * rg[r];
+    }
+    rhs[i] = -g;
+  }
+  team.sync();
+}
+
+// In place: band -> its LDL^T (row i: d_i on the diagonal, d_i * L^T(i, i + a) beyond). false when
+// a pivot is not positive (the damping is raised and the step retried).
+template <class Team>
+KILN_TRAJOPT_HD bool factor(const Team &team, Real *band) {
+  constexpr int W = kBand - 1, kPairs = W * (W + 1) / 2;
+  for (int i = 0; i < kVars; ++i) {
+    const Real pivot = band[i * kBand];
+    if (!(pivot > Real(0))) return false;  // uniform: every member read the same value
+    const Real inv = Real(1) / pivot;
+    const Real *row = band + i * kBand;
+    // Pair t = b (b - 1) / 2 + a - 1 of 1 <= a <= b <= W: the upper triangle, no idle members.
+    for (int t = team.rank(); t < kPairs; t += team.size()) {
+      const int b = static_cast<int>((1.0f + std::sqrt(1.0f + 8.0f * static_cast<float>(t))) * 0.5f);
+      const int a = t - b * (b - 1) / 2 + 1;
+      if (i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
+    }
+    team.sync();
+  }
+  return true;
+}
+
+// rhs -> the solution of (L D L^T) x = rhs, on the lead warp; the team syncs at the end.
+template <class Team>
+KILN_TRAJOPT_HD void solve_factored(const Team &team, const Real *band, Real *rhs) {
+  constexpr int W = kBand - 1;
+  const int lane = team.lane(), lanes = team.lanes();
+  if (lane >= 0) {
+    for (int k = 0; k < kVars; ++k) {  // L y = rhs, column by column
+      const Real y = rhs[k], inv = Real(1) / band[k * kBand];
+      team.warp_sync();
+      for (int a = 1 + lane; a <= W && k + a < kVars; a += lanes) rhs[k + a] -= band[k * kBand + a] * inv * y;
+      team.warp_sync();
+    }
+    for (int i = lane; i < kVars; i += lanes) rhs[i] /= band[i * kBand];
+    team.warp_sync();
+    for (int i = kVars - 1; i >= 0; --i) {  // L^T x = y / D, row i final, then pushed up
+      const Real xi = rhs[i];
+      team.warp_sync();
+      for (int a = 1 + lane; a <= W && i - a >= 0; a += lanes)
+        rhs[i - a] -= band[(i - a) * kBand + a] / band[(i - a) * kBand] * xi;
+      team.warp_sync();
+    }
+  }
+  team.sync();
+}
+
+}  // namespace kiln_trajopt
