@@ -197,9 +197,6 @@ int main(int argc, char **argv) {
   } catch (const kiln::Error &error) {
     std::fflush(stdout);
     std::fprintf(stderr, "kiln-trajopt-demo: %s\n", error.what());
-    if (plugin.empty())
-      std::fprintf(stderr, "kiln-trajopt-demo: (until kiln has its CMake backend, run with --plugin %s)\n",
-                   KILN_TRAJOPT_DEMO_PLUGIN);
     return error.exit_code();
   } catch (const std::exception &error) {
     std::fflush(stdout);
