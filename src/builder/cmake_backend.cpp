@@ -143,12 +143,7 @@ class CmakeBackend final : public Backend {
     const FinishedPlugin plugin = finish_plugin_artifact(artifact, content_key, recipe, build.build_log);
     fs::remove_all(build_dir, error);  // scratch: only the entry's files travel
 
-    produced.kind = "plugin";
-    produced.file = recipe.artifact;
-    produced.bytes_digest = plugin.bytes_digest;
-    produced.size = plugin.size;
-    produced.abi_version = plugin.abi_version;
-    produced.cuda_toolkit_version = toolkit_version_from(toolchain_.nvcc_version);
+    describe_plugin(produced, recipe, plugin, toolkit_version_from(toolchain_.nvcc_version));
     return produced;
   }
 

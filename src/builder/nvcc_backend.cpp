@@ -311,12 +311,7 @@ class NvccBackend final : public Backend {
     for (const auto &unit : units_) fs::remove(staging / (unit.stem + ".log"), ignored);
 
     Produced produced;
-    produced.kind = "plugin";
-    produced.file = recipe.artifact;
-    produced.bytes_digest = plugin.bytes_digest;
-    produced.size = plugin.size;
-    produced.abi_version = plugin.abi_version;
-    produced.cuda_toolkit_version = toolkit_version_from(toolchain_.nvcc_version);
+    describe_plugin(produced, recipe, plugin, toolkit_version_from(toolchain_.nvcc_version));
     for (const auto &unit : units_) produced.units.push_back(unit.report);
     return produced;
   }

@@ -41,4 +41,13 @@ FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, c
   return {store::digest_hex(bytes), bytes.size(), stamp.abi_version};
 }
 
+void describe_plugin(Produced &produced, const Recipe &recipe, const FinishedPlugin &plugin, int cuda_toolkit_version) {
+  produced.kind = "plugin";
+  produced.file = recipe.artifact;
+  produced.bytes_digest = plugin.bytes_digest;
+  produced.size = plugin.size;
+  produced.abi_version = plugin.abi_version;
+  produced.cuda_toolkit_version = cuda_toolkit_version;
+}
+
 }  // namespace kiln::builder

@@ -9,6 +9,8 @@
 
 #include <kiln/recipe.hpp>
 
+#include "builder/backend.hpp"
+
 namespace kiln::builder {
 
 struct FinishedPlugin {
@@ -23,5 +25,9 @@ struct FinishedPlugin {
 // the recipe and the fix (and written to `build_log`): nothing is published.
 FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, const std::string &content_key,
                                       const Recipe &recipe, const boost::filesystem::path &build_log);
+
+// The finished plugin as what the compile step produced (meta.json's fields); the backend adds
+// its units. cuda_toolkit_version: the toolkit that wrote its PTX.
+void describe_plugin(Produced &produced, const Recipe &recipe, const FinishedPlugin &plugin, int cuda_toolkit_version);
 
 }  // namespace kiln::builder
