@@ -35,12 +35,6 @@ struct Paths {
   std::string project, build, abi, gen;
 };
 
-std::string file_digest(const std::string &file) {
-  store::Hasher hasher;
-  hasher.add_file(file);
-  return hasher.hex();
-}
-
 // The last `lines` lines of a log.
 std::string tail_of(const std::string &text, std::size_t lines) {
   std::size_t at = text.size();
@@ -106,8 +100,8 @@ class CmakeBackend final : public Backend {
         .add_field("cmake_path", cmake_.path)
         .add_field("cmake_version", cmake_.version)
         .add_field("abi", build.identity.abi_headers);
-    for (const auto &file : expand_project_files(recipe)) content.add_field("project/" + file.name, file_digest(file.path));
-    for (const auto &file : build.generated) content.add_field("generated/" + fs::path(file).filename().string(), file_digest(file));
+    for (const auto &file : expand_project_files(recipe)) content.add_field("project/" + file.name, input_file_digest(file.path));
+    for (const auto &file : build.generated) content.add_field("generated/" + fs::path(file).filename().string(), input_file_digest(file));
     content.add_list("configure", configure_command(recipe, build.archs, abstract))
         .add_list("build", build_command(recipe, abstract))
         .add_field("output", recipe.output)

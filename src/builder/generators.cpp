@@ -15,12 +15,6 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-std::string file_digest(const fs::path &file) {
-  store::Hasher hasher;
-  hasher.add_file(file);
-  return hasher.hex();
-}
-
 // objects/gen-<key>-<output> per output, then objects/gen-<key>.digests ("<digest> <output>"
 // lines) written last: a step is reused only when the digests exist and every file matches.
 fs::path cached_output(const GeneratorContext &context, const std::string &key, const std::string &output) {
@@ -44,7 +38,7 @@ bool reuse(const GeneratorContext &context, const GeneratorStep &step, const std
   for (const auto &output : step.outputs) {
     try {
       store::copy_file_synced(cached_output(context, key, output), context.gen / output);
-      intact = recorded.find(file_digest(context.gen / output) + " " + output + "\n") != std::string::npos;
+      intact = recorded.find(input_file_digest(context.gen / output) + " " + output + "\n") != std::string::npos;
     } catch (const Error &) {
       intact = false;
     }
@@ -63,7 +57,7 @@ void remember(const GeneratorContext &context, const GeneratorStep &step, const 
   for (const auto &output : step.outputs) {
     const fs::path temp = context.layout.objects() / (".gen-" + key + ".tmp-" + store::unique_suffix());
     store::copy_file_synced(context.gen / output, temp);
-    digests += file_digest(temp) + " " + output + "\n";
+    digests += input_file_digest(temp) + " " + output + "\n";
     fs::rename(temp, cached_output(context, key, output));
   }
   store::write_file_atomic(digests_file(context, key), digests);
@@ -78,10 +72,10 @@ std::string generator_key(const GeneratorContext &context, std::size_t index) {
   const GeneratorStep &step = recipe.generators[index];
   store::Hasher key;
   key.add_field("key", "generator").add_field("tool", context.identity.generators.at(step.name)).add_list("command", step.command);
-  for (const auto &input : step.inputs) key.add_field(abstract_path(input, recipe.base_dir), file_digest(input));
+  for (const auto &input : step.inputs) key.add_field(abstract_path(input, recipe.base_dir), input_file_digest(input));
   key.add_list("outputs", step.outputs);
   for (std::size_t earlier = 0; earlier < index; ++earlier) {
-    for (const auto &output : recipe.generators[earlier].outputs) key.add_field("gen/" + output, file_digest(context.gen / output));
+    for (const auto &output : recipe.generators[earlier].outputs) key.add_field("gen/" + output, input_file_digest(context.gen / output));
   }
   return key.hex();
 }

@@ -33,6 +33,12 @@ std::string relative_to(const std::string &path, const std::string &base) {
   return rel.empty() ? path : rel.string();
 }
 
+std::string input_file_digest(const boost::filesystem::path &file) {
+  store::Hasher hasher;
+  hasher.add_file(file);
+  return hasher.hex();
+}
+
 std::string arch_list(const std::vector<Arch> &archs) {
   std::string text;
   for (const auto &arch : archs) text += (text.empty() ? "" : ",") + arch.to_string();

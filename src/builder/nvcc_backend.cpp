@@ -95,12 +95,6 @@ using support::seconds_since;
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string file_digest(const std::string &file) {
-  store::Hasher hasher;
-  hasher.add_file(file);
-  return hasher.hex();
-}
-
 // objects/<unit>-<key>.o has its digest beside it, written after it: an object is reused only
 // when its bytes have that digest. A torn or altered object (or one whose digest never got
 // written) is compiled again, never linked in. Two builds caching one unit at once may leave one's
@@ -115,7 +109,7 @@ bool cached_object_usable(const fs::path &object, std::string *why) {
   try {
     std::string recorded = store::read_file(digest_beside(object), store::FileOrigin::store, 4096);
     while (!recorded.empty() && (recorded.back() == '\n' || recorded.back() == ' ')) recorded.pop_back();
-    const std::string actual = file_digest(object.string());  // streamed: a shrinking file is no SIGBUS
+    const std::string actual = input_file_digest(object.string());  // streamed: a shrinking file is no SIGBUS
     if (actual == recorded) return true;
     *why = "does not match its recorded digest (recorded " + recorded.substr(0, 40) + ", file " + actual +
            "): it is torn or was altered";
@@ -177,8 +171,8 @@ class NvccBackend final : public Backend {
     const Recipe &recipe = build.recipe;
     const std::vector<std::string> headers = expand_headers(recipe);
     store::Hasher seen;  // every header-like input, as one set: an edit rebuilds every unit
-    for (const auto &file : build.generated) seen.add_field("generated/" + fs::path(file).filename().string(), file_digest(file));
-    for (const auto &file : headers) seen.add_field(abstract_path(file, recipe.base_dir), file_digest(file));
+    for (const auto &file : build.generated) seen.add_field("generated/" + fs::path(file).filename().string(), input_file_digest(file));
+    for (const auto &file : headers) seen.add_field(abstract_path(file, recipe.base_dir), input_file_digest(file));
     seen.add_field("abi", build.identity.abi_headers);
     const std::string headers_digest = seen.hex();
 
@@ -193,7 +187,7 @@ class NvccBackend final : public Backend {
           .add_field("toolchain", toolchain_.digest())
           .add_field("headers", headers_digest)
           .add_field("source", abstract_path(source, recipe.base_dir))
-          .add_field("bytes", file_digest(source))
+          .add_field("bytes", input_file_digest(source))
           .add_list("command", unit.command);
       unit.key = key.hex();
       unit.cached_object = build.layout.objects() / (unit.stem + "-" + unit.key + ".o");
@@ -268,7 +262,7 @@ class NvccBackend final : public Backend {
         // Into the object cache atomically and durably: a torn object must never be linked.
         const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
         store::copy_file_synced(unit.object, temp);
-        const std::string digest = file_digest(temp.string());
+        const std::string digest = input_file_digest(temp.string());
         fs::rename(temp, unit.cached_object);
         store::write_file_atomic(digest_beside(unit.cached_object), digest + "\n");
       }

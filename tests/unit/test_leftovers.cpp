@@ -21,6 +21,7 @@
 #include "store/manifest.hpp"
 #include "store/sweep.hpp"
 #include "support/fixtures.hpp"
+#include "support/plugin_store.hpp"
 
 using namespace kiln;
 using kiln::test::TempDir;
@@ -30,21 +31,6 @@ namespace {
 
 const std::string some_key = "0123456789abcdef0123456789abcdef";
 
-RuntimeOptions options_in(const TempDir &dir) {
-  RuntimeOptions options;
-  options.cache_dir = (dir / "cache").string();
-  options.declared_device = "sm_90";
-  return options;
-}
-
-void publish_example(Runtime &runtime) {
-  PublishRequest request;
-  request.consumer = "tests";
-  request.name = "example";
-  request.artifact_file = KILN_TEST_PLUGIN_EXAMPLE;
-  request.archs = Arch::parse_list("sm_90");
-  runtime.publish(request);
-}
 
 // What write_file_atomic leaves when its writer is killed between creating the temp and
 // renaming it, `age` ago (a temp younger than store::kTempWriteBound may be a writer's at work).
@@ -106,13 +92,13 @@ class LocksHeldElsewhere {
 
 TEST_CASE("leftovers: manifest and bykey temps of killed writers are swept by the next publish") {
   TempDir dir;
-  Runtime runtime(options_in(dir));
+  Runtime runtime(kiln::test::store_options(dir));
   const store::ConsumerLayout layout(dir / "cache", "tests");
   const fs::path manifest_temp = leave_temp(layout.manifest(), "4242-0-17");
   const fs::path bykey_temp = leave_temp(layout.bykey(some_key), "4242-1-5");
   const fs::path unrelated = layout.bykey_dir() / ".notes.tmp-1";  // not a bykey temp: not ours to judge
   kiln::test::write_text(unrelated, "");
-  publish_example(runtime);
+  kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   CHECK_FALSE(fs::exists(manifest_temp));
   CHECK_FALSE(fs::exists(bykey_temp));
   CHECK(fs::exists(unrelated));
@@ -121,7 +107,7 @@ TEST_CASE("leftovers: manifest and bykey temps of killed writers are swept by th
 
 TEST_CASE("leftovers: object-cache temps of killed builds are swept once a minute old") {
   TempDir dir;
-  Runtime runtime(options_in(dir));
+  Runtime runtime(kiln::test::store_options(dir));
   const store::ConsumerLayout layout(dir / "cache", "tests");
   const fs::path object_temp = leave_temp(layout.objects() / "saxpy", "4242-0-3");
   const fs::path digest_temp = leave_temp(layout.objects() / ("saxpy-" + some_key + ".o.digest"), "4242-0-4");
@@ -129,7 +115,7 @@ TEST_CASE("leftovers: object-cache temps of killed builds are swept once a minut
   const fs::path object = layout.objects() / ("saxpy-" + some_key + ".o");
   kiln::test::write_text(object, "not a temp");
   fs::last_write_time(object, std::time(nullptr) - 3600);
-  publish_example(runtime);
+  kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   CHECK_FALSE(fs::exists(object_temp));
   CHECK_FALSE(fs::exists(digest_temp));
   CHECK(fs::exists(fresh));   // possibly a build at work

@@ -22,6 +22,7 @@
 #include "store/local_store.hpp"
 #include "store/sweep.hpp"
 #include "support/fixtures.hpp"
+#include "support/plugin_store.hpp"
 
 using namespace kiln;
 using kiln::test::TempDir;
@@ -29,21 +30,6 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-RuntimeOptions options_in(const TempDir &dir) {
-  RuntimeOptions options;
-  options.cache_dir = (dir / "cache").string();
-  options.declared_device = "sm_90";
-  return options;
-}
-
-void publish_example(Runtime &runtime) {
-  PublishRequest request;
-  request.consumer = "tests";
-  request.name = "example";
-  request.artifact_file = KILN_TEST_PLUGIN_EXAMPLE;
-  request.archs = Arch::parse_list("sm_90");
-  runtime.publish(request);
-}
 
 // Another process holding the lock inside `staging` (".staging.lock", an open file description
 // lock), as a build running in a container that shares the cache would. The child makes only
@@ -105,7 +91,7 @@ bool held_from_another_process(const fs::path &staging) {
 
 TEST_CASE("staging: a live build's staging directory is never swept, whatever pid its name shows") {
   TempDir dir;
-  Runtime runtime(options_in(dir));
+  Runtime runtime(kiln::test::store_options(dir));
   const fs::path entries = dir / "cache" / "consumers" / "tests" / "store";
   // Named as by a kiln whose pid this process cannot see (another pid namespace); no such pid here.
   const fs::path live = entries / ".staging-999999999-1-2";
@@ -113,12 +99,12 @@ TEST_CASE("staging: a live build's staging directory is never swept, whatever pi
   kiln::test::write_text(live / "half.so", "being written");
   LockHolder holder(live);
 
-  publish_example(runtime);  // sweeps before publishing
+  kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");  // sweeps before publishing
   CHECK(fs::exists(live / "half.so"));
   CHECK(held_from_another_process(live));  // the sweeper's look released nothing
 
   holder.kill();  // the build dies: its lock goes with it
-  publish_example(runtime);
+  kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
   CHECK_FALSE(fs::exists(live));
 }
 
