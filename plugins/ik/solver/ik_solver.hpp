@@ -63,7 +63,7 @@ class IkSolver final : public kiln::plugin::Instance {
     device_ = params.device_ordinal;
     max_batch_ = params.max_batch;
     const Layout layout(max_batch_ > 0 ? max_batch_ : 1u);
-    snapshot_.reset(max_batch_, kDof);  // every slot empty
+    snapshot_.reset(max_batch_, kiln_ik::state::words_per_slot(kDof));  // every slot empty
     if (device_ < 0) {
       host_block_.reset(new unsigned char[layout.total]());
       host_ = Arrays::carve(host_block_.get(), layout);
@@ -404,7 +404,7 @@ class IkSolver final : public kiln::plugin::Instance {
   Arrays host_;  // staging: pinned (device) or host_block_ (host only)
 
   // What export_state reads: the slots' last solutions, published after each recording solve.
-  kiln_ik::state::Snapshot snapshot_;
+  kiln_plugin_common::SlotSnapshot snapshot_;
 
   // The solve in flight.
   bool in_flight_ = false;

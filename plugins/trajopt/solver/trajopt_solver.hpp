@@ -283,7 +283,7 @@ class TrajoptSolver final : public kiln::plugin::Instance {
   std::unique_ptr<unsigned char[]> host_block_;
   Arrays device_arrays_;
   Arrays host_;  // staging: pinned (device) or host_block_ (host only)
-  state::Snapshot snapshot_;
+  kiln_plugin_common::SlotSnapshot snapshot_;
 
   bool in_flight_ = false;
   bool pending_record_ = false;
