@@ -48,7 +48,8 @@ inline kiln_status write_blob(const void *header, size_t header_size, const Slot
   unsigned char *out = static_cast<unsigned char *>(buffer);
   std::memcpy(out, header, header_size);
   const size_t words = size_t{snapshot.slots()} * snapshot.words_per_slot();
-  const char *const overlapped = "export_state: the control thread's solves kept overlapping 1000 attempts to copy the state";
+  const char *const overlapped =
+      "export_state: the control thread's solves kept overlapping 1000 attempts to copy the state";
   // Headers are a multiple of 4 bytes, so the records are aligned wherever an aligned buffer is.
   if (header_size % alignof(uint32_t) == 0 && reinterpret_cast<uintptr_t>(out) % alignof(uint32_t) == 0) {
     if (!snapshot.read(reinterpret_cast<uint32_t *>(out + header_size), 1000)) {
