@@ -12,6 +12,8 @@ include_guard(GLOBAL)
 
 set(KILN_IK_SOLVER_DIR "${CMAKE_CURRENT_LIST_DIR}/solver")
 set(KILN_IK_COMMON_DIR "${CMAKE_CURRENT_LIST_DIR}/common")
+# what kiln.ik shares with kiln.trajopt
+get_filename_component(KILN_PLUGIN_COMMON_DIR "${CMAKE_CURRENT_LIST_DIR}/../common" ABSOLUTE)
 
 function(kiln_ik_split_plugin target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "ROBOT;CHAIN_DIR;KERNELS;CONSUMER" "")
@@ -24,7 +26,8 @@ function(kiln_ik_split_plugin target)
   kiln_add_plugin(${target} SOURCES "${KILN_IK_SOLVER_DIR}/ik_split_plugin.cpp" "${ARG_CHAIN_DIR}/kiln_fk_chain.cuh"
     DEFINITIONS "KILN_IK_PLUGIN_ID=\"org.kiln.ik.${ARG_ROBOT}\"" "KILN_IK_KERNELS_CONSUMER=\"${ARG_CONSUMER}\""
                 "KILN_IK_KERNELS_NAME=\"${ARG_KERNELS}\"")
-  target_include_directories(${target} PRIVATE "${ARG_CHAIN_DIR}" "${KILN_IK_SOLVER_DIR}" "${KILN_IK_COMMON_DIR}")
+  target_include_directories(${target} PRIVATE "${ARG_CHAIN_DIR}" "${KILN_IK_SOLVER_DIR}" "${KILN_IK_COMMON_DIR}"
+                                                     "${KILN_PLUGIN_COMMON_DIR}")
   target_link_libraries(${target} PRIVATE kiln_cuda_headers)
   set_source_files_properties("${ARG_CHAIN_DIR}/kiln_fk_chain.cuh" PROPERTIES HEADER_FILE_ONLY ON)
 endfunction()

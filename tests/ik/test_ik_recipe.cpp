@@ -225,6 +225,10 @@ TEST_CASE("ik recipes: configured with absolute paths, the built kiln-urdf-fk as
     CHECK(fs::path(recipe.sources[0]).is_absolute());
     CHECK(std::any_of(recipe.headers.begin(), recipe.headers.end(),
                       [](const std::string &h) { return fs::is_directory(h) && fs::path(h).filename() == "common"; }));
+    // plugins/common (what kiln.ik shares with kiln.trajopt) keys the build too, and is on the include path.
+    const auto shared = [](const std::string &h) { return fs::exists(fs::path(h) / "kiln_state_blob.hpp"); };
+    CHECK(std::any_of(recipe.headers.begin(), recipe.headers.end(), shared));
+    CHECK(std::any_of(recipe.include_dirs.begin(), recipe.include_dirs.end(), shared));
     CHECK(recipe.defines == std::vector<std::string>{"KILN_IK_PLUGIN_ID=\"org.kiln.ik." + robot + "\""});
     REQUIRE(recipe.generators.size() == 1);
     const kiln::GeneratorStep &generator = recipe.generators[0];

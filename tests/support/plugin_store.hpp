@@ -1,10 +1,12 @@
-// Helpers for the plugin-boundary tests: a Runtime over a temporary store, publishing a test
-// plugin into it, the message of an expected error, and a log that collects what it is told.
+// Helpers for the plugin-boundary and solver plugin tests: a Runtime over a temporary store,
+// publishing a test plugin into it (and loading it), the message of an expected error, and a log
+// that collects what it is told.
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,6 +34,26 @@ inline PublishResult publish_plugin(Runtime &runtime, const std::string &file, c
   if (!archs.empty()) request.archs = Arch::parse_list(archs);
   return runtime.publish(request);
 }
+
+// A plugin file published as <consumer>/solver into a temporary store and loaded: the store, the
+// runtime, the module (the IK and TrajOpt tests' way to a plugin).
+struct PublishedPlugin {
+  PublishedPlugin(const std::string &file, const std::string &consumer, const std::string &archs,
+                  std::optional<std::string> declared_device)
+      : runtime(std::make_unique<Runtime>(store_options(dir, std::move(declared_device)))) {
+    PublishRequest request;
+    request.consumer = consumer;
+    request.name = "solver";
+    request.artifact_file = file;
+    request.archs = Arch::parse_list(archs);
+    published = runtime->publish(request);
+    module.emplace(runtime->load(consumer, "solver"));
+  }
+  TempDir dir;
+  std::unique_ptr<Runtime> runtime;
+  PublishResult published;
+  std::optional<Module> module;
+};
 
 // The what() of the E that body throws; fails the test when it throws nothing.
 template <class E>

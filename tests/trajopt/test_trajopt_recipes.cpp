@@ -5,6 +5,7 @@
 // tests/unit/test_build_cmake.cpp covers.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -35,6 +36,9 @@ TEST_CASE("trajopt recipes: each shipped recipe loads as a cmake recipe of its r
     CHECK(recipe.cmake_options.at("KILN_TRAJOPT_N") == n);
     REQUIRE(recipe.generators.size() == 1);
     CHECK(recipe.generators[0].outputs.size() == 2);
+    // plugins/common (what kiln.trajopt shares with kiln.ik) keys the build too.
+    CHECK(std::find(recipe.project_files.begin(), recipe.project_files.end(), "../../common/*.hpp") !=
+          recipe.project_files.end());
   }
 }
 

@@ -19,6 +19,7 @@
 #include "kiln_trajopt_judge.hpp"
 #include "kiln_trajopt_reference.hpp"
 #include "support/fixtures.hpp"
+#include "support/plugin_store.hpp"
 
 namespace kiln::test::trajopt {
 
@@ -38,19 +39,9 @@ inline std::string plugin_file(const char *env, const char *built) {
 // A loaded plugin with one instance and its kiln.trajopt/1 table; activated unless max_batch is empty.
 struct Solver {
   Solver(const std::string &file, int device, std::optional<uint32_t> max_batch,
-         std::optional<std::string> declared_device = std::string("sm_90")) {
-    RuntimeOptions options;
-    options.cache_dir = (dir / "cache").string();
-    options.declared_device = std::move(declared_device);
-    runtime = std::make_unique<Runtime>(options);
-    PublishRequest request;
-    request.consumer = "trajopt-tests";
-    request.name = "solver";
-    request.artifact_file = file;
-    request.archs = Arch::parse_list(KILN_TRAJOPT_PLUGIN_ARCHS);
-    runtime->publish(request);
-    module.emplace(runtime->load("trajopt-tests", "solver"));
-    instance.emplace(module->create_instance());
+         std::optional<std::string> declared_device = std::string("sm_90"))
+      : plugin(file, "trajopt-tests", KILN_TRAJOPT_PLUGIN_ARCHS, std::move(declared_device)) {
+    instance.emplace(plugin.module->create_instance());
     api = instance->interface<kiln_trajopt_v1>(KILN_TRAJOPT_INTERFACE_ID);
     if (api == nullptr) throw std::runtime_error(file + " offers no " KILN_TRAJOPT_INTERFACE_ID);
     if (max_batch) instance->activate(device, *max_batch);
@@ -65,7 +56,7 @@ struct Solver {
   std::vector<unsigned char> export_state() const {
     char text[512] = "";
     size_t size = 0;
-    const kiln_plugin_entry &entry = module->entry();
+    const kiln_plugin_entry &entry = plugin.module->entry();
     if (entry.export_state(handle(), nullptr, 0, &size, text, sizeof text) != KILN_OK) throw std::runtime_error(text);
     std::vector<unsigned char> blob(size);
     if (entry.export_state(handle(), blob.data(), blob.size(), &size, text, sizeof text) != KILN_OK)
@@ -74,8 +65,8 @@ struct Solver {
   }
   kiln_status import_state(const std::vector<unsigned char> &blob, std::string *message = nullptr) const {
     char text[512] = "";
-    const kiln_status status =
-        module->entry().import_state(handle(), blob.empty() ? nullptr : blob.data(), blob.size(), text, sizeof text);
+    const kiln_status status = plugin.module->entry().import_state(handle(), blob.empty() ? nullptr : blob.data(),
+                                                                   blob.size(), text, sizeof text);
     if (message != nullptr) *message = text;
     return status;
   }
@@ -88,9 +79,7 @@ struct Solver {
     return status;
   }
 
-  TempDir dir;
-  std::unique_ptr<Runtime> runtime;
-  std::optional<Module> module;
+  PublishedPlugin plugin;
   std::optional<kiln::Instance> instance;
   const kiln_trajopt_v1 *api = nullptr;
 };

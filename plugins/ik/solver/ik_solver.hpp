@@ -24,7 +24,6 @@
 
 #include <stdint.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -37,6 +36,9 @@
 #include "kiln/ext/ik.h"
 #include "kiln/ext/selftest.h"
 #include "kiln/plugin.hpp"
+#include "kiln_activation_record.hpp"
+#include "kiln_slot_snapshot.hpp"
+#include "kiln_solve_in_flight.hpp"
 
 #ifndef KILN_IK_MAX_ITERATIONS_CAP
 #define KILN_IK_MAX_ITERATIONS_CAP 0u  // none
@@ -63,12 +65,12 @@ class IkSolver final : public kiln::plugin::Instance {
     device_ = params.device_ordinal;
     max_batch_ = params.max_batch;
     const Layout layout(max_batch_ > 0 ? max_batch_ : 1u);
-    snapshot_.reset(max_batch_, kDof);  // every slot empty
+    snapshot_.reset(max_batch_, kiln_ik::state::words_per_slot(kDof));  // every slot empty
     if (device_ < 0) {
       host_block_.reset(new unsigned char[layout.total]());
       host_ = Arrays::carve(host_block_.get(), layout);
-      host_bytes_.store(layout.total, std::memory_order_relaxed);
-      publish_activation();
+      activation_.set_host_bytes(layout.total);
+      activation_.publish(device_, max_batch_);
       return KILN_OK;
     }
     unsigned char *device_block = nullptr, *pinned = nullptr;
@@ -88,9 +90,9 @@ class IkSolver final : public kiln::plugin::Instance {
     if ((status = gpu_.launch(warm, 1, gpu_.stream(), "activate: launching the IK kernel", message)) != KILN_OK ||
         (status = gpu_.synchronize(gpu_.stream(), "activate: running the IK kernel", message)) != KILN_OK)
       return status;
-    device_bytes_.store(layout.total, std::memory_order_relaxed);
-    host_bytes_.store(layout.total, std::memory_order_relaxed);
-    publish_activation();
+    activation_.set_device_bytes(layout.total);
+    activation_.set_host_bytes(layout.total);
+    activation_.publish(device_, max_batch_);
     char kernel[320];
     gpu_.describe(kernel, sizeof kernel);
     char text[512];
@@ -104,11 +106,7 @@ class IkSolver final : public kiln::plugin::Instance {
     release();
     device_ = -1;
     max_batch_ = 0;
-    active_device_.store(-1, std::memory_order_relaxed);
-    active_batch_.store(0, std::memory_order_relaxed);
-    device_bytes_.store(0, std::memory_order_relaxed);
-    host_bytes_.store(0, std::memory_order_relaxed);
-    is_active_.store(false, std::memory_order_release);
+    activation_.clear();
   }
 
   const void *get_interface(const char *interface_id) const noexcept override;
@@ -123,45 +121,28 @@ class IkSolver final : public kiln::plugin::Instance {
   // [setup-thread] Replaces every slot (those past the blob's empty); no real-time call may run.
   // A refused blob changes nothing.
   kiln_status import_state(const void *blob, size_t size, kiln::plugin::Message &message) override {
-    if (!active()) {
-      message.set("import_state: the instance is not active; the state lives in what activate reserves, so activate "
-                  "first");
-      return KILN_ERR_STATE;
-    }
-    if (in_flight_) {
-      message.set("import_state: a solve is in flight on this instance; call wait() first");
-      return KILN_ERR_STATE;
-    }
+    kiln_status status = kiln_plugin_common::require_idle(
+        active(), in_flight_, "import_state", "the state lives in what activate reserves, so activate first", message);
+    if (status != KILN_OK) return status;
     kiln_ik::state::Parsed parsed;
-    kiln_status status = kiln_ik::state::parse_blob(identity(), max_batch_, blob, size, &parsed, message);
+    status = kiln_ik::state::parse_blob(identity(), max_batch_, blob, size, &parsed, message);
     if (status != KILN_OK) return status;
     // Host only, host_ holds the state itself; on a device it is the staging copy sent up.
     kiln_ik::state::unpack(parsed, kDof, max_batch_, host_.warm_q, host_.warm_valid);
-    if (device_ >= 0) {
-      const Arrays &d = device_arrays_;
-      const char *what = "import_state: copying the state to the device";
-      if ((status = gpu_.select("import_state: selecting the device", message)) != KILN_OK ||
-          (status = gpu_.to_device(d.warm_q, host_.warm_q, size_t{max_batch_} * kDof * sizeof(float), gpu_.stream(),
-                                   what, message)) != KILN_OK ||
-          (status = gpu_.to_device(d.warm_valid, host_.warm_valid, max_batch_, gpu_.stream(), what, message)) !=
-              KILN_OK ||
-          (status = gpu_.synchronize(gpu_.stream(), what, message)) != KILN_OK)
-        return status;
-    }
+    if (device_ >= 0 &&
+        (status = kiln_plugin_common::upload_warm_slots(gpu_, device_arrays_.warm_q, device_arrays_.warm_valid,
+                                                        host_.warm_q, host_.warm_valid, max_batch_, kDof, message)) !=
+            KILN_OK)
+      return status;
     snapshot_.publish(host_.warm_q, host_.warm_valid, max_batch_);
     return KILN_OK;
   }
 
   // [setup-thread] kiln.selftest/1: ik_selftest.hpp through solve_async + wait, recording nothing.
   kiln_status selftest(kiln::plugin::Message &message) {
-    if (!active()) {
-      message.set("selftest: the instance is not active; call activate first");
-      return KILN_ERR_STATE;
-    }
-    if (in_flight_) {
-      message.set("selftest: a solve is in flight on this instance; call wait() first");
-      return KILN_ERR_STATE;
-    }
+    const kiln_status idle =
+        kiln_plugin_common::require_idle(active(), in_flight_, "selftest", "call activate first", message);
+    if (idle != KILN_OK) return idle;
     const auto solve = [this](const kiln_ik_problem &problem, const kiln_ik_result &result,
                               kiln::plugin::Message &text) {
       const kiln_status status = solve_async(&problem, &result, text, /*record=*/false);
@@ -176,12 +157,7 @@ class IkSolver final : public kiln::plugin::Instance {
     full.struct_size = out->struct_size;
     full.dof = kDof;
     full.max_seeds = KILN_IK_MAX_SEEDS;
-    const bool on = is_active_.load(std::memory_order_acquire);
-    full.active = on ? 1u : 0u;
-    full.max_batch = on ? active_batch_.load(std::memory_order_relaxed) : 0u;
-    full.device_ordinal = on ? active_device_.load(std::memory_order_relaxed) : -1;
-    full.device_bytes = device_bytes_.load(std::memory_order_relaxed);
-    full.host_bytes = host_bytes_.load(std::memory_order_relaxed);
+    activation_.report(full);
     copy_name(full.robot, Chain::kRobot);
     copy_name(full.base_link, Chain::kBaseLink);
     copy_name(full.tip_link, Chain::kTipLink);
@@ -194,14 +170,9 @@ class IkSolver final : public kiln::plugin::Instance {
   // record: the solve updates the slots' last solutions (every caller's solve; not the self-test's).
   kiln_status solve_async(const kiln_ik_problem *problem, const kiln_ik_result *result,
                           kiln::plugin::Message &message, bool record = true) noexcept {
-    if (!active()) {
-      message.set("solve: the instance is not active; call activate first");
-      return KILN_ERR_STATE;
-    }
-    if (in_flight_) {
-      message.set("solve: a solve is in flight on this instance; call wait() first");
-      return KILN_ERR_STATE;
-    }
+    const kiln_status idle =
+        kiln_plugin_common::require_idle(active(), in_flight_, "solve", "call activate first", message);
+    if (idle != KILN_OK) return idle;
     if (problem == nullptr || problem->struct_size < sizeof(kiln_ik_problem)) {
       message.set("solve: problem is NULL or its struct_size is smaller than kiln_ik_problem of kiln.ik/1");
       return KILN_ERR_INVALID_ARGUMENT;
@@ -301,10 +272,8 @@ class IkSolver final : public kiln::plugin::Instance {
     if (!in_flight_) return KILN_OK;
     in_flight_ = false;
     if (device_ >= 0) {
-      kiln_status status = KILN_OK;
-      if ((status = gpu_.select("wait: selecting the device", message)) != KILN_OK ||
-          (status = gpu_.wait_event(message)) != KILN_OK)
-        return status;
+      const kiln_status status = kiln_plugin_common::wait_on_device(gpu_, message);
+      if (status != KILN_OK) return status;
     }
     if (pending_record_) snapshot_.publish(host_.warm_q, host_.warm_valid, pending_count_);
     if (pending_device_memory_) return KILN_OK;
@@ -363,28 +332,15 @@ class IkSolver final : public kiln::plugin::Instance {
          (s = gpu_.to_host(host_.iterations, d.iterations, count * sizeof(uint32_t), stream,
                            "solve: copying the iteration counts back", message)) != KILN_OK))
       return s;
-    if (record &&
-        ((s = gpu_.to_host(host_.warm_q, d.warm_q, count * kDof * sizeof(float), stream,
-                           "solve: copying the slots' solutions back", message)) != KILN_OK ||
-         (s = gpu_.to_host(host_.warm_valid, d.warm_valid, count, stream, "solve: copying the slots' solutions back",
-                           message)) != KILN_OK))
+    if (record && (s = kiln_plugin_common::download_warm_slots(gpu_, host_.warm_q, host_.warm_valid, d.warm_q,
+                                                               d.warm_valid, p.count, kDof, stream, message)) !=
+                      KILN_OK)
       return s;
     return gpu_.record(stream, message);
   }
 
-  void publish_activation() noexcept {
-    active_device_.store(device_, std::memory_order_relaxed);
-    active_batch_.store(max_batch_, std::memory_order_relaxed);
-    is_active_.store(true, std::memory_order_release);
-  }
-
   void release() noexcept {
-    if (in_flight_ && on_device_) {
-      char scratch[8];
-      kiln::plugin::Message ignored(scratch, sizeof scratch);
-      gpu_.select("release", ignored);
-      gpu_.wait_event(ignored);  // a solve on a caller's stream may still use our buffers
-    }
+    if (in_flight_ && on_device_) kiln_plugin_common::drain_on_device(gpu_);
     in_flight_ = false;
     snapshot_.clear();
     host_block_.reset();
@@ -404,7 +360,7 @@ class IkSolver final : public kiln::plugin::Instance {
   Arrays host_;  // staging: pinned (device) or host_block_ (host only)
 
   // What export_state reads: the slots' last solutions, published after each recording solve.
-  kiln_ik::state::Snapshot snapshot_;
+  kiln_plugin_common::SlotSnapshot snapshot_;
 
   // The solve in flight.
   bool in_flight_ = false;
@@ -414,11 +370,7 @@ class IkSolver final : public kiln::plugin::Instance {
   kiln_ik_result pending_{};
 
   // What info() reports from any thread.
-  std::atomic<bool> is_active_{false};
-  std::atomic<int32_t> active_device_{-1};
-  std::atomic<uint32_t> active_batch_{0};
-  std::atomic<uint64_t> device_bytes_{0};
-  std::atomic<uint64_t> host_bytes_{0};
+  kiln_plugin_common::ActivationRecord activation_;
 };
 
 }  // namespace

@@ -16,25 +16,26 @@
 //
 // Version rule: a change of this layout is a new version; a plugin reads the versions it knows and
 // refuses any other (KILN_ERR_UNSUPPORTED), so a successor never misreads a blob.
+//
+// The snapshot, the records' writing, checks and unpacking are kiln.trajopt's too
+// (plugins/common/kiln_slot_snapshot.hpp, kiln_state_blob.hpp); the header and its checks are here.
 #pragma once
 
 #include <stdint.h>
 
-#include <atomic>
-#include <cmath>
 #include <cstddef>
 #include <cstring>
-#include <memory>
-#include <thread>
 
 #include "kiln/plugin.hpp"
+#include "kiln_slot_snapshot.hpp"
+#include "kiln_state_blob.hpp"
 
 namespace kiln_ik {
 namespace state {
 
 constexpr char kFormat[16] = "kiln.ik.state";
 constexpr uint32_t kVersion = 1;
-constexpr uint32_t kByteOrder = 0x01020304u;
+constexpr uint32_t kByteOrder = kiln_plugin_common::kByteOrderMark;
 
 struct Header {
   char format[16];
@@ -50,73 +51,6 @@ static_assert(sizeof(Header) == 96, "the blob's header layout is fixed");
 constexpr size_t words_per_slot(uint32_t dof) { return size_t{1} + dof; }
 constexpr uint64_t blob_size(uint32_t dof, uint64_t slots) { return sizeof(Header) + slots * words_per_slot(dof) * 4u; }
 
-inline void copy_padded(char *destination, size_t capacity, const char *source) {
-  std::memset(destination, 0, capacity);
-  std::strncpy(destination, source, capacity - 1);
-}
-
-// The slots as export_state sees them: a copy of each slot's last solution that the control thread
-// publishes after every solve and that a setup thread may read at any time. A sequence lock whose
-// writer never waits: the writer makes the sequence odd, stores, makes it even again; a reader
-// copies and retries when the sequence moved. Every word is an atomic, so no access races.
-class Snapshot {
- public:
-  // [setup-thread] slots empty, for `slots` slots of `dof` joints; allocates.
-  void reset(uint32_t slots, uint32_t dof) {
-    words_.reset(new std::atomic<uint32_t>[size_t{slots} * words_per_slot(dof)]());
-    slots_ = slots;
-    dof_ = dof;
-    sequence_.store(0, std::memory_order_relaxed);
-  }
-  // [setup-thread] nothing held.
-  void clear() noexcept {
-    words_.reset();
-    slots_ = 0;
-  }
-  uint32_t slots() const noexcept { return slots_; }
-
-  // [control-thread: real-time safe] Slots [0, count) are now valid[i] / q[i * dof ...]. Also
-  // import_state's way in, on a setup thread while no solve runs (one writer at a time).
-  void publish(const float *q, const uint8_t *valid, uint32_t count) noexcept {
-    if (count > slots_) count = slots_;
-    const uint64_t sequence = sequence_.load(std::memory_order_relaxed);
-    sequence_.store(sequence + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    for (uint32_t i = 0; i < count; ++i) {
-      std::atomic<uint32_t> *slot = words_.get() + size_t{i} * words_per_slot(dof_);
-      slot[0].store(valid[i] != 0 ? 1u : 0u, std::memory_order_relaxed);
-      for (uint32_t j = 0; j < dof_; ++j) {
-        uint32_t bits;
-        std::memcpy(&bits, q + size_t{i} * dof_ + j, sizeof bits);
-        slot[1 + j].store(bits, std::memory_order_relaxed);
-      }
-    }
-    sequence_.store(sequence + 2, std::memory_order_release);
-  }
-
-  // [setup-thread, concurrently with publish] Copies every slot's words into out (slots() *
-  // words_per_slot(dof) words). false when a publish kept overlapping the copy for `attempts` tries.
-  bool read(uint32_t *out, int attempts) const noexcept {
-    const size_t words = size_t{slots_} * words_per_slot(dof_);
-    for (int attempt = 0; attempt < attempts; ++attempt) {
-      const uint64_t before = sequence_.load(std::memory_order_acquire);
-      if ((before & 1u) == 0) {
-        for (size_t k = 0; k < words; ++k) out[k] = words_[k].load(std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (sequence_.load(std::memory_order_relaxed) == before) return true;
-      }
-      std::this_thread::yield();
-    }
-    return false;
-  }
-
- private:
-  std::unique_ptr<std::atomic<uint32_t>[]> words_;
-  uint32_t slots_ = 0;
-  uint32_t dof_ = 0;
-  std::atomic<uint64_t> sequence_{0};
-};
-
 // What the plugin is, for the blob's identity fields.
 struct Identity {
   uint32_t dof;
@@ -125,16 +59,9 @@ struct Identity {
 };
 
 // [setup-thread] export_state: header + snapshot.slots() records. buffer NULL: the size only.
-inline kiln_status write_blob(const Identity &self, const Snapshot &snapshot, void *buffer, size_t capacity,
-                              size_t *size, kiln::plugin::Message &message) {
-  const uint64_t needed = blob_size(self.dof, snapshot.slots());
-  *size = static_cast<size_t>(needed);
-  if (buffer == nullptr) return KILN_OK;
-  if (capacity < needed) {
-    message.format("export_state: the buffer holds %zu bytes, the state needs %llu (ask with a NULL buffer first)",
-                   capacity, static_cast<unsigned long long>(needed));
-    return KILN_ERR_CAPACITY;
-  }
+inline kiln_status write_blob(const Identity &self, const kiln_plugin_common::SlotSnapshot &snapshot, void *buffer,
+                              size_t capacity, size_t *size, kiln::plugin::Message &message) {
+  using kiln_plugin_common::copy_padded;
   Header header{};
   copy_padded(header.format, sizeof header.format, kFormat);
   header.version = kVersion;
@@ -143,23 +70,7 @@ inline kiln_status write_blob(const Identity &self, const Snapshot &snapshot, vo
   header.slots = snapshot.slots();
   copy_padded(header.chain, sizeof header.chain, self.chain);
   copy_padded(header.robot, sizeof header.robot, self.robot);
-  unsigned char *out = static_cast<unsigned char *>(buffer);
-  std::memcpy(out, &header, sizeof header);
-  // The records are 4-byte words after a 96-byte header: aligned wherever the buffer is.
-  if (reinterpret_cast<uintptr_t>(out) % alignof(uint32_t) == 0) {
-    if (!snapshot.read(reinterpret_cast<uint32_t *>(out + sizeof header), 1000)) {
-      message.set("export_state: the control thread's solves kept overlapping 1000 attempts to copy the state");
-      return KILN_ERR_STATE;
-    }
-  } else {
-    std::unique_ptr<uint32_t[]> words(new uint32_t[size_t{snapshot.slots()} * words_per_slot(self.dof)]);
-    if (!snapshot.read(words.get(), 1000)) {
-      message.set("export_state: the control thread's solves kept overlapping 1000 attempts to copy the state");
-      return KILN_ERR_STATE;
-    }
-    std::memcpy(out + sizeof header, words.get(), size_t{snapshot.slots()} * words_per_slot(self.dof) * 4u);
-  }
-  return KILN_OK;
+  return kiln_plugin_common::write_blob(&header, sizeof header, snapshot, buffer, capacity, size, message);
 }
 
 // A blob import_state accepted: its records, `slots` of them, none past the instance's slots.
@@ -225,29 +136,10 @@ inline kiln_status parse_blob(const Identity &self, uint32_t max_slots, const vo
     return KILN_ERR_INVALID_ARGUMENT;
   }
   const unsigned char *records = bytes + sizeof(Header);
-  const size_t words = words_per_slot(self.dof);
-  for (uint32_t i = 0; i < header.slots; ++i) {
-    uint32_t valid;
-    std::memcpy(&valid, records + 4 * (size_t{i} * words), sizeof valid);
-    if (valid > 1) {
-      message.format("import_state: slot %u: its valid word is %u, not 0 or 1", i, valid);
-      return KILN_ERR_INVALID_ARGUMENT;
-    }
-    if (valid == 0) continue;
-    if (i >= max_slots) {
-      message.format("import_state: slot %u holds a solution, but this instance has %u slots (max_batch at activate)", i,
-                     max_slots);
-      return KILN_ERR_CAPACITY;
-    }
-    for (uint32_t j = 0; j < self.dof; ++j) {
-      float value;
-      std::memcpy(&value, records + 4 * (size_t{i} * words + 1 + j), sizeof value);
-      if (!std::isfinite(value)) {
-        message.format("import_state: slot %u: joint %u is not finite", i, j);
-        return KILN_ERR_INVALID_ARGUMENT;
-      }
-    }
-  }
+  const kiln_plugin_common::RecordWording wording{"a solution", "max_batch at activate", "joint"};
+  const kiln_status status =
+      kiln_plugin_common::check_records(records, header.slots, words_per_slot(self.dof), max_slots, wording, message);
+  if (status != KILN_OK) return status;
   parsed->records = records;
   parsed->slots = header.slots < max_slots ? header.slots : max_slots;
   return KILN_OK;
@@ -255,17 +147,7 @@ inline kiln_status parse_blob(const Identity &self, uint32_t max_slots, const vo
 
 // Unpacks parsed records into the solver's arrays (slots * dof floats, slots flags), the rest empty.
 inline void unpack(const Parsed &parsed, uint32_t dof, uint32_t slots, float *q, uint8_t *valid) {
-  const size_t words = words_per_slot(dof);
-  for (uint32_t i = 0; i < slots; ++i) {
-    uint32_t flag = 0;
-    if (i < parsed.slots) std::memcpy(&flag, parsed.records + 4 * (size_t{i} * words), sizeof flag);
-    valid[i] = flag != 0 ? 1 : 0;
-    for (uint32_t j = 0; j < dof; ++j) {
-      float value = 0.0f;
-      if (flag != 0) std::memcpy(&value, parsed.records + 4 * (size_t{i} * words + 1 + j), sizeof value);
-      q[size_t{i} * dof + j] = value;
-    }
-  }
+  kiln_plugin_common::unpack_records(parsed.records, parsed.slots, words_per_slot(dof), slots, q, valid);
 }
 
 }  // namespace state

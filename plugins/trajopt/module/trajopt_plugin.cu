@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kiln/plugin.hpp"
+#include "kiln_cuda_runtime_device.hpp"
 #include "trajopt_kernels.cuh"
 #include "trajopt_solver.hpp"
 
@@ -43,10 +44,11 @@ const SeedVariant kSeedVariants[] = {{seed_kernel<128, 2>, 128, "128 threads, 2 
 #define KILN_TRAJOPT_DEFAULT_KERNEL 0
 #endif
 
-// The Device policy of trajopt_solver.hpp over the CUDA runtime.
-class CudaDevice {
+// The Device policy of trajopt_solver.hpp over the CUDA runtime: the stream, event, blocks and copies
+// are kiln_cuda_runtime_device.hpp's; the kernels and their warm-up are this plugin's.
+class CudaDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
  public:
-  explicit CudaDevice(const kiln_host_services *) noexcept {}
+  explicit CudaDevice(const kiln_host_services *) noexcept : CudaRuntimeDeviceBase("wait: the trajectory solve") {}
 
   kiln_status open(int32_t ordinal, size_t device_bytes, size_t pinned_bytes, unsigned char **device_block,
                    unsigned char **pinned_block, kiln::plugin::Message &message) noexcept {
@@ -63,15 +65,8 @@ class CudaDevice {
         !check(cudaFuncSetAttribute(seed_.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(kSeedSharedBytes)),
                "activate: reserving the seed kernel's shared memory (the band of N * dof rows)", message) ||
-        !check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "activate: cudaStreamCreate", message) ||
-        !check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "activate: cudaEventCreate", message))
+        !create_stream_and_event(message) || !reserve(device_bytes, pinned_bytes, message))
       return status_;
-    void *device = nullptr, *pinned = nullptr;
-    if (!check(cudaMalloc(&device, device_bytes), "activate: cudaMalloc of the solver's buffers", message)) return status_;
-    device_block_ = static_cast<unsigned char *>(device);
-    if (!check(cudaMallocHost(&pinned, pinned_bytes), "activate: cudaMallocHost of the staging buffers", message))
-      return status_;
-    pinned_block_ = static_cast<unsigned char *>(pinned);
     std::memset(pinned_block_, 0, pinned_bytes);
     if (!check(cudaMemsetAsync(device_block_, 0, device_bytes, stream_), "activate: clearing the solver's buffers", message) ||
         !check(cudaStreamSynchronize(stream_), "activate: clearing the solver's buffers", message))
@@ -89,17 +84,6 @@ class CudaDevice {
     return KILN_OK;
   }
 
-  kiln_status select(const char *what, kiln::plugin::Message &message) noexcept {
-    return check(cudaSetDevice(ordinal_), what, message) ? KILN_OK : status_;
-  }
-  kiln_status to_device(void *dst, const void *src, size_t bytes, void *stream, const char *what,
-                        kiln::plugin::Message &message) noexcept {
-    return copy(dst, src, bytes, cudaMemcpyHostToDevice, stream, what, message);
-  }
-  kiln_status to_host(void *dst, const void *src, size_t bytes, void *stream, const char *what,
-                      kiln::plugin::Message &message) noexcept {
-    return copy(dst, src, bytes, cudaMemcpyDeviceToHost, stream, what, message);
-  }
   kiln_status launch_seeds(const KernelParams &p, unsigned blocks, void *stream, const char *what,
                            kiln::plugin::Message &message) noexcept {
     seed_.kernel<<<blocks, seed_.threads, kSeedSharedBytes, static_cast<cudaStream_t>(stream)>>>(p);
@@ -110,57 +94,14 @@ class CudaDevice {
     finalize_kernel<<<blocks, kFinalizeBlock, 0, static_cast<cudaStream_t>(stream)>>>(p);
     return check(cudaGetLastError(), what, message) ? KILN_OK : status_;
   }
-  kiln_status synchronize(void *stream, const char *what, kiln::plugin::Message &message) noexcept {
-    return check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), what, message) ? KILN_OK : status_;
-  }
-  kiln_status record(void *stream, kiln::plugin::Message &message) noexcept {
-    return check(cudaEventRecord(done_, static_cast<cudaStream_t>(stream)), "solve: cudaEventRecord", message) ? KILN_OK
-                                                                                                             : status_;
-  }
-  kiln_status wait_event(kiln::plugin::Message &message) noexcept {
-    return check(cudaEventSynchronize(done_), "wait: the trajectory solve", message) ? KILN_OK : status_;
-  }
-  bool finished() noexcept { return cudaEventQuery(done_) != cudaErrorNotReady; }
-  void *stream() const noexcept { return stream_; }
   void describe(char *text, size_t size) const noexcept {
     std::snprintf(text, size, "seed kernel (%s) %d registers, %zu bytes local memory, %zu bytes shared memory per block",
                   seed_.name, seed_attributes_.numRegs, seed_attributes_.localSizeBytes, kSeedSharedBytes);
   }
 
-  void close() noexcept {
-    if (stream_ != nullptr || done_ != nullptr || device_block_ != nullptr || pinned_block_ != nullptr) {
-      cudaSetDevice(ordinal_);
-      if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-      if (done_ != nullptr) cudaEventDestroy(done_);
-      if (stream_ != nullptr) cudaStreamDestroy(stream_);
-      if (device_block_ != nullptr) cudaFree(device_block_);
-      if (pinned_block_ != nullptr) cudaFreeHost(pinned_block_);
-    }
-    stream_ = nullptr, done_ = nullptr, device_block_ = nullptr, pinned_block_ = nullptr;
-  }
-
  private:
-  kiln_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, void *stream, const char *what,
-                   kiln::plugin::Message &message) noexcept {
-    return check(cudaMemcpyAsync(dst, src, bytes, kind, static_cast<cudaStream_t>(stream)), what, message) ? KILN_OK
-                                                                                                           : status_;
-  }
-  bool check(cudaError_t error, const char *what, kiln::plugin::Message &message) noexcept {
-    if (error == cudaSuccess) return true;
-    status_ = error == cudaErrorMemoryAllocation ? KILN_ERR_OUT_OF_MEMORY : KILN_ERR_DEVICE;
-    message.format("%s failed on device %d: %s (%d): %s", what, static_cast<int>(ordinal_), cudaGetErrorName(error),
-                   static_cast<int>(error), cudaGetErrorString(error));
-    return false;
-  }
-
-  int32_t ordinal_ = -1;
   SeedVariant seed_ = kSeedVariants[0];
   cudaFuncAttributes seed_attributes_{}, finalize_attributes_{};
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t done_ = nullptr;
-  unsigned char *device_block_ = nullptr;
-  unsigned char *pinned_block_ = nullptr;
-  kiln_status status_ = KILN_OK;
 };
 
 using TrajoptPlugin = TrajoptSolver<CudaDevice>;

@@ -12,7 +12,6 @@
 
 #include <stdint.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +20,9 @@
 #include "kiln/ext/selftest.h"
 #include "kiln/ext/trajopt.h"
 #include "kiln/plugin.hpp"
+#include "kiln_activation_record.hpp"
+#include "kiln_slot_snapshot.hpp"
+#include "kiln_solve_in_flight.hpp"
 #include "trajopt_host.hpp"
 #include "trajopt_inputs.hpp"
 #include "trajopt_layout.hpp"
@@ -51,8 +53,8 @@ class TrajoptSolver final : public kiln::plugin::Instance {
       const Layout layout(slots, 1, true);
       host_block_.reset(new unsigned char[layout.total()]());
       host_ = layout.carve(host_block_.get());
-      host_bytes_.store(layout.total(), std::memory_order_relaxed);
-      publish_activation();
+      activation_.set_host_bytes(layout.total());
+      activation_.publish(device_, max_batch_);
       return KILN_OK;
     }
     const Layout layout(slots, size_t{slots} * KILN_TRAJOPT_MAX_SEEDS, false);
@@ -63,9 +65,9 @@ class TrajoptSolver final : public kiln::plugin::Instance {
     if (status != KILN_OK) return status;
     device_arrays_ = layout.carve(device_block);
     host_ = staging.carve(pinned);
-    device_bytes_.store(layout.total(), std::memory_order_relaxed);
-    host_bytes_.store(staging.total(), std::memory_order_relaxed);
-    publish_activation();
+    activation_.set_device_bytes(layout.total());
+    activation_.set_host_bytes(staging.total());
+    activation_.publish(device_, max_batch_);
     char kernel[320], text[512];
     gpu_.describe(kernel, sizeof kernel);
     std::snprintf(text, sizeof text, "kiln.trajopt %s N=%d: active on device %d, max_batch %u, %zu bytes of device memory, %s",
@@ -78,11 +80,7 @@ class TrajoptSolver final : public kiln::plugin::Instance {
     release();
     device_ = -1;
     max_batch_ = 0;
-    active_device_.store(-1, std::memory_order_relaxed);
-    active_batch_.store(0, std::memory_order_relaxed);
-    device_bytes_.store(0, std::memory_order_relaxed);
-    host_bytes_.store(0, std::memory_order_relaxed);
-    is_active_.store(false, std::memory_order_release);
+    activation_.clear();
   }
 
   const void *get_interface(const char *interface_id) const noexcept override;
@@ -92,31 +90,21 @@ class TrajoptSolver final : public kiln::plugin::Instance {
   }
 
   kiln_status import_state(const void *blob, size_t size, kiln::plugin::Message &message) override {
-    if (!active()) {
-      message.set("import_state: the instance is not active; the state lives in what activate reserves, so activate first");
-      return KILN_ERR_STATE;
-    }
-    if (in_flight_) {
-      message.set("import_state: a solve is in flight on this instance; call wait() first");
-      return KILN_ERR_STATE;
-    }
+    kiln_status status = kiln_plugin_common::require_idle(
+        active(), in_flight_, "import_state", "the state lives in what activate reserves, so activate first", message);
+    if (status != KILN_OK) return status;
     // Into a scratch copy first: a refused blob changes nothing.
     std::unique_ptr<float[]> q(new float[size_t{max_batch_} * kVars + 1]);
     std::unique_ptr<uint8_t[]> valid(new uint8_t[max_batch_ + 1]);
-    kiln_status status = state::read_blob(identity(), max_batch_, blob, size, q.get(), valid.get(), message);
+    status = state::read_blob(identity(), max_batch_, blob, size, q.get(), valid.get(), message);
     if (status != KILN_OK) return status;
     std::memcpy(host_.warm_q, q.get(), size_t{max_batch_} * kVars * sizeof(float));
     std::memcpy(host_.warm_valid, valid.get(), max_batch_);
-    if (device_ >= 0) {
-      const char *what = "import_state: copying the state to the device";
-      if ((status = gpu_.select("import_state: selecting the device", message)) != KILN_OK ||
-          (status = gpu_.to_device(device_arrays_.warm_q, host_.warm_q, size_t{max_batch_} * kVars * sizeof(float),
-                                   gpu_.stream(), what, message)) != KILN_OK ||
-          (status = gpu_.to_device(device_arrays_.warm_valid, host_.warm_valid, max_batch_, gpu_.stream(), what,
-                                   message)) != KILN_OK ||
-          (status = gpu_.synchronize(gpu_.stream(), what, message)) != KILN_OK)
-        return status;
-    }
+    if (device_ >= 0 &&
+        (status = kiln_plugin_common::upload_warm_slots(gpu_, device_arrays_.warm_q, device_arrays_.warm_valid,
+                                                        host_.warm_q, host_.warm_valid, max_batch_, kVars, message)) !=
+            KILN_OK)
+      return status;
     snapshot_.publish(host_.warm_q, host_.warm_valid, max_batch_);
     return KILN_OK;
   }
@@ -141,13 +129,8 @@ class TrajoptSolver final : public kiln::plugin::Instance {
     full.dof = kDof;
     full.horizon = kN;
     full.max_seeds = KILN_TRAJOPT_MAX_SEEDS;
-    const bool on = is_active_.load(std::memory_order_acquire);
-    full.active = on ? 1u : 0u;
-    full.max_batch = on ? active_batch_.load(std::memory_order_relaxed) : 0u;
-    full.device_ordinal = on ? active_device_.load(std::memory_order_relaxed) : -1;
+    activation_.report(full);
     full.solve_flags = KILN_TRAJOPT_SOLVE_WARM_START;
-    full.device_bytes = device_bytes_.load(std::memory_order_relaxed);
-    full.host_bytes = host_bytes_.load(std::memory_order_relaxed);
     copy_name(full.robot, Dyn::kRobot);
     copy_name(full.base_link, Dyn::kBaseLink);
     copy_name(full.tip_link, Dyn::kTipLink);
@@ -159,16 +142,11 @@ class TrajoptSolver final : public kiln::plugin::Instance {
   // record: the solve updates the slots' last solutions (every caller's solve; not the self-test's).
   kiln_status solve_async(const kiln_trajopt_problem *problem, const kiln_trajopt_result *result,
                           kiln::plugin::Message &message, bool record = true) noexcept {
-    if (!active()) {
-      message.set("solve: the instance is not active; call activate first");
-      return KILN_ERR_STATE;
-    }
-    if (in_flight_) {
-      message.set("solve: a solve is in flight on this instance; call wait() first");
-      return KILN_ERR_STATE;
-    }
+    kiln_status status =
+        kiln_plugin_common::require_idle(active(), in_flight_, "solve", "call activate first", message);
+    if (status != KILN_OK) return status;
     KernelParams p{};
-    kiln_status status = inputs::check(problem, result, max_batch_, device_ < 0, &p.settings, message);
+    status = inputs::check(problem, result, max_batch_, device_ < 0, &p.settings, message);
     if (status != KILN_OK || problem->count == 0) return status;
     const bool device_memory = problem->memory == KILN_TRAJOPT_MEMORY_DEVICE;
     const uint32_t count = problem->count;
@@ -205,10 +183,8 @@ class TrajoptSolver final : public kiln::plugin::Instance {
     if (!in_flight_) return KILN_OK;
     in_flight_ = false;
     if (device_ >= 0) {
-      kiln_status status = KILN_OK;
-      if ((status = gpu_.select("wait: selecting the device", message)) != KILN_OK ||
-          (status = gpu_.wait_event(message)) != KILN_OK)
-        return status;
+      const kiln_status status = kiln_plugin_common::wait_on_device(gpu_, message);
+      if (status != KILN_OK) return status;
     }
     if (pending_record_) snapshot_.publish(host_.warm_q, host_.warm_valid, pending_count_);
     if (pending_copy_) inputs::copy_outputs(host_, pending_, pending_count_);
@@ -244,28 +220,15 @@ class TrajoptSolver final : public kiln::plugin::Instance {
     }
     if ((s = gpu_.launch_finalize(p, p.count, stream, "solve: launching the finalize kernel", message)) != KILN_OK) return s;
     if (!device_memory && (s = inputs::download(gpu_, d, host_, problem, stream, message, &result)) != KILN_OK) return s;
-    if (record) {
-      const char *what = "solve: copying the slots' solutions back";
-      if ((s = gpu_.to_host(host_.warm_q, d.warm_q, size_t{p.count} * kVars * sizeof(float), stream, what, message)) != KILN_OK ||
-          (s = gpu_.to_host(host_.warm_valid, d.warm_valid, p.count, stream, what, message)) != KILN_OK)
-        return s;
-    }
+    if (record && (s = kiln_plugin_common::download_warm_slots(gpu_, host_.warm_q, host_.warm_valid, d.warm_q,
+                                                               d.warm_valid, p.count, kVars, stream, message)) !=
+                      KILN_OK)
+      return s;
     return gpu_.record(stream, message);
   }
 
-  void publish_activation() noexcept {
-    active_device_.store(device_, std::memory_order_relaxed);
-    active_batch_.store(max_batch_, std::memory_order_relaxed);
-    is_active_.store(true, std::memory_order_release);
-  }
-
   void release() noexcept {
-    if (in_flight_ && on_device_) {
-      char scratch[8];
-      kiln::plugin::Message ignored(scratch, sizeof scratch);
-      gpu_.select("release", ignored);
-      gpu_.wait_event(ignored);
-    }
+    if (in_flight_ && on_device_) kiln_plugin_common::drain_on_device(gpu_);
     in_flight_ = false;
     snapshot_.clear();
     host_block_.reset();
@@ -283,7 +246,7 @@ class TrajoptSolver final : public kiln::plugin::Instance {
   std::unique_ptr<unsigned char[]> host_block_;
   Arrays device_arrays_;
   Arrays host_;  // staging: pinned (device) or host_block_ (host only)
-  state::Snapshot snapshot_;
+  kiln_plugin_common::SlotSnapshot snapshot_;
 
   bool in_flight_ = false;
   bool pending_record_ = false;
@@ -291,11 +254,7 @@ class TrajoptSolver final : public kiln::plugin::Instance {
   uint32_t pending_count_ = 0;
   kiln_trajopt_result pending_{};
 
-  std::atomic<bool> is_active_{false};
-  std::atomic<int32_t> active_device_{-1};
-  std::atomic<uint32_t> active_batch_{0};
-  std::atomic<uint64_t> device_bytes_{0};
-  std::atomic<uint64_t> host_bytes_{0};
+  kiln_plugin_common::ActivationRecord activation_;  // what info() reports from any thread
 };
 
 }  // namespace kiln_trajopt

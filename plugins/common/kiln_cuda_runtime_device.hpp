@@ -1,0 +1,107 @@
+// kiln plugins: the CUDA runtime half of a solver's Device policy (ik_solver.hpp, trajopt_solver.hpp)
+// that kiln.ik's nvcc form and kiln.trajopt share: one stream, one event, a device block and a pinned
+// block, the async copies, the event, and errors turned into statuses with the message
+// "<what> failed on device <d>: <error name> (<code>): <text>". Each plugin's Device derives from it
+// and adds what is its own: open (which kernels to load and check, the warm-up), launch, describe.
+// CUDA runtime code: .cu files only (the split form's host part has its own, over the driver).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/plugin.hpp"
+
+namespace kiln_plugin_common {
+
+class CudaRuntimeDeviceBase {
+ public:
+  // wait_what names the solve in wait()'s failure message ("wait: the IK solve").
+  explicit CudaRuntimeDeviceBase(const char *wait_what) noexcept : wait_what_(wait_what) {}
+
+  kiln_status select(const char *what, kiln::plugin::Message &message) noexcept {
+    return check(cudaSetDevice(ordinal_), what, message) ? KILN_OK : status_;
+  }
+  kiln_status to_device(void *dst, const void *src, size_t bytes, void *stream, const char *what,
+                        kiln::plugin::Message &message) noexcept {
+    return copy(dst, src, bytes, cudaMemcpyHostToDevice, stream, what, message);
+  }
+  kiln_status to_host(void *dst, const void *src, size_t bytes, void *stream, const char *what,
+                      kiln::plugin::Message &message) noexcept {
+    return copy(dst, src, bytes, cudaMemcpyDeviceToHost, stream, what, message);
+  }
+  kiln_status synchronize(void *stream, const char *what, kiln::plugin::Message &message) noexcept {
+    return check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), what, message) ? KILN_OK : status_;
+  }
+  kiln_status record(void *stream, kiln::plugin::Message &message) noexcept {
+    return check(cudaEventRecord(done_, static_cast<cudaStream_t>(stream)), "solve: cudaEventRecord", message)
+               ? KILN_OK
+               : status_;
+  }
+  kiln_status wait_event(kiln::plugin::Message &message) noexcept {
+    return check(cudaEventSynchronize(done_), wait_what_, message) ? KILN_OK : status_;
+  }
+  // Finished, or failed: either way wait() no longer blocks (and reports a failure).
+  bool finished() noexcept { return cudaEventQuery(done_) != cudaErrorNotReady; }
+  void *stream() const noexcept { return stream_; }
+
+  // [setup-thread] Waits for the stream, then frees whatever open got to; safe after a failed open.
+  void close() noexcept {
+    if (stream_ != nullptr || done_ != nullptr || device_block_ != nullptr || pinned_block_ != nullptr) {
+      cudaSetDevice(ordinal_);
+      if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+      if (done_ != nullptr) cudaEventDestroy(done_);
+      if (stream_ != nullptr) cudaStreamDestroy(stream_);
+      if (device_block_ != nullptr) cudaFree(device_block_);
+      if (pinned_block_ != nullptr) cudaFreeHost(pinned_block_);
+    }
+    stream_ = nullptr;
+    done_ = nullptr;
+    device_block_ = nullptr;
+    pinned_block_ = nullptr;
+  }
+
+ protected:
+  // [setup-thread] open's common steps, after the derived open picked ordinal_ and checked its kernels.
+  bool create_stream_and_event(kiln::plugin::Message &message) noexcept {
+    return check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "activate: cudaStreamCreate", message) &&
+           check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "activate: cudaEventCreate", message);
+  }
+  bool reserve(size_t device_bytes, size_t pinned_bytes, kiln::plugin::Message &message) noexcept {
+    void *device = nullptr, *pinned = nullptr;
+    if (!check(cudaMalloc(&device, device_bytes), "activate: cudaMalloc of the solver's buffers", message))
+      return false;
+    device_block_ = static_cast<unsigned char *>(device);
+    if (!check(cudaMallocHost(&pinned, pinned_bytes), "activate: cudaMallocHost of the staging buffers", message))
+      return false;
+    pinned_block_ = static_cast<unsigned char *>(pinned);
+    return true;
+  }
+
+  bool check(cudaError_t error, const char *what, kiln::plugin::Message &message) noexcept {
+    if (error == cudaSuccess) return true;
+    status_ = error == cudaErrorMemoryAllocation ? KILN_ERR_OUT_OF_MEMORY : KILN_ERR_DEVICE;
+    message.format("%s failed on device %d: %s (%d): %s", what, static_cast<int>(ordinal_), cudaGetErrorName(error),
+                   static_cast<int>(error), cudaGetErrorString(error));
+    return false;
+  }
+
+  int32_t ordinal_ = -1;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t done_ = nullptr;
+  unsigned char *device_block_ = nullptr;
+  unsigned char *pinned_block_ = nullptr;
+  kiln_status status_ = KILN_OK;  // of the last failed call
+
+ private:
+  kiln_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, void *stream, const char *what,
+                   kiln::plugin::Message &message) noexcept {
+    return check(cudaMemcpyAsync(dst, src, bytes, kind, static_cast<cudaStream_t>(stream)), what, message) ? KILN_OK
+                                                                                                           : status_;
+  }
+
+  const char *wait_what_;
+};
+
+}  // namespace kiln_plugin_common
