@@ -124,7 +124,7 @@ void check_nothing_in(const fs::path &root) {
 }
 
 // Every file below root with its bytes: "unchanged" means equal maps.
-std::map<std::string, std::string> snapshot(const fs::path &root) {
+std::map<std::string, std::string> file_contents(const fs::path &root) {
   std::map<std::string, std::string> files;
   for (fs::recursive_directory_iterator it(root), end; it != end; ++it) {
     if (fs::is_regular_file(it->path()) && it->path().extension() != ".lock") files[it->path().string()] = read_text(it->path());
@@ -272,7 +272,7 @@ TEST_CASE("bundle: a signed round trip into a fresh --into directory loads from 
 TEST_CASE("bundle: importing twice is idempotent: already present, nothing rewritten") {
   BundleWorld world;
   REQUIRE(world.import_trusted(world.bundle()).exit_code == 0);
-  const auto before = snapshot(world.target());
+  const auto before = file_contents(world.target());
   struct stat manifest_before {};
   const fs::path manifest = world.target() / "consumers" / "tests" / "manifest.json";
   REQUIRE(::stat(manifest.c_str(), &manifest_before) == 0);
@@ -282,7 +282,7 @@ TEST_CASE("bundle: importing twice is idempotent: already present, nothing rewri
   const json second = json::parse(again.out);
   REQUIRE(second["entries"].size() == 2);
   for (const auto &entry : second["entries"]) CHECK(entry["status"] == "already present");
-  CHECK(snapshot(world.target()) == before);
+  CHECK(file_contents(world.target()) == before);
   struct stat manifest_after {};
   REQUIRE(::stat(manifest.c_str(), &manifest_after) == 0);
   CHECK(manifest_after.st_ino == manifest_before.st_ino);  // not even rewritten with the same bytes
@@ -379,7 +379,7 @@ TEST_CASE("bundle: one altered byte in an artifact is refused, and a store that 
   REQUIRE(run_kiln({"export", "--consumer", "tests", "--name", "host_only", "-o", earlier.string(), "--sign",
                     world.secret().string()}, world.env()).exit_code == 0);
   REQUIRE(world.import_trusted(earlier).exit_code == 0);
-  const auto before = snapshot(world.target());
+  const auto before = file_contents(world.target());
 
   auto members = read_members(world.bundle());
   Member &plugin = find_member(members, "/libkiln_test_example.so");
@@ -391,7 +391,7 @@ TEST_CASE("bundle: one altered byte in an artifact is refused, and a store that 
   const std::string message = json::parse(result.out)["error"]["message"];
   CHECK(message.find(tampered.string()) != std::string::npos);
   CHECK(message.find("libkiln_test_example.so does not have the BLAKE2b-256") != std::string::npos);
-  CHECK(snapshot(world.target()) == before);
+  CHECK(file_contents(world.target()) == before);
   for (fs::recursive_directory_iterator it(world.target()), end; it != end; ++it) {
     CHECK(it->path().string().find(".staging-") == std::string::npos);
   }

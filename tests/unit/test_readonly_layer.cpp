@@ -31,7 +31,7 @@ std::optional<std::string> no_read_only_bind_mount() {
 }
 
 // Every path under `root` with its size and mtime: what "nothing changed" is checked against.
-std::map<std::string, std::pair<std::uintmax_t, std::time_t>> snapshot(const fs::path &root) {
+std::map<std::string, std::pair<std::uintmax_t, std::time_t>> sizes_and_mtimes(const fs::path &root) {
   std::map<std::string, std::pair<std::uintmax_t, std::time_t>> out;
   for (fs::recursive_directory_iterator it(root), end; it != end; ++it) {
     struct stat info {};
@@ -75,7 +75,7 @@ TEST_CASE("read-only layer: a signed bundle from the workstation imported into a
   // The robot image's build: the bundle imported into the directory that becomes its vendor layer.
   step = run_kiln({"import", bundle, "--into", vendor.string(), "--trust", keys + ".pub"}, workstation);
   REQUIRE_MESSAGE(step.exit_code == 0, step.err);
-  const auto before = snapshot(vendor);
+  const auto before = sizes_and_mtimes(vendor);
 
   auto result = run_on_robot(vendor, "KILN_DEVICE=sm_87,integrated=1", "load robot solver --json");
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
@@ -95,7 +95,7 @@ TEST_CASE("read-only layer: a signed bundle from the workstation imported into a
   CHECK_MESSAGE(result.exit_code == 0, result.err);
   CHECK(json::parse(result.out)["entries_seen"] == 0);  // the cache is absent; layers are never collected
 
-  CHECK(snapshot(vendor) == before);
+  CHECK(sizes_and_mtimes(vendor) == before);
   CHECK_FALSE(fs::exists(vendor / "no-cache"));
 }
 
@@ -106,7 +106,7 @@ TEST_CASE("read-only layer: ensure with no toolchain loads the prepared artifact
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   const std::string key = json::parse(result.out)["content_key"];
   const fs::path vendor = fx.cache();
-  const auto before = snapshot(vendor);
+  const auto before = sizes_and_mtimes(vendor);
 
   result = run_on_robot(vendor, "KILN_DEVICE=sm_90 KILN_LOG=info", "ensure " + fx.recipe_file().string() + " --json -v");
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
@@ -114,7 +114,7 @@ TEST_CASE("read-only layer: ensure with no toolchain loads the prepared artifact
   CHECK_MESSAGE(result.err.find("no toolchain") != std::string::npos, result.err);
   CHECK_MESSAGE(result.err.find("loading the prepared build-tests/two-units (" + key + ")") != std::string::npos,
                 result.err);
-  CHECK(snapshot(vendor) == before);
+  CHECK(sizes_and_mtimes(vendor) == before);
 }
 
 }  // TEST_SUITE
