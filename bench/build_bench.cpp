@@ -28,6 +28,8 @@
 
 #include "device/discover.hpp"
 #include "store/digest.hpp"
+#include "bench_files.hpp"
+#include "bench_stats.hpp"
 
 namespace {
 
@@ -36,33 +38,13 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kiln_bench::median;
 
-void write(const fs::path &file, const std::string &text) {
-  std::ofstream out(file.string(), std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-std::string read(const fs::path &file) {
-  std::ifstream in(file.string(), std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-int count_lines(const fs::path &file) {
-  std::ifstream in(file.string());
-  int lines = 0;
-  for (std::string line; std::getline(in, line);) ++lines;
-  return lines;
-}
+using kiln_bench::count_lines;
 
 void make_project(const fs::path &dir) {
   fs::create_directories(dir);
-  write(dir / "kernel.cu", R"(#include <kiln/ext/example.h>
+  kiln_bench::write_file(dir / "kernel.cu", R"(#include <kiln/ext/example.h>
 #include <kiln/plugin.hpp>
 #include "big_table.h"
 double unit_b();
@@ -77,18 +59,18 @@ class BenchInstance final : public kiln::plugin::Instance {
 }
 KILN_PLUGIN(BenchInstance, "org.kiln.bench.build", "1.0.0", "kiln.bench/1")
 )");
-  write(dir / "b.cpp", "double unit_b() { return 2.0; }\n");
-  write(dir / "c.cpp", "double unit_c() { return 3.0; }\n");
-  write(dir / "table.txt", "2097152\n");
+  kiln_bench::write_file(dir / "b.cpp", "double unit_b() { return 2.0; }\n");
+  kiln_bench::write_file(dir / "c.cpp", "double unit_c() { return 3.0; }\n");
+  kiln_bench::write_file(dir / "table.txt", "2097152\n");
   // Generator: a 2 MB header of defines (cheap for the preprocessor, large for hashing).
-  write(dir / "gen.sh", "#!/bin/sh\nset -eu\necho run >> \"$KILN_BENCH_SPAWN_LOG\"\n"
+  kiln_bench::write_file(dir / "gen.sh", "#!/bin/sh\nset -eu\necho run >> \"$KILN_BENCH_SPAWN_LOG\"\n"
                         "awk -v size=\"$(head -n1 \"$1\")\" 'BEGIN { print \"#pragma once\"; n = 0; bytes = 0;"
                         " while (bytes < size) { line = sprintf(\"#define KILN_BENCH_C%d %d.5f\", n, n); print line;"
                         " bytes += length(line) + 1; n++ } printf \"#define KILN_BENCH_LAST %d.0f\\n\", n }' > \"$2/big_table.h\"\n");
   fs::permissions(dir / "gen.sh", fs::owner_all | fs::group_read | fs::others_read);
-  write(dir / "nvcc-log.sh", "#!/bin/sh\necho \"$*\" >> \"$KILN_BENCH_SPAWN_LOG\"\nexec \"$KILN_BENCH_REAL_NVCC\" \"$@\"\n");
+  kiln_bench::write_file(dir / "nvcc-log.sh", "#!/bin/sh\necho \"$*\" >> \"$KILN_BENCH_SPAWN_LOG\"\nexec \"$KILN_BENCH_REAL_NVCC\" \"$@\"\n");
   fs::permissions(dir / "nvcc-log.sh", fs::owner_all | fs::group_read | fs::others_read);
-  write(dir / "recipe.json", R"({
+  kiln_bench::write_file(dir / "recipe.json", R"({
   "schema": 1, "consumer": "bench", "name": "build-bench", "archs": ["sm_90"], "artifact": "libbench.so",
   "sources": ["kernel.cu", "b.cpp", "c.cpp"], "flags": ["-O2"],
   "generators": [{"name": "table", "command": ["sh", "gen.sh", "table.txt", "{gen}"],
@@ -178,7 +160,7 @@ int main(int argc, char **argv) {
               built.entry_dir.c_str());
 
   // (a) unchanged ensure in a fresh process vs bare dlopen in a fresh process.
-  write(spawn_log, "");
+  kiln_bench::write_file(spawn_log, "");
   std::vector<double> ensure_ms, bare_ms;
   for (int i = 0; i < 21; ++i) {
     ensure_ms.push_back(run_child(self, "ensure", recipe_file));
@@ -209,7 +191,7 @@ int main(int argc, char **argv) {
     }
     kiln_s.push_back(ms_since(start) / 1000);
     // The commands kiln ran, from its build.log, re-run by a shell in a scratch copy of staging.
-    const std::string log = read(fs::path(forced.entry_dir) / "build.log");
+    const std::string log = kiln_bench::read_file(fs::path(forced.entry_dir) / "build.log");
     std::istringstream lines(log);
     std::vector<std::string> commands;
     for (std::string line; std::getline(lines, line);) {
@@ -237,7 +219,7 @@ int main(int argc, char **argv) {
     }
     fs::create_directories(scratch / "gen");
     fs::create_directories(scratch / "obj");
-    write(dir / "direct.sh", script);
+    kiln_bench::write_file(dir / "direct.sh", script);
     start = Clock::now();
     const int status = std::system(("KILN_NVCC= sh '" + (dir / "direct.sh").string() + "'").c_str());
     direct_s.push_back(ms_since(start) / 1000);

@@ -20,6 +20,8 @@
 
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
+#include "bench_files.hpp"
+#include "bench_stats.hpp"
 
 namespace {
 
@@ -28,29 +30,9 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kiln_bench::median;
 
-void write(const fs::path &file, const std::string &text) {
-  std::ofstream out(file.string(), std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-std::string read(const fs::path &file) {
-  std::ifstream in(file.string(), std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-int count_lines(const fs::path &file) {
-  std::ifstream in(file.string());
-  int lines = 0;
-  for (std::string line; std::getline(in, line);) ++lines;
-  return lines;
-}
+using kiln_bench::count_lines;
 
 // A unit that takes the compiler about a second: container and algorithm instantiations.
 std::string unit(int index) {
@@ -67,7 +49,7 @@ std::string unit(int index) {
 void make_project(const fs::path &dir) {
   fs::create_directories(dir / "module");
   fs::create_directories(dir / "recipes");
-  write(dir / "module" / "CMakeLists.txt", R"(cmake_minimum_required(VERSION 3.18)
+  kiln_bench::write_file(dir / "module" / "CMakeLists.txt", R"(cmake_minimum_required(VERSION 3.18)
 project(kiln_bench_cmake LANGUAGES CXX)
 add_library(kiln_bench MODULE plugin.cpp unit1.cpp unit2.cpp unit3.cpp)
 target_compile_features(kiln_bench PRIVATE cxx_std_17)
@@ -78,8 +60,8 @@ target_compile_options(kiln_bench PRIVATE -fno-gnu-unique)
 # std:: templates keep default visibility whatever the preset: the version script hides them.
 target_link_options(kiln_bench PRIVATE "LINKER:--version-script=${CMAKE_CURRENT_SOURCE_DIR}/exports.map")
 )");
-  write(dir / "module" / "exports.map", "{ global: kiln_plugin_negotiate; local: *; };\n");
-  write(dir / "module" / "plugin.cpp", R"(#include <kiln/plugin.hpp>
+  kiln_bench::write_file(dir / "module" / "exports.map", "{ global: kiln_plugin_negotiate; local: *; };\n");
+  kiln_bench::write_file(dir / "module" / "plugin.cpp", R"(#include <kiln/plugin.hpp>
 #include "bench_values.h"
 static_assert(KILN_BENCH_N + BENCH_VALUE > 0, "the option and the generated header reach the compiler");
 namespace {
@@ -91,15 +73,15 @@ class BenchInstance final : public kiln::plugin::Instance {
 }
 KILN_PLUGIN(BenchInstance, "org.kiln.bench.cmake", "1.0.0", "kiln.bench/1")
 )");
-  for (int i = 1; i <= 3; ++i) write(dir / "module" / ("unit" + std::to_string(i) + ".cpp"), unit(i));
-  write(dir / "recipes" / "values.txt", "7\n");
-  write(dir / "recipes" / "gen.sh", "#!/bin/sh\necho run >> \"$KILN_BENCH_SPAWN_LOG\"\n"
+  for (int i = 1; i <= 3; ++i) kiln_bench::write_file(dir / "module" / ("unit" + std::to_string(i) + ".cpp"), unit(i));
+  kiln_bench::write_file(dir / "recipes" / "values.txt", "7\n");
+  kiln_bench::write_file(dir / "recipes" / "gen.sh", "#!/bin/sh\necho run >> \"$KILN_BENCH_SPAWN_LOG\"\n"
                                     "printf '#define BENCH_VALUE %s\\n' \"$(head -n 1 \"$1\")\" > \"$2/bench_values.h\"\n");
-  write(dir / "recipes" / "cmake-log.sh", "#!/bin/sh\necho \"$*\" >> \"$KILN_BENCH_SPAWN_LOG\"\nexec cmake \"$@\"\n");
+  kiln_bench::write_file(dir / "recipes" / "cmake-log.sh", "#!/bin/sh\necho \"$*\" >> \"$KILN_BENCH_SPAWN_LOG\"\nexec cmake \"$@\"\n");
   for (const char *script : {"gen.sh", "cmake-log.sh"}) {
     fs::permissions(dir / "recipes" / script, fs::owner_all | fs::group_read | fs::others_read);
   }
-  write(dir / "recipes" / "recipe.json", R"({
+  kiln_bench::write_file(dir / "recipes" / "recipe.json", R"({
   "schema": 1, "consumer": "bench", "name": "cmake-bench", "backend": "cmake",
   "project": "../module", "project_files": ["CMakeLists.txt", "*.cpp", "*.map"],
   "cmake_options": {"KILN_BENCH_N": "64"}, "target": "kiln_bench", "output": "libkiln_bench.so",
@@ -155,7 +137,7 @@ int main() {
   std::printf("kiln cmake bench: a 4-unit C++ plugin project, cmake backend, %s\n", built.entry_dir.c_str());
 
   // (a) unchanged ensure: a hit, timed, and the processes it spawned.
-  write(spawn_log, "");
+  kiln_bench::write_file(spawn_log, "");
   std::vector<double> ensure_ms;
   for (int i = 0; i < 11; ++i) {
     const auto start = Clock::now();
@@ -191,7 +173,7 @@ int main() {
     if (kiln_first) run_kiln();
     fs::create_directories(scratch / "gen");
     fs::copy_file(fs::path(built.entry_dir) / "gen" / "bench_values.h", scratch / "gen" / "bench_values.h");
-    write(dir / "direct.sh", replay_script(read(fs::path(built.entry_dir) / "build.log"), built.entry_dir, scratch));
+    kiln_bench::write_file(dir / "direct.sh", replay_script(kiln_bench::read_file(fs::path(built.entry_dir) / "build.log"), built.entry_dir, scratch));
     const auto start = Clock::now();
     const int status = std::system(("sh '" + (dir / "direct.sh").string() + "'").c_str());
     direct_s.push_back(seconds_since(start));

@@ -27,16 +27,14 @@
 
 #include <kiln/plugin.h>
 #include <kiln/runtime.hpp>
+#include "bench_stats.hpp"
 
 namespace {
 
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kiln_bench::median;
 
 kiln::RuntimeOptions options_for(const std::string &cache) {
   kiln::RuntimeOptions options;

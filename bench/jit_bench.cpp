@@ -35,6 +35,7 @@
 #include "device/discover.hpp"
 #include "device/driver.hpp"
 #include "store/files.hpp"
+#include "bench_stats.hpp"
 
 #ifndef KILN_BENCH_PLUGIN_SOURCE
 #error "KILN_BENCH_PLUGIN_SOURCE: the example plugin source (tests/plugins/example.cu) the nvcc backend builds"
@@ -60,10 +61,7 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kiln_bench::median;
 
 class TempDir {
  public:

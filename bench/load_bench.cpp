@@ -23,16 +23,14 @@
 #include <kiln/runtime.hpp>
 
 #include "device/discover.hpp"
+#include "bench_stats.hpp"
 
 namespace {
 
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kiln_bench::median;
 
 long vm_hwm_kib() {
   std::ifstream status("/proc/self/status");

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "kiln_rnea_chain.cuh"  // <build>/bench/iiwa14/
+#include "bench_stats.hpp"
 
 namespace kiln_bench_rnea {
 
@@ -15,10 +16,7 @@ using Chain = kiln_rnea::Chain;
 constexpr int kDof = Chain::kDof;
 constexpr std::size_t kChunk = 1 << 16;  // states per generator (make_states), per hand-out (time_cpu: 4096)
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kiln_bench::median;
 
 template <class T>
 Accuracy compare_any(const std::vector<T> &gpu, std::size_t stride, const std::vector<double> &cpu, std::size_t count) {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kiln_rnea_chain.cuh"  // <build>/bench/iiwa14/
+#include "bench_stats.hpp"
 
 namespace kiln_bench_rnea {
 
@@ -66,10 +67,7 @@ struct Resources {
   }
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kiln_bench::median;
 
 template <class T>
 std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &sizes, int runs, std::vector<T> &tau) {
