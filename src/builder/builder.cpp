@@ -27,9 +27,6 @@
 #include "store/entry.hpp"
 #include "store/files.hpp"
 
-#ifndef KILN_ABI_SOURCE_DIR
-#define KILN_ABI_SOURCE_DIR ""
-#endif
 
 namespace kiln::builder {
 namespace {
@@ -124,11 +121,6 @@ void fail_step(const std::string &what, const ProcessResult &result) {
 void append_log(const fs::path &file, const std::string &text) {
   std::ofstream out(file.string(), std::ios::app);
   out << text;
-}
-
-std::string default_abi_dir() {
-  if (const char *dir = ::secure_getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
-  return KILN_ABI_SOURCE_DIR;
 }
 
 int toolkit_version_from(const std::string &nvcc_version) {

@@ -21,7 +21,7 @@ namespace kiln::builder {
 struct BuilderContext {
   const store::Storage *storage = nullptr;  // builds publish into its writable cache
   boost::filesystem::path toolchain_cache;  // remembered toolchain identity (JSON)
-  std::string abi_dir;                    // kiln's abi/ include directory
+  std::string abi_dir;                    // the ABI include directory (builder/abi_headers.hpp)
   std::vector<DeviceIdentity> devices;    // for "native"
   LogCallback log;
 };
@@ -37,9 +37,6 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
 // How many NVRTC compiles (one per nvrtc-backend build that was not a hit or a reuse) this
 // process ran: a hit must not add one. For tests and benchmarks.
 std::uint64_t jit_compile_count() noexcept;
-
-// kiln's ABI headers directory: KILN_ABI_DIR, else the one this kiln was built from.
-std::string default_abi_dir();
 
 // 13000 from "Build cuda_13.0.r13.0/compiler..." (0 when it cannot tell).
 int toolkit_version_from(const std::string &nvcc_version);

@@ -84,20 +84,36 @@ std::vector<std::string> expand_headers(const Recipe &recipe) {
   return out;
 }
 
+std::string abi_files_digest(const std::vector<std::pair<std::string, std::string>> &files) {
+  store::Hasher hasher;
+  for (const auto &[path, digest] : files) {
+    hasher.add_field("file", path);
+    hasher.add_field("bytes", digest);
+  }
+  return hasher.hex();
+}
+
+namespace {
+
+std::mutex abi_memo_mutex;
+std::map<std::string, std::string> abi_memo;
+
+}  // namespace
+
+void remember_abi_digest(const std::string &abi_dir, const std::string &digest) {
+  std::lock_guard<std::mutex> lock(abi_memo_mutex);
+  abi_memo[abi_dir] = digest;
+}
+
 std::string abi_headers_digest(const std::string &abi_dir) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> memo;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto &slot = memo[abi_dir];
+  std::lock_guard<std::mutex> lock(abi_memo_mutex);
+  auto &slot = abi_memo[abi_dir];
   if (slot.empty()) {
-    store::Hasher hasher;
+    std::vector<std::pair<std::string, std::string>> files;
     for (const auto &file : files_under(fs::path(abi_dir) / "kiln")) {
-      hasher.add_field("file", relative_to(file, abi_dir));
-      store::Hasher content;
-      content.add_file(file);
-      hasher.add_field("bytes", content.hex());
+      files.emplace_back(relative_to(file, abi_dir), input_file_digest(file));
     }
-    slot = hasher.hex();
+    slot = abi_files_digest(files);
   }
   return slot;
 }

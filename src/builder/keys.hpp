@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/filesystem/path.hpp>
@@ -41,6 +42,10 @@ std::vector<std::string> expand_headers(const Recipe &recipe);
 // Digest of every file under the ABI include directory (kiln/*.h, *.hpp): plugins compile
 // against them, so they key both stages. Memoised per directory for the process.
 std::string abi_headers_digest(const std::string &abi_dir);
+// The same digest from (path relative to the directory, XXH3 of its bytes), sorted by path.
+std::string abi_files_digest(const std::vector<std::pair<std::string, std::string>> &files);
+// Seeds abi_headers_digest's memo: the directory holds exactly the bytes of that digest.
+void remember_abi_digest(const std::string &abi_dir, const std::string &digest);
 
 BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
                              const std::string &abi_dir);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "builder/abi_headers.hpp"
 #include "builder/builder.hpp"
 #include "runtime/state.hpp"
 #include "support/typed_errors.hpp"
@@ -10,11 +11,13 @@
 namespace kiln {
 namespace {
 
-builder::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log) {
+// writes: false for a plan, which must leave the cache untouched.
+builder::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log,
+                                    bool writes = true) {
   builder::BuilderContext context;
   context.storage = state.storage.get();
   context.toolchain_cache = state.writable().root() / "toolchain.json";
-  context.abi_dir = builder::default_abi_dir();
+  context.abi_dir = builder::abi_include_dir(state.writable().root(), writes);
   context.log = log;
   (void)runtime;
   return context;
@@ -23,7 +26,7 @@ builder::BuilderContext context_for(const Runtime::State &state, const Runtime &
 }  // namespace
 
 BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const try {
-  builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
+  builder::BuilderContext context = context_for(*state_, *this, state_->options.log, /*writes=*/false);
   if (options.archs.empty()) context.devices = state_->check_devices();
   return builder::plan_build(recipe, options, context);
 } catch (...) {

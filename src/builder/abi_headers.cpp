@@ -1,0 +1,75 @@
+#include "builder/abi_headers.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+#include <boost/filesystem/operations.hpp>
+
+#include "builder/keys.hpp"
+#include "store/digest.hpp"
+#include "store/files.hpp"
+
+namespace kiln::builder {
+namespace {
+
+namespace fs = boost::filesystem;
+
+bool copy_matches(const fs::path &dir) {
+  for (const EmbeddedFile *file = embedded_abi_begin(); file != embedded_abi_end(); ++file) {
+    const fs::path path = dir / file->path;
+    boost::system::error_code error;
+    if (fs::file_size(path, error) != file->size || error) return false;
+    if (store::digest_file(path) != store::digest_hex(file->bytes, file->size)) return false;
+  }
+  return true;
+}
+
+void write_copy(const fs::path &dir) {
+  const fs::path staging = dir.parent_path() / (".staging-" + dir.filename().string() + "-" + store::unique_suffix());
+  for (const EmbeddedFile *file = embedded_abi_begin(); file != embedded_abi_end(); ++file) {
+    const fs::path path = staging / file->path;
+    store::create_directories(path.parent_path());
+    store::write_staging_file(path, std::string_view(file->bytes, file->size), 0444);
+  }
+  boost::system::error_code error;
+  if (fs::exists(dir, error)) {  // damaged: moved aside, not deleted under a reader
+    fs::rename(dir, dir.parent_path() / (".damaged-" + dir.filename().string() + "-" + store::unique_suffix()), error);
+  }
+  fs::rename(staging, dir, error);
+  if (error && !copy_matches(dir)) {  // another process's identical copy won the rename: fine
+    store::throw_io("writing the ABI headers", dir, error.value());
+  }
+  fs::remove_all(staging, error);
+}
+
+}  // namespace
+
+const std::string &embedded_abi_digest() {
+  static const std::string digest = [] {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const EmbeddedFile *file = embedded_abi_begin(); file != embedded_abi_end(); ++file) {
+      files.emplace_back(file->path, store::digest_hex(file->bytes, file->size));
+    }
+    return abi_files_digest(files);
+  }();
+  return digest;
+}
+
+std::string abi_include_dir(const fs::path &cache_root, bool write) {
+  if (const char *dir = ::secure_getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
+  const fs::path dir = cache_root / "abi" / embedded_abi_digest();
+  // Checked on every build (a few small files): the copy is what nvcc compiles against.
+  try {
+    if (write && !copy_matches(dir)) {
+      store::create_directories(dir.parent_path());
+      write_copy(dir);
+    }
+  } catch (const std::exception &) {
+    // A cache that cannot be written cannot stage a build either, and says so there by name;
+    // a hit or a plan needs only the digest.
+  }
+  remember_abi_digest(dir.string(), embedded_abi_digest());
+  return dir.string();
+}
+
+}  // namespace kiln::builder

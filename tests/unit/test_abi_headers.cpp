@@ -1,0 +1,75 @@
+// The ABI headers kiln compiles plugins against are inside kiln (builder/abi_headers.hpp): a
+// moved or installed kiln never reads its source tree, and keys stay what they were.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <boost/filesystem/operations.hpp>
+
+#include "builder/abi_headers.hpp"
+#include "builder/keys.hpp"
+#include "store/files.hpp"
+#include "support/fixtures.hpp"
+
+namespace kiln::test {
+namespace {
+
+std::string read_all(const fs::path &file) { return store::read_file(file); }
+
+}  // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("the embedded ABI headers are abi/kiln's bytes, with the digest the directory has") {
+  const std::string source = std::string(KILN_TEST_SOURCE_DIR) + "/abi";
+  std::size_t count = 0;
+  for (const auto *file = builder::embedded_abi_begin(); file != builder::embedded_abi_end(); ++file, ++count) {
+    CAPTURE(file->path);
+    CHECK(read_all(fs::path(source) / file->path) == std::string(file->bytes, file->size));
+  }
+  std::size_t on_disk = 0;
+  for (fs::recursive_directory_iterator it(fs::path(source) / "kiln"), end; it != end; ++it) {
+    if (fs::is_regular_file(it->status())) ++on_disk;
+  }
+  CHECK(count == on_disk);
+  CHECK(count >= 6);
+  // The same key as a build that read abi/ from the tree: existing entries stay hits.
+  CHECK(builder::embedded_abi_digest() == builder::abi_headers_digest(source));
+}
+
+TEST_CASE("builds include the ABI headers from a read-only copy in the cache, rewritten when damaged") {
+  ScopedEnv no_override("KILN_ABI_DIR", std::nullopt);
+  TempDir cache;
+  // A plan names the directory and writes nothing.
+  CHECK(builder::abi_include_dir(cache.path(), /*write=*/false) == (cache.path() / "abi" / builder::embedded_abi_digest()).string());
+  CHECK_FALSE(fs::exists(cache.path() / "abi"));
+  const fs::path dir = builder::abi_include_dir(cache.path());
+  CHECK(dir == cache.path() / "abi" / builder::embedded_abi_digest());
+  CHECK(fs::exists(dir / "kiln" / "plugin.h"));
+  CHECK((fs::status(dir / "kiln" / "plugin.h").permissions() & fs::owner_write) == 0);
+  CHECK(builder::abi_headers_digest(dir.string()) == builder::embedded_abi_digest());
+  // Nothing staged is left beside it.
+  std::size_t entries = 0;
+  for (fs::directory_iterator it(cache.path() / "abi"), end; it != end; ++it) ++entries;
+  CHECK(entries == 1);
+
+  // A copy someone edited is moved aside and written again: builds compile the embedded bytes.
+  fs::permissions(dir / "kiln" / "plugin.h", fs::add_perms | fs::owner_write);
+  store::write_file_atomic(dir / "kiln" / "plugin.h", "#error edited\n");
+  CHECK(builder::abi_include_dir(cache.path()) == dir.string());
+  const auto *plugin_h = builder::embedded_abi_begin();
+  while (std::string(plugin_h->path) != "kiln/plugin.h") ++plugin_h;
+  CHECK(read_all(dir / "kiln" / "plugin.h") == std::string(plugin_h->bytes, plugin_h->size));
+}
+
+TEST_CASE("KILN_ABI_DIR points builds at a developer's ABI tree instead") {
+  TempDir other;
+  ScopedEnv override_dir("KILN_ABI_DIR", other.path().string());
+  TempDir cache;
+  CHECK(builder::abi_include_dir(cache.path()) == other.path().string());
+  CHECK_FALSE(fs::exists(cache.path() / "abi"));
+}
+
+}  // TEST_SUITE
+
+}  // namespace kiln::test
