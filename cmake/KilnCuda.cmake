@@ -81,7 +81,10 @@ include_guard(GLOBAL)
 
 # The plugin ABI headers (abi/kiln/*.h), found beside this file so that any project including
 # it works; in kiln's own tree this is ${PROJECT_SOURCE_DIR}/abi.
-get_filename_component(KILN_ABI_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../abi" ABSOLUTE)
+# (An installed kiln's package config sets it to the installed include directory first.)
+if(NOT DEFINED KILN_ABI_INCLUDE_DIR)
+  get_filename_component(KILN_ABI_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../abi" ABSOLUTE)
+endif()
 
 # KILN_CUDA OFF (a cross build: cmake/toolchains/aarch64-linux-gnu.cmake): no nvcc, and
 # kiln_add_plugin takes C++ sources only.
