@@ -1,5 +1,6 @@
 # Every dependency comes from a Debian package (see README "Dependencies").
-if(KILN_STATIC_BOOST)
+# A shared libkiln links the shared Boost: Debian's libboost_*.a is not position-independent.
+if(KILN_STATIC_BOOST AND NOT KILN_SHARED)
   set(Boost_USE_STATIC_LIBS ON)
 endif()
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)

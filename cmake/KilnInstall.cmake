@@ -8,6 +8,11 @@ include(CMakePackageConfigHelpers)
 set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 
 set_target_properties(kiln_runtime PROPERTIES EXPORT_NAME runtime)
+if(KILN_SHARED)
+  # The installed CLI finds the installed libkiln wherever the prefix was moved to.
+  file(RELATIVE_PATH _kiln_lib_from_bin ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
+  set_target_properties(kiln PROPERTIES INSTALL_RPATH "$ORIGIN/${_kiln_lib_from_bin}")
+endif()
 install(TARGETS kiln_runtime EXPORT kilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -18,7 +23,6 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kiln ${PROJECT_SOURCE_DIR}/abi/k
 install(FILES ${PROJECT_SOURCE_DIR}/abi/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME abi.md)
 
 install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR})
-set(KILN_SHARED OFF)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/kilnConfig.cmake
                               INSTALL_DESTINATION ${KILN_INSTALL_CMAKEDIR}
@@ -29,6 +33,6 @@ install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnC
               ${PROJECT_SOURCE_DIR}/cmake/KilnCuda.cmake
         DESTINATION ${KILN_INSTALL_CMAKEDIR})
 
-# pkg-config: libkiln is static, so a host links what it links (pkg-config --static --libs kiln).
+# pkg-config: a static libkiln's own dependencies are Libs.private (pkg-config --static --libs kiln).
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
