@@ -55,21 +55,17 @@ const std::string &embedded_abi_digest() {
   return digest;
 }
 
-std::string abi_include_dir(const fs::path &cache_root, bool write) {
-  if (const char *dir = ::secure_getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return dir;
-  const fs::path dir = cache_root / "abi" / embedded_abi_digest();
-  // Checked on every build (a few small files): the copy is what nvcc compiles against.
-  try {
-    if (write && !copy_matches(dir)) {
-      store::create_directories(dir.parent_path());
-      write_copy(dir);
-    }
-  } catch (const std::exception &) {
-    // A cache that cannot be written cannot stage a build either, and says so there by name;
-    // a hit or a plan needs only the digest.
-  }
-  remember_abi_digest(dir.string(), embedded_abi_digest());
-  return dir.string();
+AbiHeaders abi_headers_for(const fs::path &cache_root) {
+  if (const char *dir = ::secure_getenv("KILN_ABI_DIR"); dir != nullptr && *dir != '\0') return {dir, false};
+  const std::string dir = (cache_root / "abi" / embedded_abi_digest()).string();
+  remember_abi_digest(dir, embedded_abi_digest());
+  return {dir, true};
+}
+
+void write_embedded_abi(const std::string &dir) {
+  if (copy_matches(dir)) return;  // a few small files: the copy is what the compiler reads
+  store::create_directories(fs::path(dir).parent_path());
+  write_copy(dir);
 }
 
 }  // namespace kiln::builder

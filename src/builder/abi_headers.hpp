@@ -24,11 +24,18 @@ const EmbeddedFile *embedded_abi_end();
 // so that a build's key does not depend on where the headers were read from.
 const std::string &embedded_abi_digest();
 
-// The include directory builds use: KILN_ABI_DIR when set (a developer's ABI tree), else the
-// embedded headers written once, read-only, to <cache_root>/abi/<digest> (staged and renamed,
-// so a reader never sees half of it; a damaged copy is replaced). A cache that cannot be written
-// is left to the build's own staging to report. For a plan (which writes nothing), write=false
-// gives the same directory without creating it.
-std::string abi_include_dir(const boost::filesystem::path &cache_root, bool write = true);
+// The include directory builds use, found without touching the disk (plans and hits need only
+// its digest): KILN_ABI_DIR when set (a developer's ABI tree), else <cache_root>/abi/<digest>,
+// where write_embedded_abi puts the embedded headers.
+struct AbiHeaders {
+  std::string dir;
+  bool embedded = false;  // dir is the embedded headers' copy, written before a compile
+};
+AbiHeaders abi_headers_for(const boost::filesystem::path &cache_root);
+
+// Before a compile: writes the embedded headers, read-only, to `dir` unless a copy with their
+// bytes is there (staged and renamed, so a reader never sees half of it; a copy whose bytes
+// differ is moved aside and written again). Throws IoError naming the directory.
+void write_embedded_abi(const std::string &dir);
 
 }  // namespace kiln::builder

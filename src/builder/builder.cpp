@@ -18,6 +18,7 @@
 
 #include "builder/backend.hpp"
 #include "builder/keys.hpp"
+#include "builder/abi_headers.hpp"
 #include "builder/generators.hpp"
 #include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
@@ -26,7 +27,6 @@
 #include "store/digest.hpp"
 #include "store/entry.hpp"
 #include "store/files.hpp"
-
 
 namespace kiln::builder {
 namespace {
@@ -267,6 +267,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   }
 
   check_cancel();
+  if (context.abi_embedded && recipe.builds_plugin()) write_embedded_abi(context.abi_dir);
   Produced produced = backend->compile(staged, result.content_key);
   check_cancel();
   result.units = produced.units;

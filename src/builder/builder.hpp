@@ -22,6 +22,7 @@ struct BuilderContext {
   const store::Storage *storage = nullptr;  // builds publish into its writable cache
   boost::filesystem::path toolchain_cache;  // remembered toolchain identity (JSON)
   std::string abi_dir;                    // the ABI include directory (builder/abi_headers.hpp)
+  bool abi_embedded = false;              // abi_dir is the embedded headers' copy: written before a compile
   std::vector<DeviceIdentity> devices;    // for "native"
   LogCallback log;
 };

@@ -11,13 +11,13 @@
 namespace kiln {
 namespace {
 
-// writes: false for a plan, which must leave the cache untouched.
-builder::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log,
-                                    bool writes = true) {
+builder::BuilderContext context_for(const Runtime::State &state, const Runtime &runtime, const LogCallback &log) {
   builder::BuilderContext context;
   context.storage = state.storage.get();
   context.toolchain_cache = state.writable().root() / "toolchain.json";
-  context.abi_dir = builder::abi_include_dir(state.writable().root(), writes);
+  const builder::AbiHeaders abi = builder::abi_headers_for(state.writable().root());
+  context.abi_dir = abi.dir;
+  context.abi_embedded = abi.embedded;
   context.log = log;
   (void)runtime;
   return context;
@@ -26,7 +26,7 @@ builder::BuilderContext context_for(const Runtime::State &state, const Runtime &
 }  // namespace
 
 BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const try {
-  builder::BuilderContext context = context_for(*state_, *this, state_->options.log, /*writes=*/false);
+  builder::BuilderContext context = context_for(*state_, *this, state_->options.log);
   if (options.archs.empty()) context.devices = state_->check_devices();
   return builder::plan_build(recipe, options, context);
 } catch (...) {

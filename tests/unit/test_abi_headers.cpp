@@ -40,11 +40,13 @@ TEST_CASE("the embedded ABI headers are abi/kiln's bytes, with the digest the di
 TEST_CASE("builds include the ABI headers from a read-only copy in the cache, rewritten when damaged") {
   ScopedEnv no_override("KILN_ABI_DIR", std::nullopt);
   TempDir cache;
-  // A plan names the directory and writes nothing.
-  CHECK(builder::abi_include_dir(cache.path(), /*write=*/false) == (cache.path() / "abi" / builder::embedded_abi_digest()).string());
+  // Finding the directory (all a plan or a hit does) writes nothing.
+  const builder::AbiHeaders abi = builder::abi_headers_for(cache.path());
+  CHECK(abi.embedded);
+  CHECK(abi.dir == (cache.path() / "abi" / builder::embedded_abi_digest()).string());
   CHECK_FALSE(fs::exists(cache.path() / "abi"));
-  const fs::path dir = builder::abi_include_dir(cache.path());
-  CHECK(dir == cache.path() / "abi" / builder::embedded_abi_digest());
+  builder::write_embedded_abi(abi.dir);
+  const fs::path dir = abi.dir;
   CHECK(fs::exists(dir / "kiln" / "plugin.h"));
   CHECK((fs::status(dir / "kiln" / "plugin.h").permissions() & fs::owner_write) == 0);
   CHECK(builder::abi_headers_digest(dir.string()) == builder::embedded_abi_digest());
@@ -56,7 +58,7 @@ TEST_CASE("builds include the ABI headers from a read-only copy in the cache, re
   // A copy someone edited is moved aside and written again: builds compile the embedded bytes.
   fs::permissions(dir / "kiln" / "plugin.h", fs::add_perms | fs::owner_write);
   store::write_file_atomic(dir / "kiln" / "plugin.h", "#error edited\n");
-  CHECK(builder::abi_include_dir(cache.path()) == dir.string());
+  builder::write_embedded_abi(abi.dir);
   const auto *plugin_h = builder::embedded_abi_begin();
   while (std::string(plugin_h->path) != "kiln/plugin.h") ++plugin_h;
   CHECK(read_all(dir / "kiln" / "plugin.h") == std::string(plugin_h->bytes, plugin_h->size));
@@ -66,7 +68,9 @@ TEST_CASE("KILN_ABI_DIR points builds at a developer's ABI tree instead") {
   TempDir other;
   ScopedEnv override_dir("KILN_ABI_DIR", other.path().string());
   TempDir cache;
-  CHECK(builder::abi_include_dir(cache.path()) == other.path().string());
+  const builder::AbiHeaders abi = builder::abi_headers_for(cache.path());
+  CHECK(abi.dir == other.path().string());
+  CHECK_FALSE(abi.embedded);
   CHECK_FALSE(fs::exists(cache.path() / "abi"));
 }
 

@@ -198,7 +198,7 @@ TEST_CASE("cmake build: built and loaded; unchanged is a hit spawning nothing; N
   CHECK_FALSE(fs::exists(entry / "cmake-build"));  // scratch stays out of the entry
   // The option reached CMake as one argv element, verbatim: no shell ran, ';' stayed a list.
   std::string expected = echo;
-  expected.replace(expected.find("{abi}"), 5, builder::abi_include_dir(fs::canonical(fx.cache())));
+  expected.replace(expected.find("{abi}"), 5, builder::abi_headers_for(fs::canonical(fx.cache())).dir);
   CHECK(read_text(entry / "gen" / "echo.txt") == expected);
   CHECK_FALSE(fs::exists(fx.module() / "pwned"));
   CHECK_FALSE(fs::exists(fx.recipes() / "pwned"));
