@@ -73,12 +73,20 @@ struct Recipe {
 
 // One step of a build, reported as it happens (from the building thread(s)).
 struct BuildEvent {
-  enum class Kind { generator_started, generator_finished, unit_started, unit_finished, link_started, link_finished };
+  // units_queued comes first, once a build knows what it will compile (total: how many units);
+  // each unit then starts and finishes (cached: served by the object cache). Generators and
+  // the link are steps of their own.
+  enum class Kind {
+    generator_started, generator_finished, unit_started, unit_finished, link_started, link_finished, units_queued
+  };
   Kind kind;
-  std::string name;     // generator name, unit (source file name) or artifact
-  double seconds = 0;   // for *_finished
-  bool cached = false;  // unit served from the object cache
+  std::string name;       // generator name, unit (source file name), artifact, or consumer/name (units_queued)
+  double seconds = 0;     // for *_finished
+  bool cached = false;    // unit served from the object cache; generator step reused
+  std::size_t total = 0;  // units_queued: how many units this build runs
 };
+// Called from the build's worker threads, one call at a time (the builder serializes them);
+// it should return quickly, since a unit's worker waits for it.
 using BuildProgress = std::function<void(const BuildEvent &)>;
 
 struct BuildOptions {
@@ -126,6 +134,8 @@ struct BuildPlan {
   std::string cmake_version;
   std::string jit_toolchain;               // nvrtc backend: "nvrtc=13.0;nvjitlink=13.0;nvfatbin=none"
   std::vector<std::string> steps;          // human-readable: generators, units, link
+  std::size_t units = 0;                   // nvcc backend: units a build would run
+  std::size_t units_cached = 0;            // of those, served by the object cache (0 with generators: unknown)
 };
 
 }  // namespace kiln

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +53,13 @@ struct Produced {
   std::vector<ArtifactKernel> kernels; // kind "images"
   std::vector<UnitReport> units;
   std::map<std::string, std::string> provenance;  // added to identity.json's provenance
+  bool settled_on_existing = false;    // settle() said an intact entry has the content key: nothing was made
 };
+
+// For a content key known only once the units compiled (nvcc: a unit's header dependencies
+// come from the compiler): the backend calls it with the key before it links. false: an intact
+// entry of that key exists; the backend stops and returns with settled_on_existing set.
+using SettleContentKey = std::function<bool(const std::string &content_key)>;
 
 class Backend {
  public:
@@ -63,14 +71,18 @@ class Backend {
   virtual BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool remember) = 0;
   // Lines for build.log's header: the toolchain used.
   virtual std::string toolchain_text() const = 0;
-  // Fills the backend's part of a plan (toolchain fields, compile steps).
-  virtual void plan(const Recipe &recipe, const BuildOptions &options, BuildPlan &plan) const = 0;
-  // After the generators: the content key -- a hash of exactly what the compiler will see.
-  virtual std::string content_key(const StagedBuild &build) = 0;
+  // Fills the backend's part of a plan (toolchain fields, compile steps, units the object cache serves).
+  virtual void plan(const Recipe &recipe, const BuildOptions &options, const BuildIdentity &identity,
+                    BuildPlan &plan) const = 0;
+  // After the generators: the content key -- a hash of exactly what the compiler will see --
+  // where it is known before compiling (nullopt: compile() settles it).
+  virtual std::optional<std::string> content_key(const StagedBuild &build) = 0;
   // Compile into build.staging. Only the entry's files may stay there when it returns (its
   // scratch is its own to remove); a failure throws (BuildError with the log) and the flow
   // removes the staging directory.
-  virtual Produced compile(const StagedBuild &build, const std::string &content_key) = 0;
+  // `content_key`: content_key()'s answer, or empty; a backend that learns the key while
+  // compiling calls settle() before it links (and must when content_key was empty).
+  virtual Produced compile(const StagedBuild &build, const std::string &content_key, const SettleContentKey &settle) = 0;
 };
 
 std::unique_ptr<Backend> make_nvcc_backend(const BuilderContext &context);

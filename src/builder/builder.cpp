@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <memory>
+#include <mutex>
 #include <regex>
 
 #include <boost/filesystem/operations.hpp>
@@ -19,6 +21,7 @@
 #include "builder/backend.hpp"
 #include "builder/keys.hpp"
 #include "builder/abi_headers.hpp"
+#include "builder/dependencies.hpp"
 #include "builder/generators.hpp"
 #include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
@@ -57,8 +60,24 @@ std::map<std::string, std::string> recorded_provenance(const store::Storage &sto
   return {entry.identity.provenance.begin(), entry.identity.provenance.end()};
 }
 
-Hit lookup(const store::Storage &storage, const std::string &consumer, const std::string &input_key,
+// The headers an entry's units included (recorded from the compiler, dependencies.hpp) that
+// are not what they were: the input key covers only declared inputs, so this makes an edit to
+// any included header a stale hit.
+std::vector<Reason> changed_dependencies(const std::map<std::string, std::string> &provenance, const Recipe &recipe) {
+  std::vector<Reason> changed;
+  const std::string prefix = kDependencyField;
+  for (auto it = provenance.lower_bound(prefix); it != provenance.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it) {
+    const std::string path = it->first.substr(prefix.size());
+    const std::string now = dependency_digests({path}, recipe.base_dir).at(path);
+    if (now != it->second) changed.push_back({"header " + path, it->second, now, "an included header changed"});
+  }
+  return changed;
+}
+
+Hit lookup(const store::Storage &storage, const Recipe &recipe, const std::string &input_key,
            const BuildIdentity &identity, const LogCallback &log) {
+  const std::string &consumer = recipe.consumer;
   Hit hit;
   const auto key = storage.pointer(consumer, input_key, log);
   if (!key) return hit;
@@ -66,6 +85,7 @@ Hit lookup(const store::Storage &storage, const std::string &consumer, const std
     const store::EntryRecords entry = storage.entry(consumer, *key, consumer + " build " + input_key);
     std::map<std::string, std::string> fields(entry.identity.provenance.begin(), entry.identity.provenance.end());
     hit.stale = identity_differences(fields, identity.fields());
+    for (auto &reason : changed_dependencies(fields, recipe)) hit.stale.push_back(std::move(reason));
     const fs::path dir = storage.writable().layout(consumer).entry(*key);
     if (!store::entry_files_present(dir, entry.meta)) hit.stale.push_back({"artifact_file", entry.meta.file, "(missing)", "entry damaged"});
   } catch (const IoError &) {
@@ -165,8 +185,8 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   plan.input_key = input_key(recipe, identity, &records);
   const store::Storage &storage = *context.storage;
   const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
-  const Hit hit = lookup(storage, recipe.consumer, plan.input_key, identity, LogCallback());
-  backend->plan(recipe, options, plan);  // toolchain fields
+  const Hit hit = lookup(storage, recipe, plan.input_key, identity, LogCallback());
+  backend->plan(recipe, options, identity, plan);  // toolchain fields, units
   if (hit.found && !options.force) {
     plan.state = "cached";
     plan.content_key = hit.content_key;
@@ -190,8 +210,16 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   return plan;
 }
 
-BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const BuilderContext &context) {
+BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, const BuilderContext &context) {
   const auto start = Clock::now();
+  // Progress calls come from the units' worker threads: one at a time (recipe.hpp says so).
+  BuildOptions options = caller_options;
+  if (caller_options.progress) {
+    options.progress = [mutex = std::make_shared<std::mutex>(), report = caller_options.progress](const BuildEvent &event) {
+      std::lock_guard<std::mutex> guard(*mutex);
+      report(event);
+    };
+  }
   const LogCallback &log = context.log;
   BuildResult result;
   result.consumer = recipe.consumer;
@@ -220,14 +248,14 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
     return finish(content_key, outcome);
   };
   if (!options.force) {
-    const Hit hit = lookup(storage, recipe.consumer, result.input_key, identity, log);
+    const Hit hit = lookup(storage, recipe, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
   }
 
   // One builder per input key across threads and processes; waiters re-check, then load.
   const store::FileLock lock = storage.lock_input_key(recipe.consumer, result.input_key, options.cancel);
   if (!options.force) {
-    const Hit hit = lookup(storage, recipe.consumer, result.input_key, identity, log);
+    const Hit hit = lookup(storage, recipe, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
   }
   add_recipe_records(recipe, identity, records);
@@ -258,17 +286,23 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &options, const B
   }
   std::sort(generated.begin(), generated.end());
   const StagedBuild staged{recipe, options, context, result.archs, identity, layout, staging.dir(), gen, build_log, generated, cancel};
-  result.content_key = backend->content_key(staged);
-  append_log(build_log, "content key " + result.content_key + "\n");
-
-  if (!options.force && storage.entry_intact(recipe.consumer, result.content_key)) {
-    if (log) log(LogLevel::info, recipe.consumer + "/" + recipe.name + ": inputs changed but compile the same; reusing " + result.content_key);
-    return finish_hit(result.content_key, BuildResult::Outcome::reused);
-  }
+  // An entry of the content key serves: reused (known before compiling, or once the units that
+  // had to compile said which headers they include).
+  const auto entry_serves = [&](const std::string &content_key) {
+    result.content_key = content_key;
+    append_log(build_log, "content key " + content_key + "\n");
+    if (options.force || !storage.entry_intact(recipe.consumer, content_key)) return false;
+    if (log) log(LogLevel::info, recipe.consumer + "/" + recipe.name + ": inputs changed but compile the same; reusing " + content_key);
+    return true;
+  };
+  const std::optional<std::string> known_key = backend->content_key(staged);
+  if (known_key && entry_serves(*known_key)) return finish_hit(result.content_key, BuildResult::Outcome::reused);
 
   check_cancel();
   if (context.abi_embedded && recipe.builds_plugin()) write_embedded_abi(context.abi_dir);
-  Produced produced = backend->compile(staged, result.content_key);
+  Produced produced = backend->compile(staged, known_key.value_or(""),
+                                       [&](const std::string &content_key) { return !entry_serves(content_key); });
+  if (produced.settled_on_existing) return finish_hit(result.content_key, BuildResult::Outcome::reused);
   check_cancel();
   result.units = produced.units;
 

@@ -76,7 +76,8 @@ class CmakeBackend final : public Backend {
            toolchain_.host_cxx_version + ")\n";
   }
 
-  void plan(const Recipe &recipe, const BuildOptions &options, BuildPlan &plan) const override {
+  void plan(const Recipe &recipe, const BuildOptions &options, const BuildIdentity & /*identity*/,
+            BuildPlan &plan) const override {
     plan.cmake = cmake_.path;
     plan.cmake_version = cmake_.version;
     plan.nvcc = toolchain_.nvcc_path;
@@ -89,7 +90,7 @@ class CmakeBackend final : public Backend {
     plan.steps.push_back("stamp " + recipe.output + " as " + recipe.artifact);
   }
 
-  std::string content_key(const StagedBuild &build) override {
+  std::optional<std::string> content_key(const StagedBuild &build) override {
     const Recipe &recipe = build.recipe;
     const Paths abstract{"{project}", "{build}", "{abi}", "{gen}"};
     store::Hasher content;
@@ -109,7 +110,8 @@ class CmakeBackend final : public Backend {
     return content.hex();
   }
 
-  Produced compile(const StagedBuild &build, const std::string &content_key) override {
+  Produced compile(const StagedBuild &build, const std::string &content_key,
+                   const SettleContentKey & /*settle: the key is known before*/) override {
     const Recipe &recipe = build.recipe;
     const fs::path build_dir = build.staging / kBuildDir;
     const Paths paths{recipe.project, build_dir.string(), context_.abi_dir, build.gen.string()};
@@ -117,6 +119,9 @@ class CmakeBackend final : public Backend {
     append_log(build.build_log, "cmake build with at most " + std::to_string(jobs) + " job(s) at once (" +
                                     std::to_string(recipe.unit_memory_mb) + " MiB each)\n");
     Produced produced;
+    if (build.options.progress) {  // the two steps are its units
+      build.options.progress({BuildEvent::Kind::units_queued, recipe.consumer + "/" + recipe.name, 0, false, 2});
+    }
     produced.units.push_back(run_step(build, "cmake configure", configure_command(recipe, build.archs, paths)));
     std::vector<std::string> build_argv = build_command(recipe, paths);
     build_argv.insert(build_argv.end(), {"--parallel", std::to_string(jobs)});

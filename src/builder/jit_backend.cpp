@@ -26,6 +26,7 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
+#include "builder/arch_support.hpp"
 #include "builder/backend.hpp"
 #include "builder/nvrtc.hpp"
 #include "store/digest.hpp"
@@ -81,6 +82,7 @@ class JitBackend final : public Backend {
       throw NotFoundError(what + (recipe.lto ? "it asks for LTO" : "it has several sources") +
                           ", which nvJitLink links: " + toolchain_.nvjitlink().detail);
     }
+    require_supported_archs(archs, toolchain_.supported_archs(), "NVRTC " + toolchain_.nvrtc().version_text(), recipe.file);
     jit_text_ = toolchain_.identity() + ";nvfatbin=" +
                 (toolchain_.nvfatbin().found ? toolchain_.nvfatbin().version_text() : std::string("none"));
     return jit_build_identity(recipe, archs, jit_text_);
@@ -90,7 +92,8 @@ class JitBackend final : public Backend {
     return toolchain_.nvrtc().detail + "\n" + toolchain_.nvjitlink().detail + "\n" + toolchain_.nvfatbin().detail + "\n";
   }
 
-  void plan(const Recipe &recipe, const BuildOptions &options, BuildPlan &plan) const override {
+  void plan(const Recipe &recipe, const BuildOptions &options, const BuildIdentity & /*identity*/,
+            BuildPlan &plan) const override {
     (void)options;
     plan.jit_toolchain = jit_text_;
     std::string sources;
@@ -104,7 +107,7 @@ class JitBackend final : public Backend {
     plan.steps.push_back("write " + recipe.artifact + " (image index; kernels " + kernels + ")");
   }
 
-  std::string content_key(const StagedBuild &build) override {
+  std::optional<std::string> content_key(const StagedBuild &build) override {
     const Recipe &recipe = build.recipe;
     request_ = JitRequest();
     for (const auto &source : recipe.sources) request_.sources.push_back({relative_to(source, recipe.base_dir), store::read_file(source, store::FileOrigin::input)});
@@ -164,11 +167,15 @@ class JitBackend final : public Backend {
     return content.hex();
   }
 
-  Produced compile(const StagedBuild &build, const std::string &content_key) override {
+  Produced compile(const StagedBuild &build, const std::string &content_key,
+                   const SettleContentKey & /*settle: the key is known before*/) override {
     (void)content_key;
     const Recipe &recipe = build.recipe;
     const BuildOptions &options = build.options;
     request_.jobs = options.jobs;
+    if (options.progress) {
+      options.progress({BuildEvent::Kind::units_queued, recipe.consumer + "/" + recipe.name, 0, false, request_.sources.size()});
+    }
     for (const auto &source : request_.sources) {
       if (options.progress) options.progress({BuildEvent::Kind::unit_started, source.name, 0, false});
     }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <mutex>
 
 #include <boost/filesystem/operations.hpp>
@@ -11,11 +13,14 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
+#include "builder/arch_support.hpp"
 #include "builder/backend.hpp"
+#include "builder/dependencies.hpp"
 #include "builder/jobs.hpp"
 #include "builder/toolchain.hpp"
 #include "builder/plugin_artifact.hpp"
 #include "store/digest.hpp"
+#include "store/file_identity.hpp"
 #include "store/files.hpp"
 
 namespace kiln::builder {
@@ -43,7 +48,7 @@ std::vector<std::string> gencode_flags(const std::vector<Arch> &archs) {
 std::vector<std::string> compile_command(const Recipe &recipe, const std::vector<Arch> &archs,
                                          const std::string &unit) {
   std::vector<std::string> command = {
-      "-c", abstract_path(unit, recipe.base_dir), "-o", "$OUT", "-std=c++17",
+      "-c", abstract_path(unit, recipe.base_dir), "-o", "$OUT", "-MMD", "-MF", "$DEP", "-std=c++17",
       // Plugins export only kiln_plugin_negotiate and must unload cleanly (abi/README.md).
       "-Xcompiler=-fPIC,-fvisibility=hidden,-fvisibility-inlines-hidden,-fno-gnu-unique", "-I$ABI", "-I$GEN"};
   for (const auto &dir : recipe.include_dirs) command.push_back("-I" + abstract_path(dir, recipe.base_dir));
@@ -133,11 +138,43 @@ struct Unit {
   std::string source;
   std::string stem;
   std::vector<std::string> command;  // abstract
+  std::string base_key;              // toolchain, declared headers, source, command
+  // base key + the digests of the headers it includes (dependencies.hpp): names its object.
+  // Empty until known: from the dependencies its last compile recorded, else from this compile's.
   std::string key;
-  fs::path cached_object;
+  std::map<std::string, std::string> dependencies;  // recorded path -> digest
   fs::path object;                   // what the link uses
   UnitReport report;
 };
+
+std::string unit_key(const std::string &base_key, const std::map<std::string, std::string> &dependencies) {
+  store::Hasher key;
+  key.add_field("key", "unit").add_field("base", base_key);
+  for (const auto &[path, digest] : dependencies) key.add_field("dependency " + path, digest);
+  return key.hex();
+}
+
+// The declared headers, the generators' outputs and the ABI, as one set: an edit to one of them
+// rebuilds every unit (the compiler's dependencies refine this per unit).
+std::string declared_headers_digest(const Recipe &recipe, const std::vector<std::string> &generated,
+                                    const std::string &abi_digest) {
+  store::Hasher seen;
+  for (const auto &file : generated) seen.add_field("generated/" + fs::path(file).filename().string(), input_file_digest(file));
+  for (const auto &file : expand_headers(recipe)) seen.add_field(abstract_path(file, recipe.base_dir), input_file_digest(file));
+  seen.add_field("abi", abi_digest);
+  return seen.hex();
+}
+
+fs::path object_file(const fs::path &objects, const Unit &unit) { return objects / (unit.stem + "-" + unit.key + ".o"); }
+fs::path dependency_record_file(const fs::path &objects, const Unit &unit) {
+  return objects / (unit.stem + "-" + unit.base_key + ".deps");
+}
+
+std::string real_path_or(const fs::path &path) {
+  boost::system::error_code error;
+  const fs::path real = fs::canonical(path, error);
+  return (error ? path : real).string();
+}
 
 class NvccBackend final : public Backend {
  public:
@@ -145,6 +182,10 @@ class NvccBackend final : public Backend {
 
   BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool remember) override {
     toolchain_ = identify_toolchain(remember ? context_.toolchain_cache : fs::path());  // empty: remember nothing
+    require_supported_archs(archs, toolchain_.gpu_codes,
+                            "nvcc " + (toolchain_.nvcc_release.empty() ? toolchain_.nvcc_version : toolchain_.nvcc_release) +
+                                " (" + toolchain_.nvcc_path + ")",
+                            recipe.file);
     return build_identity(recipe, archs, toolchain_, context_.abi_dir);
   }
 
@@ -153,130 +194,109 @@ class NvccBackend final : public Backend {
            toolchain_.host_cxx_version + "\n";
   }
 
-  void plan(const Recipe &recipe, const BuildOptions &options, BuildPlan &plan) const override {
+  // Units the object cache holds are counted as cached; with generators their outputs are
+  // unknown until they run, so nothing can be said.
+  void plan(const Recipe &recipe, const BuildOptions &options, const BuildIdentity &identity,
+            BuildPlan &plan) const override {
     plan.nvcc = toolchain_.nvcc_path;
     plan.nvcc_version = toolchain_.nvcc_version;
     plan.host_compiler = toolchain_.host_cxx_version;
-    for (const auto &source : recipe.sources) {
-      plan.steps.push_back("compile " + fs::path(source).filename().string() +
-                           (options.force ? " (forced)"
-                                          : recipe.generators.empty() ? "" : " (object cache checked after generators run)"));
+    const bool knowable = recipe.generators.empty() && !options.force;
+    const fs::path objects = context_.storage->writable().layout(recipe.consumer).objects();
+    const std::vector<Unit> units =
+        knowable ? make_units(recipe, plan.archs, declared_headers_digest(recipe, {}, identity.abi_headers), objects)
+                 : std::vector<Unit>();
+    plan.units = recipe.sources.size();
+    for (std::size_t i = 0; i < recipe.sources.size(); ++i) {
+      std::string why_not;
+      const bool cached = knowable && !units[i].key.empty() && cached_object_usable(object_file(objects, units[i]), &why_not);
+      if (cached) ++plan.units_cached;
+      plan.steps.push_back((cached ? "take " : "compile ") + fs::path(recipe.sources[i]).filename().string() +
+                           (options.force       ? " (forced)"
+                            : cached            ? " from the object cache"
+                            : !knowable         ? " (object cache checked after generators run)"
+                                                : ""));
     }
     std::string archs;
     for (const auto &arch : plan.archs) archs += (archs.empty() ? "" : ",") + arch.to_string();
     plan.steps.push_back("link " + recipe.artifact + " for " + archs);
   }
 
-  std::string content_key(const StagedBuild &build) override {
-    const Recipe &recipe = build.recipe;
-    const std::vector<std::string> headers = expand_headers(recipe);
-    store::Hasher seen;  // every header-like input, as one set: an edit rebuilds every unit
-    for (const auto &file : build.generated) seen.add_field("generated/" + fs::path(file).filename().string(), input_file_digest(file));
-    for (const auto &file : headers) seen.add_field(abstract_path(file, recipe.base_dir), input_file_digest(file));
-    seen.add_field("abi", build.identity.abi_headers);
-    const std::string headers_digest = seen.hex();
-
-    units_.clear();
-    for (const auto &source : recipe.sources) {
-      Unit unit;
-      unit.source = source;
-      unit.stem = fs::path(source).stem().string();
-      unit.command = compile_command(recipe, build.archs, source);
-      store::Hasher key;
-      key.add_field("key", "unit")
-          .add_field("toolchain", toolchain_.digest())
-          .add_field("headers", headers_digest)
-          .add_field("source", abstract_path(source, recipe.base_dir))
-          .add_field("bytes", input_file_digest(source))
-          .add_list("command", unit.command);
-      unit.key = key.hex();
-      unit.cached_object = build.layout.objects() / (unit.stem + "-" + unit.key + ".o");
-      unit.report.name = fs::path(source).filename().string();
-      units_.push_back(std::move(unit));
+  std::optional<std::string> content_key(const StagedBuild &build) override {
+    headers_digest_ = declared_headers_digest(build.recipe, build.generated, build.identity.abi_headers);
+    units_ = make_units(build.recipe, build.archs, headers_digest_, build.layout.objects());
+    for (const auto &unit : units_) {
+      if (unit.key.empty()) return std::nullopt;  // its dependencies come from its compile
     }
-    std::vector<std::string> abstract_objects;
-    for (const auto &unit : units_) abstract_objects.push_back("$OBJ/" + unit.stem + "-" + unit.key + ".o");
-    const std::vector<std::string> link = link_command(recipe, build.archs, abstract_objects);
-    store::Hasher content;
-    content.add_field("key", "content")
-        .add_field("key_schema", std::to_string(kKeySchema))
-        .add_field("toolchain", toolchain_.digest())
-        .add_field("headers", headers_digest)
-        .add_field("artifact", recipe.artifact)
-        .add_list("link", link);
-    for (const auto &unit : units_) content.add_field("unit", unit.key);
-    return content.hex();
+    return content_of(build.recipe, build.archs);
   }
 
-  Produced compile(const StagedBuild &build, const std::string &content_key) override {
+  Produced compile(const StagedBuild &build, const std::string &known_key, const SettleContentKey &settle) override {
     const Recipe &recipe = build.recipe;
     const BuildOptions &options = build.options;
     const fs::path &staging = build.staging;
-    const fs::path objects = staging / "obj";
-    store::create_directories(objects);
+    const fs::path scratch = staging / "obj";
+    store::create_directories(scratch);
     CancelToken &cancel = build.cancel;
     const auto check_cancel = [&] {
       if (cancel.cancelled()) throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled; nothing was published");
     };
 
     // Units, in parallel, bounded by cores and by memory; each from the object cache when seen.
-    store::create_directories(build.layout.objects());
+    const fs::path objects = build.layout.objects();
+    store::create_directories(objects);
     const Placeholders paths = {{"$GEN", build.gen.string()}, {"$RECIPE", recipe.base_dir}, {"$ABI", context_.abi_dir}};
+    const DependencyRoots roots{real_path_or(recipe.base_dir), real_path_or(context_.abi_dir), real_path_or(build.gen),
+                                real_path_or(fs::path(toolchain_.nvcc_path).parent_path().parent_path() / "include"),
+                                fs::current_path().string()};
     const unsigned requested = options.jobs != 0 ? options.jobs : default_jobs();
     const unsigned jobs = bounded_jobs(requested, recipe.unit_memory_mb * 1024 * 1024, available_memory_bytes());
     append_log(build.build_log, std::to_string(units_.size()) + " unit(s), " + std::to_string(jobs) + " job(s) at once\n");
     std::mutex log_mutex;
+    const auto log_line = [&](const std::string &line) {
+      std::lock_guard<std::mutex> guard_log(log_mutex);
+      append_log(build.build_log, line);
+    };
+    if (options.progress) {
+      options.progress({BuildEvent::Kind::units_queued, recipe.consumer + "/" + recipe.name, 0, false, units_.size()});
+    }
     run_parallel(units_.size(), jobs, [&](std::size_t index) {
       Unit &unit = units_[index];
       if (options.progress) options.progress({BuildEvent::Kind::unit_started, unit.report.name, 0, false});
       const auto unit_start = Clock::now();
       std::string unusable;
-      const bool reuse = !options.force && cached_object_usable(unit.cached_object, &unusable);
+      const bool reuse = !options.force && !unit.key.empty() && cached_object_usable(object_file(objects, unit), &unusable);
       if (!unusable.empty()) {
-        const std::string message = "object cache: " + unit.cached_object.string() + " " + unusable + "; compiling " +
-                                    unit.report.name + " again";
-        std::lock_guard<std::mutex> guard_log(log_mutex);
-        append_log(build.build_log, message + "\n");
+        const std::string message = "object cache: " + object_file(objects, unit).string() + " " + unusable +
+                                    "; compiling " + unit.report.name + " again";
+        log_line(message + "\n");
         if (context_.log) context_.log(LogLevel::warning, message);
       }
       if (reuse) {
-        unit.object = unit.cached_object;
+        unit.object = object_file(objects, unit);
         unit.report.cached = true;
       } else {
-        unit.object = objects / (unit.stem + ".o");
-        const fs::path unit_log = staging / (unit.stem + ".log");
-        ProcessSpec spec;
-        spec.argv = substitute(unit.command, paths);
-        spec.argv = substitute(spec.argv, {{"$OUT", unit.object.string()}});
-        spec.argv.insert(spec.argv.begin(), toolchain_.nvcc_path);
-        spec.log_file = unit_log.string();
-        spec.cancel = &cancel;
-        const ProcessResult run = run_process(spec);
-        {
-          std::lock_guard<std::mutex> guard_log(log_mutex);
-          append_log(build.build_log, "\n$ " + join_words(spec.argv) + "\n" + run.output);
-        }
-        if (run.cancelled) return;
-        if (!run.ok()) fail_step("compiling " + unit.report.name, run);
-        require_output("compiling " + unit.report.name, unit.object, run);
-        // Into the object cache atomically and durably: a torn object must never be linked.
-        const fs::path temp = build.layout.objects() / ("." + unit.stem + ".tmp-" + store::unique_suffix());
-        store::copy_file_synced(unit.object, temp);
-        const std::string digest = input_file_digest(temp.string());
-        fs::rename(temp, unit.cached_object);
-        store::write_file_atomic(digest_beside(unit.cached_object), digest + "\n");
+        compile_unit(build, unit, paths, roots, scratch, log_line);
+        if (unit.object.empty()) return;  // cancelled
       }
       unit.report.seconds = seconds_since(unit_start);
-      {
-        std::lock_guard<std::mutex> guard_log(log_mutex);
-        append_log(build.build_log, "unit " + unit.report.name + ": " + (unit.report.cached ? "cached" : "compiled") +
-                                        " in " + std::to_string(unit.report.seconds) + " s\n");
-      }
+      log_line("unit " + unit.report.name + ": " + (unit.report.cached ? "cached" : "compiled") + " in " +
+               std::to_string(unit.report.seconds) + " s\n");
       if (options.progress) {
         options.progress({BuildEvent::Kind::unit_finished, unit.report.name, unit.report.seconds, unit.report.cached});
       }
     }, cancel);
     check_cancel();
+
+    // Every unit's key is known now: so is the content key, and whether an entry has it already.
+    const std::string content_key = content_of(recipe, build.archs);
+    boost::system::error_code ignored;
+    if (content_key != known_key && !settle(content_key)) {
+      fs::remove_all(scratch, ignored);
+      Produced existing;
+      existing.settled_on_existing = true;
+      return existing;
+    }
 
     // Link.
     if (options.progress) options.progress({BuildEvent::Kind::link_started, recipe.artifact, 0, false});
@@ -300,19 +320,117 @@ class NvccBackend final : public Backend {
     const FinishedPlugin plugin = finish_plugin_artifact(artifact, content_key, recipe, build.build_log);
 
     // Only the entry's files travel: scratch objects and logs stay out of the immutable entry.
-    boost::system::error_code ignored;
-    fs::remove_all(objects, ignored);
+    fs::remove_all(scratch, ignored);
     for (const auto &unit : units_) fs::remove(staging / (unit.stem + ".log"), ignored);
 
     Produced produced;
     describe_plugin(produced, recipe, plugin, toolkit_version_from(toolchain_.nvcc_version));
-    for (const auto &unit : units_) produced.units.push_back(unit.report);
+    for (const auto &unit : units_) {
+      produced.units.push_back(unit.report);
+      for (const auto &[path, digest] : unit.dependencies) produced.provenance[dependency_field(path)] = digest;
+    }
     return produced;
   }
 
  private:
+  // The units with their base keys, and their full keys where their last compile recorded its
+  // dependencies (read from objects/, digested now).
+  std::vector<Unit> make_units(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &headers_digest,
+                               const fs::path &objects) const {
+    std::vector<Unit> units;
+    for (const auto &source : recipe.sources) {
+      Unit unit;
+      unit.source = source;
+      unit.stem = fs::path(source).stem().string();
+      unit.command = compile_command(recipe, archs, source);
+      store::Hasher key;
+      key.add_field("key", "unit")
+          .add_field("toolchain", toolchain_.digest())
+          .add_field("headers", headers_digest)
+          .add_field("source", abstract_path(source, recipe.base_dir))
+          .add_field("bytes", input_file_digest(source))
+          .add_list("command", unit.command);
+      unit.base_key = key.hex();
+      unit.report.name = fs::path(source).filename().string();
+      if (const auto recorded = read_dependency_record(dependency_record_file(objects, unit))) {
+        unit.dependencies = dependency_digests(*recorded, recipe.base_dir);
+        unit.key = unit_key(unit.base_key, unit.dependencies);
+      }
+      units.push_back(std::move(unit));
+    }
+    return units;
+  }
+
+  // The content key over units_' keys (all known) and the link.
+  std::string content_of(const Recipe &recipe, const std::vector<Arch> &archs) const {
+    std::vector<std::string> abstract_objects;
+    for (const auto &unit : units_) abstract_objects.push_back("$OBJ/" + unit.stem + "-" + unit.key + ".o");
+    store::Hasher content;
+    content.add_field("key", "content")
+        .add_field("key_schema", std::to_string(kKeySchema))
+        .add_field("toolchain", toolchain_.digest())
+        .add_field("headers", headers_digest_)
+        .add_field("artifact", recipe.artifact)
+        .add_list("link", link_command(recipe, archs, abstract_objects));
+    for (const auto &unit : units_) content.add_field("unit", unit.key);
+    return content.hex();
+  }
+
+  // nvcc -c of one unit; its depfile gives the headers it included, hence its key; the object
+  // goes into the object cache under that key, the dependencies beside it. A header edited while
+  // the unit compiled leaves the object unknown to be of either version: the build fails.
+  template <typename LogLine>
+  void compile_unit(const StagedBuild &build, Unit &unit, const Placeholders &paths, const DependencyRoots &roots,
+                    const fs::path &scratch, const LogLine &log_line) {
+    const fs::path objects = build.layout.objects();
+    const fs::path output = scratch / (unit.stem + ".o"), depfile = scratch / (unit.stem + ".d");
+    const fs::path unit_log = build.staging / (unit.stem + ".log");
+    ProcessSpec spec;
+    spec.argv = substitute(unit.command, paths);
+    spec.argv = substitute(spec.argv, {{"$OUT", output.string()}, {"$DEP", depfile.string()}});
+    spec.argv.insert(spec.argv.begin(), toolchain_.nvcc_path);
+    spec.log_file = unit_log.string();
+    spec.cancel = &build.cancel;
+    const std::int64_t started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count();
+    const ProcessResult run = run_process(spec);
+    log_line("\n$ " + join_words(spec.argv) + "\n" + run.output);
+    if (run.cancelled) return;
+    if (!run.ok()) fail_step("compiling " + unit.report.name, run);
+    require_output("compiling " + unit.report.name, output, run);
+
+    std::vector<std::string> recorded;
+    try {
+      recorded = recorded_dependencies(parse_depfile(store::read_file(depfile, store::FileOrigin::input)), unit.source, roots);
+    } catch (const NotFoundError &) {
+      log_line("nvcc wrote no dependency file for " + unit.report.name +
+               " (a wrapper that drops -MF?): only its declared headers key it\n");
+    }
+    for (const auto &path : recorded) {
+      const auto now = store::identify(dependency_file(path, build.recipe.base_dir));
+      if (now && std::max(now->mtime_ns, now->ctime_ns) > started_ns) {
+        throw BuildError("compiling " + unit.report.name + ": " + path + " changed while it was compiled, so which " +
+                             "version the object holds is unknown; nothing was published. Run the build again.",
+                         run.output);
+      }
+    }
+    unit.dependencies = dependency_digests(recorded, build.recipe.base_dir);
+    unit.key = unit_key(unit.base_key, unit.dependencies);
+    unit.object = output;
+
+    // Into the object cache atomically and durably: a torn object must never be linked.
+    const fs::path cached = object_file(objects, unit);
+    const fs::path temp = objects / ("." + unit.stem + ".tmp-" + store::unique_suffix());
+    store::copy_file_synced(output, temp);
+    const std::string digest = input_file_digest(temp.string());
+    fs::rename(temp, cached);
+    store::write_file_atomic(digest_beside(cached), digest + "\n");
+    write_dependency_record(dependency_record_file(objects, unit), recorded);
+  }
+
   const BuilderContext &context_;
   ToolchainIdentity toolchain_;
+  std::string headers_digest_;
   std::vector<Unit> units_;
 };
 

@@ -356,8 +356,11 @@ ProcessResult run_process(const ProcessSpec &spec) {
   try {
     for (;;) {
       const auto now = Clock::now();
-      if (!cancel_sent && spec.cancel != nullptr && spec.cancel->cancelled()) {
+      const bool timed_out = spec.timeout_seconds > 0 &&
+                             std::chrono::duration<double>(now - started).count() >= spec.timeout_seconds;
+      if (!cancel_sent && ((spec.cancel != nullptr && spec.cancel->cancelled()) || timed_out)) {
         cancel_sent = true;
+        result.timed_out = timed_out;
         term_time = now;
         ::kill(-group, SIGTERM);
       }
@@ -416,7 +419,7 @@ ProcessResult run_process(const ProcessSpec &spec) {
 
   const int status = reap(pid);
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  result.cancelled = cancel_sent;
+  result.cancelled = cancel_sent && !result.timed_out;
   if (status != -1 && WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
   } else if (status != -1 && WIFSIGNALED(status)) {

@@ -33,12 +33,15 @@ struct ProcessSpec {
   // When not empty, the child's stdout+stderr are appended to this file (created 0644).
   std::string log_file;
   const CancelToken *cancel = nullptr;  // polled every 20 ms while the child runs
+  // > 0: the group is killed as on a cancel once the child ran this long (result.timed_out).
+  double timeout_seconds = 0;
 };
 
 struct ProcessResult {
   int exit_code = -1;      // the child's exit status; -1 when it died of a signal or never started
   int signal = 0;          // the signal that killed it, 0 when it exited
   bool cancelled = false;  // the token was cancelled: the group was killed (or never started)
+  bool timed_out = false;  // ran past spec.timeout_seconds: the group was killed
   double seconds = 0.0;    // wall time from start to the end of the wait
   // stdout+stderr interleaved as written; when longer than output_limit only the last
   // output_limit bytes are kept, after a one-line note saying how much was dropped.

@@ -106,23 +106,29 @@ json read_cache(const fs::path &cache_file) {
   return json::object();
 }
 
-std::optional<std::string> cached_output(const json &entries, const Key &key) {
+// `field`: "version_output" (`--version`), or "gpu_code_output" (nvcc's `--list-gpu-code`).
+std::optional<std::string> cached_output(const json &entries, const Key &key, const char *field) {
   const auto found = entries.find(key.real_path);
   if (found == entries.end() || !found->is_object()) return std::nullopt;
   const auto recorded = identity_from_json(*found);
   if (!recorded || *recorded != key.identity) return std::nullopt;
-  const auto output = found->find("version_output");
+  const auto output = found->find(field);
   if (output == found->end() || !output->is_string()) return std::nullopt;
-  std::string text = output->get<std::string>();
-  if (lines_of(text).empty()) return std::nullopt;
-  return text;
+  return output->get<std::string>();
 }
 
-void write_cache(const fs::path &cache_file, json entries, const std::vector<std::pair<Key, std::string>> &fresh) {
-  for (const auto &[key, output] : fresh) {
-    json entry = identity_json(key.identity);
-    entry["version_output"] = output;
-    entries[key.real_path] = std::move(entry);
+struct FreshOutput {
+  Key key;
+  std::string field;
+  std::string output;
+};
+
+void write_cache(const fs::path &cache_file, json entries, const std::vector<FreshOutput> &fresh) {
+  for (const auto &[key, field, output] : fresh) {
+    json &entry = entries[key.real_path];
+    const auto recorded = entry.is_object() ? identity_from_json(entry) : std::nullopt;
+    if (!recorded || *recorded != key.identity) entry = identity_json(key.identity);  // another file now
+    entry[field] = output;
   }
   // Drop what no longer describes a file there (toolchains upgraded or removed).
   for (auto it = entries.begin(); it != entries.end();) {
@@ -185,9 +191,20 @@ class VersionOutputs {
   explicit VersionOutputs(const fs::path &cache_file)
       : cache_file_(cache_file), entries_(cache_file.empty() ? json::object() : read_cache(cache_file)) {}
   std::string of(const std::string &executable, const Key &key, const std::string &what_for, const std::string &variable) {
-    if (auto cached = cached_output(entries_, key)) return *cached;
+    if (auto cached = cached_output(entries_, key, "version_output"); cached && !lines_of(*cached).empty()) return *cached;
     std::string output = version_output(executable, what_for, variable);
-    fresh_.emplace_back(key, output);
+    fresh_.push_back({key, "version_output", output});
+    return output;
+  }
+  // nvcc's `--list-gpu-code` (sm_75 ... one a line); empty where it fails (an old nvcc, a wrapper).
+  std::string gpu_codes(const std::string &nvcc, const Key &key) {
+    if (auto cached = cached_output(entries_, key, "gpu_code_output")) return *cached;
+    ProcessSpec spec;
+    spec.argv = {nvcc, "--list-gpu-code"};
+    spec.timeout_seconds = 20;  // a wrapper that hangs on it costs that once, then nothing is checked
+    const ProcessResult result = run_process(spec);
+    std::string output = result.ok() ? result.output : std::string();
+    fresh_.push_back({key, "gpu_code_output", output});
     return output;
   }
   void remember() {
@@ -197,7 +214,7 @@ class VersionOutputs {
  private:
   fs::path cache_file_;
   json entries_;
-  std::vector<std::pair<Key, std::string>> fresh_;
+  std::vector<FreshOutput> fresh_;
 };
 
 }  // namespace
@@ -280,6 +297,7 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   VersionOutputs outputs(cache_file);
   const std::string nvcc_output = outputs.of(nvcc, nvcc_key, "CUDA compiler", "KILN_NVCC");
   const std::string host_output = outputs.of(host_cxx, host_key, "host C++ compiler", "KILN_HOST_CXX");
+  const std::string gpu_code_output = outputs.gpu_codes(nvcc, nvcc_key);
   outputs.remember();
 
   ToolchainIdentity identity;
@@ -288,6 +306,11 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   identity.nvcc_release = release_of(nvcc_output);
   identity.host_cxx_path = host_key.real_path;
   identity.host_cxx_version = lines_of(host_output).front();
+  static const std::regex gpu_code(R"(^sm_(\d+)$)");
+  for (const auto &line : lines_of(gpu_code_output)) {
+    std::smatch match;
+    if (std::regex_match(line, match, gpu_code)) identity.gpu_codes.push_back(std::stoi(match[1]));
+  }
   memos[cache_file.string()] = Memo{nvcc_key, host_key, identity};
   return identity;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <boost/filesystem/path.hpp>
 
@@ -32,12 +33,16 @@ struct ToolchainIdentity {
   // "13.0.48" from "Cuda compilation tools, release 13.0, V13.0.48" (else "13.0", else empty):
   // only for messages (stale reasons name it); the four fields above identify the toolchain.
   std::string nvcc_release;
+  // The compute capabilities nvcc builds SASS for (`--list-gpu-code`: 75, 80, ... 121); empty
+  // where nvcc cannot list them. Checked against a build's archs, not part of the identity.
+  std::vector<int> gpu_codes;
 
   // XXH3-128 (32 hex digits) over the four identifying fields, each length-prefixed.
   std::string digest() const;
   friend bool operator==(const ToolchainIdentity &a, const ToolchainIdentity &b) {
     return a.nvcc_path == b.nvcc_path && a.nvcc_version == b.nvcc_version && a.host_cxx_path == b.host_cxx_path &&
-           a.host_cxx_version == b.host_cxx_version && a.nvcc_release == b.nvcc_release;
+           a.host_cxx_version == b.host_cxx_version && a.nvcc_release == b.nvcc_release &&
+           a.gpu_codes == b.gpu_codes;
   }
   friend bool operator!=(const ToolchainIdentity &a, const ToolchainIdentity &b) { return !(a == b); }
 };

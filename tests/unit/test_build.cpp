@@ -238,7 +238,7 @@ TEST_CASE("build: 8 processes asking for one missing artifact cause exactly one 
   for (const auto &[name, value] : env) command += " '" + name + "=" + value + "'";
   command += " '" KILN_CLI_PATH "' build --json '" + fx.recipe_file().string() + "'";
   std::string script = "pids=''; for i in 1 2 3 4 5 6 7 8; do " + command + " > " + (fx.dir() / "out").string() +
-                       ".$i 2>&1 & pids=\"$pids $!\"; done; rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc";
+                       ".$i 2>" + (fx.dir() / "err").string() + ".$i & pids=\"$pids $!\"; done; rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc";
   const auto result = kiln::test::run_shell("sh -c '" + [&] {
     std::string escaped;
     for (char c : script) escaped += c == '\'' ? std::string("'\\''") : std::string(1, c);

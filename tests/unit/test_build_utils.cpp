@@ -661,7 +661,8 @@ TEST_CASE("toolchain: identify_toolchain runs --version once, then remembers it 
   const fs::path nvcc_count = dir / "nvcc.count", cxx_count = dir / "cxx.count";
   const fs::path nvcc = dir / "bin" / "nvcc-wrapper", cxx = dir / "bin" / "cxx";
   fs::create_directories(dir / "bin");
-  write_script(nvcc, "echo run >> " + nvcc_count.string() +
+  // Counts `--version` runs (the identity); the `--list-gpu-code` probe beside it is remembered the same way.
+  write_script(nvcc, "[ \"$1\" = --version ] && echo run >> " + nvcc_count.string() +
                          "\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\necho 'Cuda compilation tools, release 13.0'\n"
                          "echo 'Build cuda_13.0.r13.0/compiler.fake_0'\necho\n");
   write_script(cxx, "echo run >> " + cxx_count.string() + "\necho 'g++ (Fake) 12.2.0'\necho 'Copyright'\n");
@@ -707,7 +708,8 @@ TEST_CASE("toolchain: identify_toolchain runs --version once, then remembers it 
   CHECK(count_lines(nvcc_count) == 2);
 
   // A changed toolchain is a different identity.
-  write_script(nvcc, "echo run >> " + nvcc_count.string() + "\necho 'Build cuda_13.1.r13.1/compiler.fake_1'\n");
+  write_script(nvcc, "[ \"$1\" = --version ] && echo run >> " + nvcc_count.string() +
+                         "\necho 'Build cuda_13.1.r13.1/compiler.fake_1'\n");
   const auto upgraded = builder::identify_toolchain(cache);
   CHECK(count_lines(nvcc_count) == 3);
   CHECK(upgraded.nvcc_version == "Build cuda_13.1.r13.1/compiler.fake_1");
@@ -728,7 +730,8 @@ TEST_CASE("toolchain: identify_toolchain runs --version once, then remembers it 
 TEST_CASE("toolchain: concurrent first calls identify once; a broken nvcc is a BuildError with its output") {
   TempDir dir;
   const fs::path count = dir / "count";
-  write_script(dir / "nvcc", "echo run >> " + count.string() + "\nsleep 0.2\necho 'Build cuda_x'\n");
+  write_script(dir / "nvcc", "[ \"$1\" = --version ] && echo run >> " + count.string() +
+                                 "\nsleep 0.2\necho 'Build cuda_x'\n");
   write_script(dir / "cxx", "echo 'c++ 1'\n");
   ScopedEnv kiln_nvcc("KILN_NVCC", (dir / "nvcc").string());
   ScopedEnv host("KILN_HOST_CXX", (dir / "cxx").string());
@@ -762,14 +765,16 @@ TEST_CASE("toolchain: the real nvcc and host compiler of this machine" * kiln::t
   CHECK(identity.nvcc_path == fs::canonical(nvcc).string());
   CHECK(identity.nvcc_version.rfind("Build cuda_", 0) == 0);
   CHECK_FALSE(identity.host_cxx_version.empty());
+  // What it can build, from `nvcc --list-gpu-code` (every CUDA 12 and 13 nvcc builds sm_90).
+  CHECK(std::find(identity.gpu_codes.begin(), identity.gpu_codes.end(), 90) != identity.gpu_codes.end());
   builder::reset_toolchain_memo_for_tests();
-  CHECK(builder::identify_toolchain(dir / "toolchain.json") == identity);
+  CHECK(builder::identify_toolchain(dir / "toolchain.json") == identity);  // the list remembered with it
 }
 
 TEST_CASE("toolchain: an empty cache path remembers in memory only and writes no file") {
   TempDir dir;
   const fs::path count = dir / "count";
-  write_script(dir / "nvcc", "echo run >> " + count.string() + "\necho 'Build cuda_mem'\n");
+  write_script(dir / "nvcc", "[ \"$1\" = --version ] && echo run >> " + count.string() + "\necho 'Build cuda_mem'\n");
   write_script(dir / "cxx", "echo 'c++ 2'\n");
   ScopedEnv kiln_nvcc("KILN_NVCC", (dir / "nvcc").string());
   ScopedEnv host("KILN_HOST_CXX", (dir / "cxx").string());

@@ -71,6 +71,7 @@ struct BuildWatch {
           std::snprintf(line, sizeof line, "generator %s %.2f s", event.name.c_str(), event.seconds);
           steps.push_back(line);
           break;
+        case Kind::units_queued: std::printf("  %zu unit(s) to compile or take from the object cache\n", event.total); break;
         case Kind::unit_started: std::printf("  compiling %s (nvcc) ...\n", event.name.c_str()); break;
         case Kind::unit_finished:
           std::snprintf(line, sizeof line, "%s %s %.1f s", event.name.c_str(),

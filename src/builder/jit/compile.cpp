@@ -19,6 +19,9 @@ namespace {
 using jit::CompiledProgram;
 using jit::first_error_line;
 using jit::NvrtcResult;
+
+// NVRTC_ERROR_INVALID_OPTION (nvrtc.h): an option nvrtcCompileProgram does not take.
+constexpr NvrtcResult kNvrtcInvalidOption = 5;
 using jit::strip_nuls;
 using support::joined;
 using support::ms_since;
@@ -104,6 +107,12 @@ JitResult JitToolchain::compile(const JitRequest &request) const {
       out.log.resize(log_size);
       if (d.rtc.get_program_log(program.handle, &out.log[0]) != 0) out.log.clear();
       out.log = strip_nuls(std::move(out.log));
+    }
+    if (compiled == kNvrtcInvalidOption) {  // an option of the recipe's: the recipe is to fix
+      const std::string line = first_error_line(out.log);
+      throw UsageError("NVRTC rejected an option compiling " + where + ": " +
+                       (line.empty() ? d.nvrtc_error(compiled) : line) + " (options: " + joined(options, " ") +
+                       "); fix \"flags\" (NVRTC takes nvrtc options, not nvcc ones: see NVRTC's \"Supported Compile Options\")");
     }
     if (compiled != 0) {
       const std::string line = first_error_line(out.log);

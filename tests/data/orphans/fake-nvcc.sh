@@ -7,6 +7,7 @@ if [ "$1" = "--version" ]; then
   echo "Cuda compilation tools, release 13.0, V13.0.0"
   exit 0
 fi
+[ "$1" = "--list-gpu-code" ] && exit 1  # a probe, not a compile: no list (kiln then checks no arch)
 sleep 300 &
 echo "$!" > "$KILN_TEST_PID_DIR/grandchild.tmp" && mv "$KILN_TEST_PID_DIR/grandchild.tmp" "$KILN_TEST_PID_DIR/grandchild"
 echo "$$" > "$KILN_TEST_PID_DIR/child.tmp" && mv "$KILN_TEST_PID_DIR/child.tmp" "$KILN_TEST_PID_DIR/child"

@@ -1,0 +1,53 @@
+// A unit's real header dependencies, as the compiler reports them (`-MMD -MF`, make syntax, as
+// ninja and ccache's depend mode read them): recorded per unit in the object cache and in the
+// built entry's provenance, so an edit to any header a unit includes -- declared in the recipe
+// or not -- rebuilds exactly the units that include it, and a hit on an entry whose recorded
+// headers changed is stale (builder.cpp). Not recorded: the toolkit's own headers (nvcc's
+// identity covers them), the ABI headers and the generators' outputs (both in the keys already),
+// system headers (-MMD leaves them out; the host compiler's identity covers them).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/filesystem/path.hpp>
+
+namespace kiln::builder {
+
+// The prerequisites of every rule of a make-syntax depfile: `\`-newline continuations,
+// `\ ` and `\#` escapes, `$$`; each path once, in order. A target is not a prerequisite.
+std::vector<std::string> parse_depfile(const std::string &text);
+
+// Where the files a unit depends on are, and which of them kiln records.
+struct DependencyRoots {
+  std::string recipe_dir;      // recorded as $RECIPE/...
+  std::string abi_dir;         // skipped
+  std::string gen_dir;         // skipped
+  std::string toolkit_dir;     // skipped: the toolkit's include directory, where known (the
+                               // directory of the cuda_runtime.h nvcc includes is skipped anyway)
+  std::string compile_cwd;     // relative depfile paths are relative to the compile's directory
+};
+
+// The recorded form of a depfile's paths: absolute (or $RECIPE/...), sorted, without the
+// unit's own source and what DependencyRoots skips.
+std::vector<std::string> recorded_dependencies(const std::vector<std::string> &depfile_paths, const std::string &source,
+                                               const DependencyRoots &roots);
+
+// A recorded path as a file name ($RECIPE/ replaced).
+boost::filesystem::path dependency_file(const std::string &recorded, const std::string &recipe_dir);
+
+// Each recorded dependency's digest now (input_file_digest), "(missing)" where it is gone.
+std::map<std::string, std::string> dependency_digests(const std::vector<std::string> &recorded, const std::string &recipe_dir);
+
+// objects/<unit>-<base key>.deps: the dependencies of the last compile of a unit key, read
+// back before the next build of it (nullopt: none recorded, or unreadable: the unit compiles).
+std::optional<std::vector<std::string>> read_dependency_record(const boost::filesystem::path &file);
+void write_dependency_record(const boost::filesystem::path &file, const std::vector<std::string> &recorded);
+
+// The provenance field an entry records a dependency under ("dependency:$RECIPE/x.cuh").
+constexpr const char *kDependencyField = "dependency:";
+std::string dependency_field(const std::string &recorded);
+
+}  // namespace kiln::builder
