@@ -69,6 +69,9 @@ struct ArtifactSummary {
   bool store_writable = false;
   bool shadowed = false;  // an earlier store layer has the same consumer/name
   std::string updated;
+  // Listing every consumer: one whose manifest cannot be read is one item with only consumer,
+  // store and this (why; kiln verify --repair moves it aside), and the others are still listed.
+  std::string damaged;
 };
 
 // Milliseconds spent in each step of Runtime::load_kernels / load_kernels_all (summed over

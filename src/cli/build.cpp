@@ -21,7 +21,7 @@ json plan_json(const BuildPlan &plan) {
           {"backend", plan.backend}, {"jit_toolchain", plan.jit_toolchain},
           {"nvcc", plan.nvcc}, {"nvcc_version", plan.nvcc_version}, {"host_compiler", plan.host_compiler},
           {"cmake", plan.cmake}, {"cmake_version", plan.cmake_version},
-          {"steps", plan.steps}};
+          {"steps", plan.steps}, {"units", plan.units}, {"units_cached", plan.units_cached}};
 }
 
 json build_json(const BuildResult &result) {
@@ -42,6 +42,10 @@ std::string plan_text(const Recipe &recipe, const BuildPlan &plan) {
                                               : "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n") +
                      (plan.backend == "cmake" ? "  cmake       " + plan.cmake + " (" + plan.cmake_version + ")\n" : "");
   for (const auto &reason : plan.stale_reasons) text += "  stale: " + reason.to_string() + "\n";
+  if (plan.units > 0 && plan.state != "cached") {
+    text += "  units       " + std::to_string(plan.units) + " (" + std::to_string(plan.units_cached) +
+            " from the object cache, " + std::to_string(plan.units - plan.units_cached) + " to compile)\n";
+  }
   for (const auto &step : plan.steps) text += "  would " + step + "\n";
   return text;
 }
@@ -56,6 +60,7 @@ int build(const Flags &flags, const BuildArgs &args) {
     return 0;
   }
   const BuildResult result = runtime.build(recipe, session.options);
+  session.finish();
   const std::string text = std::string(kiln::to_string(result.outcome)) + " " + recipe.consumer + "/" + recipe.name +
                            " in " + fixed(result.seconds, 2) + " s\n  content key " + result.content_key +
                            "\n  input key   " + result.input_key + "\n  " + result.entry_dir + "\n";

@@ -2,11 +2,13 @@
 // the compilers.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <kiln/cancel.hpp>
 
 #include "common.hpp"
+#include "progress.hpp"
 
 namespace kiln::cli {
 
@@ -14,21 +16,24 @@ struct BuildArgs {
   std::string recipe;
   bool plan = false;  // build only
   bool force = false;
+  bool quiet = false;
   unsigned jobs = 0;
   std::string archs;
 };
 
-// recipe, --force, --jobs, --arch.
+// recipe, --force, --jobs, --arch, --quiet.
 void add_recipe_options(CLI::App &command, BuildArgs &args);
 
-// BuildOptions from the arguments: progress lines on stderr when it is a terminal (and not
-// --json); while alive, SIGINT and SIGTERM cancel the build.
+// BuildOptions from the arguments, with progress on stderr (progress.hpp); while alive, SIGINT
+// and SIGTERM cancel the build. finish() prints the summary of a build that ran.
 struct BuildSession {
   CancelToken token;
   CancelOnSignals signals{token};
+  std::shared_ptr<ProgressReporter> progress;
   BuildOptions options;
 
   BuildSession(const Flags &flags, const BuildArgs &args);
+  void finish() { progress->finish(); }
 };
 
 }  // namespace kiln::cli

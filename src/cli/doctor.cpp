@@ -1,4 +1,14 @@
-// kiln doctor: driver, devices, declared device, stores and build toolchain.
+// kiln doctor: driver, devices, declared device, stores (the writable cache tried) and build
+// toolchain. A cache that cannot take a file is reported (a robot may load from read-only
+// layers only), not an error.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
 #include <kiln/json.hpp>
 #include <kiln/version.hpp>
 
@@ -33,12 +43,49 @@ std::string tool_line(const char *name, const ToolStatus &tool, const std::strin
   return text + "\n";
 }
 
+// Whether the writable cache takes a file now: one created and removed in it (where it does not
+// exist yet, its nearest existing parent must let kiln create it). Read-only file systems,
+// permissions and full disks show here instead of at the first build.
+json cache_writable(const std::string &root) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path dir = root;
+  while (!dir.empty() && !fs::exists(dir, error)) dir = dir.parent_path();
+  const bool exists = dir == fs::path(root);
+  std::string probe = (dir.empty() ? fs::path(".") : dir).string() + "/.kiln-doctor-XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    const int why = errno;
+    return {{"writable", false}, {"exists", exists},
+            {"detail", "cannot create a file in " + (dir.empty() ? std::string(".") : dir.string()) + ": " +
+                           std::strerror(why) + "; set KILN_CACHE_DIR to a writable directory"}};
+  }
+  const bool wrote = ::write(fd, "k", 1) == 1;
+  const int why = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!wrote) {
+    return {{"writable", false}, {"exists", exists},
+            {"detail", "cannot write to " + dir.string() + ": " + std::strerror(why) + " (a full disk?)"}};
+  }
+  return {{"writable", true}, {"exists", exists},
+          {"detail", exists ? "writable" : "does not exist yet; " + dir.string() + " lets kiln create it"}};
+}
+
 int doctor(const Flags &flags) {
   Runtime runtime = make_runtime(flags);
   const DeviceReport &devices = runtime.devices();
   const ToolchainReport toolchain = runtime.toolchain();
   json stores = json::array();
-  for (const auto &store : runtime.stores()) stores.push_back(cli::to_json(store));
+  std::string cache_line;
+  for (const auto &store : runtime.stores()) {
+    stores.push_back(cli::to_json(store));
+    if (!store.writable) continue;
+    const json check = cache_writable(store.root);
+    stores.back()["check"] = check;
+    cache_line = "writable cache " + store.root + ": " + check["detail"].get<std::string>() +
+                 (check["writable"].get<bool>() ? "" : " (builds and publishes fail; loads from the layers still work)") + "\n";
+  }
   const std::string abi = std::to_string(KILN_ABI_VERSION_MAJOR) + "." + std::to_string(KILN_ABI_VERSION_MINOR);
   const json out = {{"kiln_version", kVersion},
                     {"abi_version", abi},
@@ -53,6 +100,7 @@ int doctor(const Flags &flags) {
   for (const auto &store : runtime.stores()) {
     text += "  " + store.root + (store.writable ? "  (writable cache" : "  (read-only layer") + ", from " + store.origin + ")\n";
   }
+  text += cache_line;
   text += "toolchain:\n";
   text += tool_line("nvcc", toolchain.nvcc, " (prepared artifacts still load)");
   if (toolchain.nvcc.found) text += tool_line("host compiler", toolchain.host_compiler, "");

@@ -16,12 +16,14 @@ int ensure(const Flags &flags, const BuildArgs &args, int device) {
   if (!recipe.builds_plugin()) {
     KernelLoadReport report;
     const KernelLibrary kernels = runtime.ensure_kernels(recipe, session.options, device, &report);
+    session.finish();
     emit(flags, cli::to_json(report), kernel_load_text("ensured", report));
     return 0;
   }
   LoadOptions load_options;
   load_options.device = device;
   Module module = runtime.ensure(recipe, session.options, load_options);
+  session.finish();
   const LoadReport &report = module.report();
   std::string text = "ensured " + recipe.consumer + "/" + recipe.name + " (" + report.resolution.content_key +
                      ")\n  device   " +

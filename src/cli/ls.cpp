@@ -13,6 +13,10 @@ int list(const Flags &flags, const std::string &consumer) {
   std::string text;
   for (const auto &item : runtime.list(consumer)) {
     out.push_back(cli::to_json(item));
+    if (!item.damaged.empty()) {
+      text += item.consumer + "/  DAMAGED manifest in " + item.store_root + ": " + item.damaged + "\n";
+      continue;
+    }
     text += item.consumer + "/" + item.name + "  " + item.content_key + "  " + item.kind + "  " + item.store_root +
             (item.shadowed ? "  (shadowed)" : "") + "\n";
   }

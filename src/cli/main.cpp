@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
 #include "report_json.hpp"
@@ -18,6 +19,16 @@
 namespace {
 
 using nlohmann::json;
+
+// Whether --json was asked for, before parsing succeeded: a usage error is then a JSON error
+// object too (CLI11 stops at the first bad argument, possibly before it saw --json).
+bool json_asked(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") break;
+    if (std::string(argv[i]) == "--json") return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -43,6 +54,10 @@ int main(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {
+    if (error.get_exit_code() != 0 && json_asked(argc, argv)) {
+      const kiln::UsageError usage(std::string(error.what()) + " (kiln --help lists the verbs and options)");
+      std::cout << kiln::cli::json_text(json{{"error", kiln::cli::error_json(usage)}});
+    }
     const int code = app.exit(error);
     return code == 0 ? 0 : 2;
   }

@@ -38,7 +38,8 @@ Verb add_publish(CLI::App &app, const Flags &flags) {
   CLI::App *command = app.add_subcommand("publish", "put a prebuilt plugin into the writable store");
   command->add_option("--consumer", args->consumer, "consumer namespace, e.g. hjcd-ik")->required();
   command->add_option("--name", args->name, "artifact name")->required();
-  command->add_option("--artifact", args->file, "plugin shared object")->required()->check(CLI::ExistingFile);
+  // Not CLI::ExistingFile: a missing file is "not found" (exit 3), said by publish.
+  command->add_option("--artifact", args->file, "plugin shared object")->required();
   command->add_option("--arch", args->archs, "archs its device code targets: sm_90[,sm_87,compute_90] or none")->required();
   command->add_option("--cuda-toolkit", args->toolkit, "CUDA version that wrote its PTX (e.g. 12060); default: kiln's");
   return {command, [&flags, args] { return publish(flags, *args); }};

@@ -79,9 +79,11 @@ json to_json(const LoadReport &report) {
 }
 
 json to_json(const ArtifactSummary &s) {
-  return {{"consumer", s.consumer},       {"name", s.name},   {"content_key", s.content_key},
-          {"kind", s.kind},               {"store", s.store_root}, {"store_writable", s.store_writable},
-          {"shadowed", s.shadowed},       {"updated", s.updated}};
+  json out = {{"consumer", s.consumer},       {"name", s.name},   {"content_key", s.content_key},
+              {"kind", s.kind},               {"store", s.store_root}, {"store_writable", s.store_writable},
+              {"shadowed", s.shadowed},       {"updated", s.updated}};
+  if (!s.damaged.empty()) out["damaged"] = s.damaged;
+  return out;
 }
 
 json to_json(const StoreInfo &s) { return {{"root", s.root}, {"writable", s.writable}, {"origin", s.origin}}; }

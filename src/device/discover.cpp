@@ -37,6 +37,7 @@ DeviceReport discover(const std::optional<std::string> &declared_text) {
   if (declared_text) declared = parse_declared_device(*declared_text);
   DeviceReport report = discover(Driver::instance(), std::nullopt);
   report.declared = std::move(declared);
+  if (report.declared) report.detail = without_declare_hint(report.detail);  // advice already taken
   return report;
 }
 
@@ -44,7 +45,7 @@ DeviceReport discover(Driver &driver, const std::optional<std::string> &declared
   DeviceReport report;
   if (declared_text) report.declared = parse_declared_device(*declared_text);
   report.state = driver.state();
-  report.detail = driver.detail();
+  report.detail = report.declared ? without_declare_hint(driver.detail()) : driver.detail();
   report.library = driver.library();
   report.driver_version = driver.driver_version();
   if (!driver.ok()) return report;

@@ -146,6 +146,14 @@ std::string driver_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
+std::string without_declare_hint(const std::string &detail) {
+  const std::string suffix = std::string(", or ") + kDeclareHint;
+  if (detail.size() >= suffix.size() && detail.compare(detail.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return detail.substr(0, detail.size() - suffix.size());
+  }
+  return detail;
+}
+
 std::string Driver::default_path() {
   const char *env = ::secure_getenv("KILN_LIBCUDA");
   if (env != nullptr && *env != '\0') return env;

@@ -106,5 +106,8 @@ class Driver {
 
 // "13.0" from 13000.
 std::string driver_version_text(int version);
+// A driver detail without its closing advice to declare a device (KILN_DEVICE): for reports
+// where one is declared already.
+std::string without_declare_hint(const std::string &detail);
 
 }  // namespace kiln::device

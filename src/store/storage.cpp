@@ -178,12 +178,19 @@ std::vector<ArtifactSummary> Storage::list(const std::string &consumer) const {
       std::sort(consumers.begin(), consumers.end());
     }
     for (const auto &each : consumers) {
-      const auto manifest = layer->manifest(each);
+      std::shared_ptr<const Manifest> manifest;
+      try {
+        manifest = layer->manifest(each);
+      } catch (const IntegrityError &damage) {
+        if (!consumer.empty()) throw;  // asked for by name: its manifest is the answer
+        out.push_back({each, "", "", "", layer->root().string(), layer->writable(), false, "", damage.what()});
+        continue;
+      }
       if (!manifest) continue;
       for (const auto &[name, record] : manifest->artifacts) {
         const bool shadowed = !seen.insert(each + "/" + name).second;
         out.push_back({each, name, record.content_key, record.kind, layer->root().string(), layer->writable(),
-                       shadowed, record.updated});
+                       shadowed, record.updated, ""});
       }
     }
   }

@@ -129,7 +129,14 @@ TEST_CASE("hostile store: a FIFO in place of manifest.json, meta.json, identity.
   SUBCASE("manifest.json") {
     PublishedStore::make_fifo(store.manifest());
     check_json_error(store.load(), 6, "integrity", store.manifest().string());
-    check_json_error(run_kiln_bounded({"ls", "--json"}, store.env()), 6, "integrity", "FIFO");
+    check_json_error(run_kiln_bounded({"ls", "tests", "--json"}, store.env()), 6, "integrity", "FIFO");
+    // Listing every consumer lists this one as damaged, naming the FIFO, and goes on.
+    const auto listed = run_kiln_bounded({"ls", "--json"}, store.env(), 20);
+    REQUIRE_MESSAGE(listed.exit_code == 0, listed.err);
+    const auto items = nlohmann::json::parse(listed.out);
+    REQUIRE(items.size() == 1);
+    CHECK(items[0]["consumer"] == "tests");
+    CHECK(items[0]["damaged"].get<std::string>().find("FIFO") != std::string::npos);
   }
   SUBCASE("meta.json") {
     PublishedStore::make_fifo(store.meta());
