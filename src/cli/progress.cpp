@@ -42,11 +42,30 @@ ProgressReporter::Mode ProgressReporter::mode_for(bool json, bool quiet) {
   return ::isatty(STDERR_FILENO) ? Mode::terminal : Mode::plain;
 }
 
-ProgressReporter::ProgressReporter(Mode mode, std::FILE *out) : mode_(mode), out_(out) {}
+ProgressReporter::ProgressReporter(Mode mode, std::FILE *out) : mode_(mode), out_(out) {
+  if (mode_ == Mode::terminal) ticker_ = std::thread([this] { tick(); });
+}
+
+ProgressReporter::~ProgressReporter() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+}
+
+void ProgressReporter::tick() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; })) {
+    if (!running_.empty()) redraw_status();
+  }
+}
 
 void ProgressReporter::on_event(const BuildEvent &event) {
   using Kind = BuildEvent::Kind;
   if (mode_ == Mode::quiet) return;
+  std::lock_guard<std::mutex> lock(mutex_);
   if (event.kind == Kind::units_queued) {
     total_ += event.total;
     build_ = event.name;
@@ -89,6 +108,7 @@ void ProgressReporter::on_event(const BuildEvent &event) {
 }
 
 void ProgressReporter::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (mode_ == Mode::quiet || finished_.empty()) return;
   std::size_t cached = 0;
   const Unit *slowest = nullptr;

@@ -8,8 +8,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <kiln/recipe.hpp>
@@ -22,7 +25,9 @@ class ProgressReporter {
   static Mode mode_for(bool json, bool quiet);  // terminal when stderr is one
 
   explicit ProgressReporter(Mode mode, std::FILE *out = stderr);
-  // Calls come one at a time (the builder serializes them).
+  ~ProgressReporter();
+  ProgressReporter(const ProgressReporter &) = delete;
+  ProgressReporter &operator=(const ProgressReporter &) = delete;
   void on_event(const BuildEvent &event);
   // The summary, when anything ran; a hit prints nothing.
   void finish();
@@ -37,8 +42,14 @@ class ProgressReporter {
   void json_event(const BuildEvent &event);
   void redraw_status();
 
+  void tick();  // terminal: the status line's clock moves while a unit compiles for minutes
+
   Mode mode_;
   std::FILE *out_;
+  std::mutex mutex_;  // events, the summary and the ticker
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::thread ticker_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::size_t total_ = 0;
   std::vector<std::string> running_;
