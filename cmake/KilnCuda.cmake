@@ -121,6 +121,24 @@ if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 11.5)
 endif()
 endif()  # KILN_CUDA
 
+# kiln_archs_text(OUT ARCHS...): CMAKE_CUDA_ARCHITECTURES entries in kiln's spelling, comma
+# separated, as `kiln publish --arch` takes them: "90" -> sm_90,compute_90; "87-real" -> sm_87;
+# "90-virtual" -> compute_90.
+function(kiln_archs_text out)
+  set(_archs "")
+  foreach(_arch IN LISTS ARGN)
+    if(_arch MATCHES "^([0-9]+[af]?)-real$")
+      list(APPEND _archs "sm_${CMAKE_MATCH_1}")
+    elseif(_arch MATCHES "^([0-9]+[af]?)-virtual$")
+      list(APPEND _archs "compute_${CMAKE_MATCH_1}")
+    elseif(_arch MATCHES "^([0-9]+[af]?)$")
+      list(APPEND _archs "sm_${CMAKE_MATCH_1}" "compute_${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  list(JOIN _archs "," _archs)
+  set(${out} "${_archs}" PARENT_SCOPE)
+endfunction()
+
 function(kiln_add_plugin target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;CUDA_ARCHS;DEFINITIONS")
   if(ARG_UNPARSED_ARGUMENTS)

@@ -13,16 +13,19 @@ if(KILN_SHARED)
   file(RELATIVE_PATH _kiln_lib_from_bin ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
   set_target_properties(kiln PROPERTIES INSTALL_RPATH "$ORIGIN/${_kiln_lib_from_bin}")
 endif()
+# Two components, the two Debian packages (cmake/KilnPackage.cmake): runtime (the CLI and a
+# shared libkiln) and dev (headers, CMake package, kiln.pc, the static library or the .so link).
 install(TARGETS kiln_runtime EXPORT kilnTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kiln ${PROJECT_SOURCE_DIR}/abi/kiln
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES ${PROJECT_SOURCE_DIR}/abi/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME abi.md)
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(FILES ${PROJECT_SOURCE_DIR}/abi/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME abi.md
+        COMPONENT dev)
 
-install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR})
+install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/kilnConfig.cmake
                               INSTALL_DESTINATION ${KILN_INSTALL_CMAKEDIR}
@@ -31,8 +34,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)  # 0.x: a minor release may break the API
 install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/KilnCuda.cmake
-        DESTINATION ${KILN_INSTALL_CMAKEDIR})
+        DESTINATION ${KILN_INSTALL_CMAKEDIR} COMPONENT dev)
 
 # pkg-config: a static libkiln's own dependencies are Libs.private (pkg-config --static --libs kiln).
+file(RELATIVE_PATH KILN_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
