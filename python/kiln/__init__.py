@@ -1,0 +1,62 @@
+"""kiln: resolve, check, load and build GPU solver plugins from Python.
+
+    import kiln
+    rt = kiln.Runtime()                      # stores and device from the environment
+    module = rt.ensure("iiwa14.json")        # build on miss, then load
+    ik = module.ik()
+    ik.activate(0)                           # device 0; -1: host only
+    result = ik.solve(targets)               # (n, 7) float32 -> result.q (n, dof)
+
+Every failure is a kiln.Error subclass whose exit_code is the kiln CLI's (docs/python.md).
+"""
+
+from ._kiln import (  # noqa: F401  (the public API, re-exported)
+    ABI_VERSION,
+    AbiError,
+    BuildError,
+    Error,
+    IK,
+    IKResult,
+    IncompatibleError,
+    Instance,
+    IntegrityError,
+    IoError,
+    Module,
+    NotFoundError,
+    Recipe,
+    Runtime,
+    ToolchainMissingError,
+    TrajOpt,
+    TrajOptResult,
+    UsageError,
+    __version__,
+)
+
+__all__ = [
+    "ABI_VERSION",
+    "AbiError",
+    "BuildError",
+    "Error",
+    "IK",
+    "IKResult",
+    "IncompatibleError",
+    "Instance",
+    "IntegrityError",
+    "IoError",
+    "Module",
+    "NotFoundError",
+    "Recipe",
+    "Runtime",
+    "ToolchainMissingError",
+    "TrajOpt",
+    "TrajOptResult",
+    "UsageError",
+    "__version__",
+]
+
+# The classes live in kiln._kiln; they are documented, printed and found as kiln.<name>.
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type) and _value.__module__ == "kiln._kiln":
+        _value.__module__ = __name__
+del _name, _value

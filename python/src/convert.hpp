@@ -1,0 +1,47 @@
+// Conversions between kiln's public C++ types and Python values (dicts, lists, str, paths).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/pybind11.h>
+
+#include <kiln/runtime.hpp>
+
+namespace kiln::python {
+
+namespace py = pybind11;
+
+// Text kiln hands back. Paths and compiler output may hold bytes that are not UTF-8 (a Latin-1
+// store directory): surrogateescape keeps them, so os.fsencode(value) gives the bytes back.
+py::str text(const std::string &value);
+
+// A path argument: str, bytes or os.PathLike, as the file system bytes (os.fsencode(os.fspath(x))).
+std::string fs_path(const py::handle &path);
+bool is_path_like(const py::handle &value);
+
+// Archs: None, "sm_90,sm_87" or ["sm_90", "sm_87"] (UsageError for a bad name, as the CLI).
+std::vector<Arch> archs_argument(const py::handle &archs);
+py::list archs_list(const std::vector<Arch> &archs);
+
+// JSON (kiln/json.hpp's forms and what nlohmann holds) as plain Python values.
+py::object from_json(const nlohmann::json &value);
+
+py::dict to_dict(const StoreInfo &store);
+py::dict to_dict(const DeviceIdentity &device);
+py::dict to_dict(const DeviceReport &report);
+py::dict to_dict(const ArtifactIdentity &identity);
+py::dict to_dict(const Compatibility &compatibility);
+py::dict to_dict(const Resolution &resolution);
+py::dict to_dict(const LoadReport &report);
+py::dict to_dict(const ArtifactSummary &summary);
+py::dict to_dict(const PublishResult &result);
+py::dict to_dict(const BuildPlan &plan);
+py::dict to_dict(const BuildResult &result);
+py::dict to_dict(const BuildEvent &event);
+py::dict to_dict(const ToolStatus &tool);
+py::dict to_dict(const ToolchainReport &toolchain);
+py::list reasons_list(const std::vector<Reason> &reasons);
+
+}  // namespace kiln::python

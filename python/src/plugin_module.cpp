@@ -1,0 +1,81 @@
+// kiln.Module (a loaded, negotiated plugin) and kiln.Instance (one plugin instance, generic).
+// The solver interfaces have classes of their own (ik.cpp, trajopt.cpp); Instance is for the
+// others: lifecycle plus the interface table's address, for ctypes.
+#include <pybind11/stl.h>
+
+#include <kiln/module.hpp>
+#include <kiln/version.h>
+
+#include "bindings.hpp"
+#include "convert.hpp"
+
+namespace kiln::python {
+
+void bind_plugin_module(py::module_ &m) {
+  py::class_<Instance>(m, "Instance",
+                       "One plugin instance (create -> activate -> interface calls -> deactivate -> destroy); "
+                       "keeps its plugin's code mapped while it lives.")
+      .def(
+          "activate",
+          [](Instance &instance, int device, std::uint32_t max_batch) {
+            py::gil_scoped_release release;
+            instance.activate(device, max_batch);
+          },
+          py::arg("device") = -1, py::arg("max_batch") = 1, "Device ordinal, or -1: host only.")
+      .def(
+          "deactivate",
+          [](Instance &instance) {
+            py::gil_scoped_release release;
+            instance.deactivate();
+          })
+      .def_property_readonly("active", &Instance::active)
+      .def(
+          "interface_address",
+          [](const Instance &instance, const std::string &id, std::size_t min_size) -> py::object {
+            const void *table = instance.interface_table(id.c_str(), min_size);
+            if (table == nullptr) return py::none();
+            return py::int_(reinterpret_cast<std::uintptr_t>(table));
+          },
+          py::arg("id"), py::arg("min_size") = sizeof(std::uint32_t),
+          "The address of interface id's table (None when not offered), for ctypes: valid while this "
+          "Instance lives. The table must be at least min_size bytes (its struct_size is checked).")
+      .def_property_readonly("handle", [](const Instance &instance) {
+        return reinterpret_cast<std::uintptr_t>(instance.handle());
+      }, "The kiln_instance * the interface functions take, as an int (ctypes).");
+
+  py::class_<Module>(m, "Module",
+                     "A loaded, negotiated plugin. Unloaded once it and all its instances are gone.")
+      .def_property_readonly("report", [](const Module &module) { return to_dict(module.report()); },
+                             "The load report: resolution, compatibility, device, abi_version, plugin_id, "
+                             "plugin_version, interfaces, timings (as `kiln load --json`).")
+      .def_property_readonly("plugin_id", [](const Module &module) { return text(module.report().plugin_id); })
+      .def_property_readonly("plugin_version", [](const Module &module) { return text(module.report().plugin_version); })
+      .def_property_readonly("interfaces", [](const Module &module) {
+        py::list out;
+        for (const auto &id : module.report().interfaces) out.append(text(id));
+        return out;
+      })
+      .def_property_readonly("abi_version", [](const Module &module) {
+        return std::to_string(KILN_ABI_VERSION_MAJOR_OF(module.abi_version())) + "." +
+               std::to_string(KILN_ABI_VERSION_MINOR_OF(module.abi_version()));
+      })
+      .def_property_readonly("content_key", [](const Module &module) { return text(module.report().resolution.content_key); })
+      .def_property_readonly("file", [](const Module &module) { return text(module.report().resolution.file); })
+      .def(
+          "create_instance",
+          [](const Module &module) {
+            py::gil_scoped_release release;
+            return module.create_instance();
+          },
+          "A new kiln.Instance (not activated).")
+      .def("keep_mapped", &Module::keep_mapped,
+           "Keep the plugin's code mapped for the rest of the process (plugins whose device code the CUDA "
+           "runtime registered at load).")
+      .def("__repr__", [](const Module &module) {
+        const auto &report = module.report();
+        return text("<kiln.Module " + report.resolution.consumer + "/" + report.resolution.name + " " +
+                    report.plugin_id + " " + report.plugin_version + ">");
+      });
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,403 @@
+// kiln.Runtime and kiln.Recipe: stores, devices, resolve, load, publish, list, plan/build/ensure.
+//
+// The GIL is released around everything that touches the disk, the driver or a compiler, so
+// other Python threads run meanwhile (kiln::Runtime is safe to share between threads). Builds
+// run on a worker thread while the calling thread waits with the GIL released and checks for
+// signals every 50 ms: Ctrl-C cancels the build (kiln::CancelToken: nvcc's process group is
+// killed, the staging directory removed) and raises KeyboardInterrupt once it has stopped.
+#include <chrono>
+#include <exception>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <kiln/runtime.hpp>
+#include <kiln/version.hpp>
+
+#include "bindings.hpp"
+#include "convert.hpp"
+
+namespace kiln::python {
+
+namespace {
+
+bool interpreter_running() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() != 0 && Py_IsFinalizing() == 0;
+#else
+  return Py_IsInitialized() != 0 && _Py_IsFinalizing() == 0;
+#endif
+}
+
+// A Python callable kept by C++ code that may drop it on any thread (kiln keeps the log
+// callback in state a loaded Module can outlive the Runtime with): the last owner takes the
+// GIL to release it, or leaks it once Python is finalizing.
+struct PyCallable {
+  explicit PyCallable(py::object f) : fn(std::move(f)) {}
+  PyCallable(const PyCallable &) = delete;
+  PyCallable &operator=(const PyCallable &) = delete;
+  ~PyCallable() {
+    if (interpreter_running()) {
+      py::gil_scoped_acquire gil;
+      fn = py::object();
+    } else {
+      fn.release();
+    }
+  }
+  py::object fn;
+};
+
+// log=callable(level: str, message: str), called from whichever thread kiln works on. An
+// exception it raises cannot travel back through kiln: it goes to sys.unraisablehook.
+LogCallback log_bridge(py::object fn) {
+  auto callable = std::make_shared<PyCallable>(std::move(fn));
+  return [callable](LogLevel level, const std::string &message) {
+    if (!interpreter_running()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      callable->fn(to_string(level), text(message));
+    } catch (py::error_already_set &error) {
+      error.discard_as_unraisable("kiln.Runtime log callback");
+    }
+  };
+}
+
+// progress=callable(event: dict) during a build. The first exception it raises cancels the
+// build and is raised by build()/ensure() once the build stopped.
+struct ProgressBridge {
+  py::object fn;  // touched only with the GIL held
+  CancelToken *token = nullptr;
+  std::optional<py::error_already_set> error;
+
+  BuildProgress callback() {
+    if (fn.is_none()) return {};
+    // A raw pointer, not a py::object copy: the builder may copy and drop the std::function on
+    // its threads without the GIL. The bridge outlives the build (it lives in the caller's frame).
+    return [self = this](const BuildEvent &event) {
+      py::gil_scoped_acquire gil;
+      if (self->error) return;
+      try {
+        self->fn(to_dict(event));
+      } catch (py::error_already_set &raised) {
+        self->error.emplace(std::move(raised));
+        self->token->cancel();
+      }
+    };
+  }
+};
+
+// Runs work() on a worker thread; the caller (GIL held on entry) waits with the GIL released,
+// checking for signals every 50 ms. A signal handler's exception (KeyboardInterrupt) cancels
+// token, waits for the work to stop and is raised; the work's own result or error otherwise.
+template <class Work>
+auto interruptible(CancelToken &token, Work work) -> decltype(work()) {
+  using Result = decltype(work());
+  std::packaged_task<Result()> task(std::move(work));
+  std::future<Result> done = task.get_future();
+  std::thread worker;
+  {
+    py::gil_scoped_release release;
+    worker = std::thread(std::move(task));
+  }
+  for (;;) {
+    bool ready = false;
+    {
+      py::gil_scoped_release release;
+      ready = done.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready;
+    }
+    if (ready) break;
+    if (PyErr_CheckSignals() != 0) {
+      py::error_already_set interrupt;  // fetched now: the wait below may run other Python code
+      token.cancel();
+      {
+        py::gil_scoped_release release;
+        worker.join();
+      }
+      throw interrupt;  // the build's own "cancelled" error is dropped
+    }
+  }
+  {
+    py::gil_scoped_release release;
+    worker.join();
+  }
+  return done.get();
+}
+
+// A recipe argument: a kiln.Recipe, a path (str, bytes, os.PathLike) or a dict. A dict's
+// relative paths are taken from base_dir (default: the current directory).
+Recipe recipe_argument(const py::handle &recipe, const py::object &base_dir) {
+  if (py::isinstance<Recipe>(recipe)) return recipe.cast<Recipe>();
+  if (py::isinstance<py::dict>(recipe)) {
+    const std::string dir =
+        base_dir.is_none() ? fs_path(py::module_::import("os").attr("getcwd")()) : fs_path(base_dir);
+    std::string json;
+    try {
+      json = py::module_::import("json").attr("dumps")(recipe).cast<std::string>();
+    } catch (py::error_already_set &error) {
+      // A value JSON cannot hold (a set, an object): the recipe is malformed, as for a file.
+      throw UsageError("recipe dict: not JSON-serializable (" + std::string(py::str(error.value())) +
+                       "); use only dict, list, str, int, float, bool and None");
+    }
+    return Recipe::parse(json, dir, "dict (base_dir " + dir + ")");  // "recipe dict (...): ..."
+  }
+  if (is_path_like(recipe)) return Recipe::load(fs_path(recipe));
+  throw UsageError("recipe: expected a kiln.Recipe, a path or a dict, not " +
+                   std::string(py::str(py::type::handle_of(recipe).attr("__name__"))));
+}
+
+BuildOptions build_options(bool force, unsigned jobs, const py::object &archs) {
+  BuildOptions options;
+  options.force = force;
+  options.jobs = jobs;
+  options.archs = archs_argument(archs);
+  return options;
+}
+
+// What build() and ensure() share: parse the recipe, then run(recipe, options) through
+// interruptible() with Ctrl-C and progress= wired to the CancelToken. A progress callback's
+// exception is raised in place of the build's result or of the "cancelled" error it caused.
+template <class Run>
+auto cancellable_build(const py::object &recipe, const py::object &base_dir, bool force, unsigned jobs,
+                       const py::object &archs, const py::object &progress, Run run) {
+  const Recipe parsed = recipe_argument(recipe, base_dir);
+  CancelToken token;
+  ProgressBridge bridge{progress, &token, std::nullopt};
+  BuildOptions options = build_options(force, jobs, archs);
+  options.cancel = &token;
+  options.progress = bridge.callback();
+  std::optional<decltype(run(parsed, options))> result;
+  try {
+    result.emplace(interruptible(token, [&] { return run(parsed, options); }));
+  } catch (...) {
+    if (bridge.error) throw std::move(*bridge.error);
+    throw;
+  }
+  if (bridge.error) throw std::move(*bridge.error);
+  return std::move(*result);
+}
+
+std::unique_ptr<Runtime> make_runtime(const py::object &cache_dir, const py::object &store_path,
+                                      const py::object &device, const py::object &log) {
+  RuntimeOptions options = RuntimeOptions::from_environment();
+  if (!cache_dir.is_none()) options.cache_dir = fs_path(cache_dir);
+  if (!store_path.is_none()) {
+    options.read_only_stores.clear();
+    if (is_path_like(store_path)) {
+      // One string: colon-separated, as KILN_STORE_PATH.
+      const std::string joined = fs_path(store_path);
+      std::size_t start = 0;
+      while (start <= joined.size()) {
+        const std::size_t end = std::min(joined.find(':', start), joined.size());
+        if (end > start) options.read_only_stores.push_back(joined.substr(start, end - start));
+        start = end + 1;
+      }
+    } else {
+      for (const py::handle item : store_path) options.read_only_stores.push_back(fs_path(item));
+    }
+  }
+  if (!device.is_none()) options.declared_device = device.cast<std::string>();
+  if (!log.is_none()) options.log = log_bridge(log);
+  py::gil_scoped_release release;  // the constructor reads the stores
+  return std::make_unique<Runtime>(std::move(options));
+}
+
+}  // namespace
+
+void bind_runtime(py::module_ &m) {
+  py::class_<Recipe>(m, "Recipe",
+                     "A parsed, validated recipe (README 'Build on miss'). Runtime.plan/build/ensure also take "
+                     "a path or a dict directly.")
+      .def_static(
+          "load", [](const py::object &path) { return Recipe::load(fs_path(path)); }, py::arg("path"),
+          "Parse a recipe file; relative paths are taken from its directory.")
+      .def_static(
+          "from_dict",
+          [](const py::dict &recipe, const py::object &base_dir) { return recipe_argument(recipe, base_dir); },
+          py::arg("recipe"), py::arg("base_dir") = py::none(),
+          "Parse a recipe given as a dict; relative paths are taken from base_dir (default: the current directory).")
+      .def_property_readonly("consumer", [](const Recipe &r) { return text(r.consumer); })
+      .def_property_readonly("name", [](const Recipe &r) { return text(r.name); })
+      .def_property_readonly("backend", [](const Recipe &r) { return text(r.backend); })
+      .def_property_readonly("artifact", [](const Recipe &r) { return text(r.artifact); })
+      .def_property_readonly("archs", [](const Recipe &r) { return r.archs; })
+      .def_property_readonly("base_dir", [](const Recipe &r) { return text(r.base_dir); })
+      .def_property_readonly("file", [](const Recipe &r) { return text(r.file); })
+      .def("canonical_json", [](const Recipe &r) { return text(r.canonical_json()); },
+           "The recipe as JSON with paths relative to base_dir: the form that keys the input key.")
+      .def("__repr__", [](const Recipe &r) {
+        return text("<kiln.Recipe " + r.consumer + "/" + r.name + " (" + r.backend + ") from " + r.file + ">");
+      });
+
+  py::class_<Runtime>(m, "Runtime",
+                      "Stores and devices from the environment (KILN_CACHE_DIR, KILN_STORE_PATH, KILN_DEVICE ...); "
+                      "keyword arguments override them. log=callable(level, message) receives kiln's log.")
+      .def(py::init(&make_runtime), py::kw_only(), py::arg("cache_dir") = py::none(),
+           py::arg("store_path") = py::none(), py::arg("device") = py::none(), py::arg("log") = py::none())
+      .def(
+          "stores",
+          [](const Runtime &runtime) {
+            py::list out;
+            for (const auto &store : runtime.stores()) out.append(to_dict(store));
+            return out;
+          },
+          "The store layers in search order: [{root, writable, origin}], the writable cache last.")
+      .def(
+          "devices",
+          [](const Runtime &runtime) {
+            const DeviceReport *report = nullptr;
+            {
+              py::gil_scoped_release release;  // the first call runs cuInit
+              report = &runtime.devices();
+            }
+            return to_dict(*report);
+          },
+          "The driver and devices: {state, detail, library, driver_version, devices, declared, effective}.")
+      .def(
+          "toolchain",
+          [](const Runtime &runtime) {
+            std::optional<ToolchainReport> report;
+            {
+              py::gil_scoped_release release;
+              report = runtime.toolchain();
+            }
+            return to_dict(*report);
+          },
+          "The build toolchain, found as a build finds it: nvcc, host compiler, cmake, NVRTC ...")
+      .def(
+          "doctor",
+          [](const Runtime &runtime) {
+            const DeviceReport *devices = nullptr;
+            std::optional<ToolchainReport> toolchain;
+            {
+              py::gil_scoped_release release;
+              devices = &runtime.devices();
+              toolchain = runtime.toolchain();
+            }
+            py::dict out;
+            out["version"] = kVersion;
+            out["abi_version"] = std::to_string(KILN_ABI_VERSION_MAJOR) + "." + std::to_string(KILN_ABI_VERSION_MINOR);
+            out["devices"] = to_dict(*devices);
+            py::list stores;
+            for (const auto &store : runtime.stores()) stores.append(to_dict(store));
+            out["stores"] = stores;
+            out["toolchain"] = to_dict(*toolchain);
+            return out;
+          },
+          "What `kiln doctor` reports: version, devices, stores, toolchain.")
+      .def(
+          "resolve",
+          [](const Runtime &runtime, const std::string &consumer, const std::string &name) {
+            std::optional<Resolution> resolution;
+            {
+              py::gil_scoped_release release;
+              resolution = runtime.resolve(consumer, name);
+            }
+            return to_dict(*resolution);
+          },
+          py::arg("consumer"), py::arg("name"),
+          "Where consumer/name is found and what its entry records (runs none of its code).")
+      .def(
+          "load",
+          [](const Runtime &runtime, const std::string &consumer, const std::string &name, int device,
+             const std::optional<std::string> &content_key) {
+            LoadOptions options;
+            options.device = device;
+            py::gil_scoped_release release;
+            if (content_key) return runtime.load_entry(consumer, name, *content_key, options);
+            return runtime.load(consumer, name, options);
+          },
+          py::arg("consumer"), py::arg("name"), py::arg("device") = -1, py::kw_only(),
+          py::arg("content_key") = py::none(),
+          "Resolve, check against the device (-1: the first), verify, dlopen and bind: a kiln.Module. "
+          "content_key= loads that entry of the consumer even when no manifest names it.")
+      .def(
+          "publish",
+          [](Runtime &runtime, const std::string &consumer, const std::string &name, const py::object &artifact,
+             const py::object &archs, int cuda_toolkit, const std::map<std::string, std::string> &provenance) {
+            PublishRequest request;
+            request.consumer = consumer;
+            request.name = name;
+            request.artifact_file = fs_path(artifact);
+            request.archs = archs_argument(archs);
+            request.cuda_toolkit_version = cuda_toolkit;
+            request.provenance = provenance;
+            std::optional<PublishResult> result;
+            {
+              py::gil_scoped_release release;
+              result = runtime.publish(request);
+            }
+            return to_dict(*result);
+          },
+          py::arg("consumer"), py::arg("name"), py::arg("artifact"), py::arg("archs") = py::none(), py::kw_only(),
+          py::arg("cuda_toolkit") = 0, py::arg("provenance") = std::map<std::string, std::string>{},
+          "Put a prebuilt plugin file into the writable cache as consumer/name. archs: what its device code "
+          "targets ('sm_90,sm_87' or a list; None: host-only). Returns {content_key, entry, file, reused}.")
+      .def(
+          "list",
+          [](const Runtime &runtime, const std::string &consumer) {
+            std::vector<ArtifactSummary> items;
+            {
+              py::gil_scoped_release release;
+              items = runtime.list(consumer);
+            }
+            py::list out;
+            for (const auto &item : items) out.append(to_dict(item));
+            return out;
+          },
+          py::arg("consumer") = "", "Every artifact of consumer (all when empty), in store order, as `kiln ls`.")
+      .def(
+          "plan",
+          [](const Runtime &runtime, const py::object &recipe, const py::object &archs, const py::object &base_dir) {
+            const Recipe parsed = recipe_argument(recipe, base_dir);
+            const BuildOptions options = build_options(false, 0, archs);
+            std::optional<BuildPlan> plan;
+            {
+              py::gil_scoped_release release;
+              plan = runtime.plan(parsed, options);
+            }
+            return to_dict(*plan);
+          },
+          py::arg("recipe"), py::kw_only(), py::arg("archs") = py::none(), py::arg("base_dir") = py::none(),
+          "What a build would do, without side effects: state 'cached', 'stale' (with stale_reasons) or 'missing'.")
+      .def(
+          "build",
+          [](Runtime &runtime, const py::object &recipe, bool force, unsigned jobs, const py::object &archs,
+             const py::object &progress, const py::object &base_dir) {
+            return to_dict(cancellable_build(recipe, base_dir, force, jobs, archs, progress,
+                                             [&](const Recipe &parsed, const BuildOptions &options) {
+                                               return runtime.build(parsed, options);
+                                             }));
+          },
+          py::arg("recipe"), py::kw_only(), py::arg("force") = false, py::arg("jobs") = 0u,
+          py::arg("archs") = py::none(), py::arg("progress") = py::none(), py::arg("base_dir") = py::none(),
+          "Build on miss, at most once across processes, into the writable cache: {outcome: hit|reused|built, "
+          "content_key, entry, archs, units, seconds ...}. Ctrl-C cancels it.")
+      .def(
+          "ensure",
+          [](Runtime &runtime, const py::object &recipe, bool force, unsigned jobs, const py::object &archs,
+             int device, const py::object &progress, const py::object &base_dir) {
+            LoadOptions load_options;
+            load_options.device = device;
+            return cancellable_build(recipe, base_dir, force, jobs, archs, progress,
+                                     [&](const Recipe &parsed, const BuildOptions &options) {
+                                       return runtime.ensure(parsed, options, load_options);
+                                     });
+          },
+          py::arg("recipe"), py::kw_only(), py::arg("force") = false, py::arg("jobs") = 0u,
+          py::arg("archs") = py::none(), py::arg("device") = -1, py::arg("progress") = py::none(),
+          py::arg("base_dir") = py::none(),
+          "build() if needed, then load what was built (without a toolchain: the prepared artifact of the "
+          "recipe's consumer/name). Returns a kiln.Module.")
+      .def("__repr__", [](const Runtime &runtime) {
+        std::string out = "<kiln.Runtime stores:";
+        for (const auto &store : runtime.stores()) out += " " + store.root + (store.writable ? " (writable)" : "");
+        return text(out + ">");
+      });
+}
+
+}  // namespace kiln::python
