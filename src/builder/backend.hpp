@@ -85,6 +85,13 @@ class Backend {
   virtual Produced compile(const StagedBuild &build, const std::string &content_key, const SettleContentKey &settle) = 0;
 };
 
+// Where a backend's identity() remembers generator tools' digests: beside toolchain.json,
+// written only when `remember` (a plan writes nothing).
+inline ToolDigestMemo tool_digest_memo(const BuilderContext &context, bool remember) {
+  if (context.toolchain_cache.empty()) return {};
+  return {context.toolchain_cache.parent_path() / "tool-digests.json", remember};
+}
+
 std::unique_ptr<Backend> make_nvcc_backend(const BuilderContext &context);
 std::unique_ptr<Backend> make_jit_backend(const BuilderContext &context);
 std::unique_ptr<Backend> make_cmake_backend(const BuilderContext &context);

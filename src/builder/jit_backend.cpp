@@ -70,9 +70,9 @@ void write_staged(const fs::path &file, const std::string &bytes) {
 
 class JitBackend final : public Backend {
  public:
-  JitBackend() : toolchain_(JitToolchain::instance()) {}
+  explicit JitBackend(const BuilderContext &context) : context_(context), toolchain_(JitToolchain::instance()) {}
 
-  BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool /*remember*/) override {
+  BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool remember) override {
     const std::string what = "cannot build " + recipe.consumer + "/" + recipe.name + " (recipe " + recipe.file +
                              ", backend nvrtc): ";
     if (!toolchain_.nvrtc().found) {
@@ -85,7 +85,7 @@ class JitBackend final : public Backend {
     require_supported_archs(archs, toolchain_.supported_archs(), "NVRTC " + toolchain_.nvrtc().version_text(), recipe.file);
     jit_text_ = toolchain_.identity() + ";nvfatbin=" +
                 (toolchain_.nvfatbin().found ? toolchain_.nvfatbin().version_text() : std::string("none"));
-    return jit_build_identity(recipe, archs, jit_text_);
+    return jit_build_identity(recipe, archs, jit_text_, tool_digest_memo(context_, remember));
   }
 
   std::string toolchain_text() const override {
@@ -253,6 +253,7 @@ class JitBackend final : public Backend {
   }
 
  private:
+  const BuilderContext &context_;
   JitToolchain &toolchain_;
   std::string jit_text_;
   JitRequest request_;
@@ -262,8 +263,7 @@ class JitBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_jit_backend(const BuilderContext &context) {
-  (void)context;
-  return std::make_unique<JitBackend>();
+  return std::make_unique<JitBackend>(context);
 }
 
 std::uint64_t jit_compile_count() noexcept { return jit_compiles.load(std::memory_order_relaxed); }

@@ -120,12 +120,11 @@ std::string abi_headers_digest(const std::string &abi_dir) {
 
 namespace {
 
-void add_generators(const Recipe &recipe, BuildIdentity &identity) {
+void add_generators(const Recipe &recipe, BuildIdentity &identity, const ToolDigestMemo &tools) {
   for (const auto &generator : recipe.generators) {
     if (!generator.tool.empty()) {
-      store::Hasher tool;
-      tool.add_file(generator.tool);
-      identity.generators[generator.name] = tool.hex() + (generator.tool_identity.empty() ? "" : " " + generator.tool_identity);
+      identity.generators[generator.name] = tool_digest(generator.tool, tools) +
+                                            (generator.tool_identity.empty() ? "" : " " + generator.tool_identity);
     } else {
       identity.generators[generator.name] = generator.tool_identity;
     }
@@ -135,30 +134,31 @@ void add_generators(const Recipe &recipe, BuildIdentity &identity) {
 }  // namespace
 
 BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
-                             const std::string &abi_dir) {
+                             const std::string &abi_dir, const ToolDigestMemo &tools) {
   BuildIdentity identity;
   identity.archs = archs;
   identity.toolchain = toolchain;
   identity.abi_headers = abi_headers_digest(abi_dir);
-  add_generators(recipe, identity);
+  add_generators(recipe, identity, tools);
   return identity;
 }
 
 BuildIdentity cmake_build_identity(const Recipe &recipe, const std::vector<Arch> &archs,
                                    const ToolchainIdentity &toolchain, const CmakeIdentity &cmake,
-                                   const std::string &abi_dir) {
-  BuildIdentity identity = build_identity(recipe, archs, toolchain, abi_dir);
+                                   const std::string &abi_dir, const ToolDigestMemo &tools) {
+  BuildIdentity identity = build_identity(recipe, archs, toolchain, abi_dir, tools);
   identity.backend = recipe.backend;
   identity.cmake = cmake;
   return identity;
 }
 
-BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain) {
+BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain,
+                                 const ToolDigestMemo &tools) {
   BuildIdentity identity;
   identity.backend = recipe.backend;
   identity.archs = archs;
   identity.jit_toolchain = jit_toolchain;
-  add_generators(recipe, identity);
+  add_generators(recipe, identity, tools);
   return identity;
 }
 

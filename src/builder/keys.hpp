@@ -11,6 +11,7 @@
 #include <kiln/identity.hpp>
 #include <kiln/recipe.hpp>
 
+#include "builder/tool_digests.hpp"
 #include "builder/toolchain.hpp"
 
 namespace kiln::builder {
@@ -47,15 +48,17 @@ std::string abi_files_digest(const std::vector<std::pair<std::string, std::strin
 // Seeds abi_headers_digest's memo: the directory holds exactly the bytes of that digest.
 void remember_abi_digest(const std::string &abi_dir, const std::string &digest);
 
+// `tools`: where generator tools' digests are remembered (builder/tool_digests.hpp).
 BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const ToolchainIdentity &toolchain,
-                             const std::string &abi_dir);
+                             const std::string &abi_dir, const ToolDigestMemo &tools = {});
 // The cmake backend's: nvcc's, and the cmake.
 BuildIdentity cmake_build_identity(const Recipe &recipe, const std::vector<Arch> &archs,
                                    const ToolchainIdentity &toolchain, const CmakeIdentity &cmake,
-                                   const std::string &abi_dir);
+                                   const std::string &abi_dir, const ToolDigestMemo &tools = {});
 // The nvrtc backend's: no nvcc, no host compiler, no ABI headers (device images do not
 // compile against them); the JIT libraries' versions instead.
-BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain);
+BuildIdentity jit_build_identity(const Recipe &recipe, const std::vector<Arch> &archs, const std::string &jit_toolchain,
+                                 const ToolDigestMemo &tools = {});
 
 // What a build saw, input by input, for identity.json's provenance: "input:source plugin.cu" ->
 // its digest, "input:header ...", "input:generator_input ...", "input:define N" -> its value,

@@ -186,7 +186,7 @@ class NvccBackend final : public Backend {
                             "nvcc " + (toolchain_.nvcc_release.empty() ? toolchain_.nvcc_version : toolchain_.nvcc_release) +
                                 " (" + toolchain_.nvcc_path + ")",
                             recipe.file);
-    return build_identity(recipe, archs, toolchain_, context_.abi_dir);
+    return build_identity(recipe, archs, toolchain_, context_.abi_dir, tool_digest_memo(context_, remember));
   }
 
   std::string toolchain_text() const override {
