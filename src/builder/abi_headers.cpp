@@ -1,6 +1,7 @@
 #include "builder/abi_headers.hpp"
 
 #include <cstdlib>
+#include <ctime>
 #include <string_view>
 
 #include <boost/filesystem/operations.hpp>
@@ -22,6 +23,22 @@ bool copy_matches(const fs::path &dir) {
     if (store::digest_file(path) != store::digest_hex(file->bytes, file->size)) return false;
   }
   return true;
+}
+
+// What writers left in <cache>/abi: a killed writer's staging copy (a minute old: no writer
+// takes that long) and copies moved aside as damaged (a day old: a compile may have been reading
+// one). Swept when a copy is written, i.e. at a kiln upgrade's first build or after a crash.
+void sweep_leftovers(const fs::path &abi_root) {
+  const std::time_t now = std::time(nullptr);
+  boost::system::error_code error;
+  for (fs::directory_iterator it(abi_root, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    const bool staging = name.rfind(".staging-", 0) == 0, damaged = name.rfind(".damaged-", 0) == 0;
+    if (!staging && !damaged) continue;
+    boost::system::error_code ignored;
+    const std::time_t modified = fs::last_write_time(it->path(), ignored);
+    if (!ignored && now - modified > (staging ? 60 : 24 * 3600)) fs::remove_all(it->path(), ignored);
+  }
 }
 
 void write_copy(const fs::path &dir) {
@@ -65,6 +82,7 @@ AbiHeaders abi_headers_for(const fs::path &cache_root) {
 void write_embedded_abi(const std::string &dir) {
   if (copy_matches(dir)) return;  // a few small files: the copy is what the compiler reads
   store::create_directories(fs::path(dir).parent_path());
+  sweep_leftovers(fs::path(dir).parent_path());
   write_copy(dir);
 }
 

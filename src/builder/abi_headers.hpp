@@ -35,7 +35,8 @@ AbiHeaders abi_headers_for(const boost::filesystem::path &cache_root);
 
 // Before a compile: writes the embedded headers, read-only, to `dir` unless a copy with their
 // bytes is there (staged and renamed, so a reader never sees half of it; a copy whose bytes
-// differ is moved aside and written again). Throws IoError naming the directory.
+// differ is moved aside and written again; leftovers of earlier writers are swept). Throws
+// IoError naming the directory.
 void write_embedded_abi(const std::string &dir);
 
 }  // namespace kiln::builder

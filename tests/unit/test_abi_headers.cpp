@@ -2,6 +2,7 @@
 // moved or installed kiln never reads its source tree, and keys stay what they were.
 #include <doctest/doctest.h>
 
+#include <ctime>
 #include <string>
 
 #include <boost/filesystem/operations.hpp>
@@ -62,6 +63,26 @@ TEST_CASE("builds include the ABI headers from a read-only copy in the cache, re
   const auto *plugin_h = builder::embedded_abi_begin();
   while (std::string(plugin_h->path) != "kiln/plugin.h") ++plugin_h;
   CHECK(read_all(dir / "kiln" / "plugin.h") == std::string(plugin_h->bytes, plugin_h->size));
+
+  // The next write sweeps what writers left: a dead writer's staging copy a minute old, a copy
+  // moved aside a day ago; younger ones (a writer or a compile may still use them) stay.
+  const fs::path abi_root = cache.path() / "abi";
+  const auto left = [&](const std::string &name, std::time_t age) {
+    fs::create_directories(abi_root / name / "kiln");
+    kiln::test::write_text(abi_root / name / "kiln" / "plugin.h", "//\n");
+    fs::last_write_time(abi_root / name, std::time(nullptr) - age);
+  };
+  left(".staging-old-1", 120);
+  left(".staging-young-1", 5);
+  left(".damaged-old-1", 2 * 24 * 3600);
+  left(".damaged-young-1", 3600);
+  fs::remove_all(dir);  // so that a copy is written
+  builder::write_embedded_abi(abi.dir);
+  CHECK_FALSE(fs::exists(abi_root / ".staging-old-1"));
+  CHECK_FALSE(fs::exists(abi_root / ".damaged-old-1"));
+  CHECK(fs::exists(abi_root / ".staging-young-1"));
+  CHECK(fs::exists(abi_root / ".damaged-young-1"));
+  CHECK(fs::exists(dir / "kiln" / "plugin.h"));
 }
 
 TEST_CASE("KILN_ABI_DIR points builds at a developer's ABI tree instead") {
