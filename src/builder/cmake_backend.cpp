@@ -4,6 +4,7 @@
 // plugin (stamped as the nvcc backend's is, plugin_artifact.hpp).
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include <boost/filesystem/operations.hpp>
 
@@ -12,6 +13,7 @@
 
 #include "builder/backend.hpp"
 #include "builder/cmake_recipe.hpp"
+#include "builder/dependencies.hpp"
 #include "builder/jobs.hpp"
 #include "builder/nvcc_backend.hpp"
 #include "builder/plugin_artifact.hpp"
@@ -59,6 +61,53 @@ std::string shared_objects_under(const fs::path &dir) {
   return found.empty() ? "none" : found;
 }
 
+// The make program CMake configured (CMakeCache.txt's CMAKE_MAKE_PROGRAM): ninja keeps the
+// compilers' depfiles in .ninja_deps, where only it can read them back.
+std::string make_program_of(const fs::path &build_dir) {
+  try {
+    const std::string cache = store::read_file(build_dir / "CMakeCache.txt", store::FileOrigin::input);
+    const std::string key = "\nCMAKE_MAKE_PROGRAM:FILEPATH=";
+    const auto at = cache.find(key);
+    if (at == std::string::npos) return "";
+    const auto end = cache.find('\n', at + key.size());
+    return cache.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
+  } catch (const Error &) {
+    return "";
+  }
+}
+
+// Every file the project's compiles read, from the compilers' depfiles: the Makefile
+// generator leaves them beside the objects (<object>.d); ninja folds them into .ninja_deps,
+// which `ninja -t deps` prints (the target's line, then each dependency indented).
+std::vector<std::string> project_depfile_paths(const fs::path &build_dir, const fs::path &log) {
+  std::vector<std::string> paths;
+  boost::system::error_code error;
+  for (fs::recursive_directory_iterator it(build_dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() != ".d" || !fs::is_regular_file(it->path())) continue;
+    for (auto &path : parse_depfile(store::read_file(it->path(), store::FileOrigin::input))) paths.push_back(std::move(path));
+  }
+  if (!paths.empty() || !fs::exists(build_dir / ".ninja_deps")) return paths;
+  const std::string ninja = make_program_of(build_dir);
+  if (ninja.empty()) return paths;
+  ProcessSpec spec;
+  spec.argv = {ninja, "-C", build_dir.string(), "-t", "deps"};
+  spec.timeout_seconds = 60;
+  const ProcessResult run = run_process(spec);
+  if (!run.ok()) {
+    append_log(log, "`ninja -t deps` failed (" + how_it_ended(run) + "): only the project's declared files key it\n");
+    return paths;
+  }
+  std::size_t start = 0;
+  while (start < run.output.size()) {
+    std::size_t end = run.output.find('\n', start);
+    if (end == std::string::npos) end = run.output.size();
+    const std::string line = run.output.substr(start, end - start);
+    if (line.rfind("    ", 0) == 0) paths.push_back(line.substr(4));
+    start = end + 1;
+  }
+  return paths;
+}
+
 class CmakeBackend final : public Backend {
  public:
   explicit CmakeBackend(const BuilderContext &context) : context_(context) {}
@@ -90,6 +139,9 @@ class CmakeBackend final : public Backend {
     plan.steps.push_back("stamp " + recipe.output + " as " + recipe.artifact);
   }
 
+  // What the compilers will see that kiln knows beforehand (the base key), plus the digests of
+  // the headers the last build of that base key read (dependencies.hpp): headers outside
+  // project_files key it too. With no record yet, compile() settles the key after the build.
   std::optional<std::string> content_key(const StagedBuild &build) override {
     const Recipe &recipe = build.recipe;
     const Paths abstract{"{project}", "{build}", "{abi}", "{gen}"};
@@ -107,11 +159,15 @@ class CmakeBackend final : public Backend {
         .add_list("build", build_command(recipe, abstract))
         .add_field("output", recipe.output)
         .add_field("artifact", recipe.artifact);
-    return content.hex();
+    base_key_ = content.hex();
+    dependencies_.clear();
+    const auto recorded = read_dependency_record(dependency_record(build));
+    if (!recorded) return std::nullopt;
+    dependencies_ = dependency_digests(*recorded, recipe.base_dir);
+    return key_with_dependencies("cmake", base_key_, dependencies_);
   }
 
-  Produced compile(const StagedBuild &build, const std::string &content_key,
-                   const SettleContentKey & /*settle: the key is known before*/) override {
+  Produced compile(const StagedBuild &build, const std::string &known_key, const SettleContentKey &settle) override {
     const Recipe &recipe = build.recipe;
     const fs::path build_dir = build.staging / kBuildDir;
     const Paths paths{recipe.project, build_dir.string(), context_.abi_dir, build.gen.string()};
@@ -137,16 +193,50 @@ class CmakeBackend final : public Backend {
       append_log(build.build_log, why + "\n");
       throw BuildError(why, why);
     }
+
+    // The headers the compiles read: the content key's last part, recorded for the next build.
+    const DependencyRoots roots{real_path_of(recipe.base_dir), real_path_of(context_.abi_dir), real_path_of(build.gen),
+                                real_path_of(fs::path(toolchain_.nvcc_path).parent_path().parent_path() / "include"),
+                                build_dir.string()};
+    const std::vector<std::string> recorded = recorded_dependencies(project_depfile_paths(build_dir, build.build_log), "",
+                                                                    roots);
+    std::vector<std::string> outside_build;  // CMake's own generated files in the build directory go with it
+    const std::string build_real = real_path_of(build_dir);
+    for (const auto &path : recorded) {
+      if (path.compare(0, build_real.size() + 1, build_real + "/") != 0) outside_build.push_back(path);
+    }
+    dependencies_ = dependency_digests(outside_build, recipe.base_dir);
+    const std::string content_key = key_with_dependencies("cmake", base_key_, dependencies_);
+    store::create_directories(build.layout.objects());
+    write_dependency_record(dependency_record(build), outside_build);
+    if (content_key != known_key && !settle(content_key)) {
+      fs::remove_all(build_dir, error);
+      Produced existing;
+      existing.settled_on_existing = true;
+      return existing;
+    }
+
     const fs::path artifact = build.staging / recipe.artifact;
     fs::rename(output, artifact);
     const FinishedPlugin plugin = finish_plugin_artifact(artifact, content_key, recipe, build.build_log);
     fs::remove_all(build_dir, error);  // scratch: only the entry's files travel
 
     describe_plugin(produced, recipe, plugin, toolkit_version_from(toolchain_.nvcc_version));
+    for (const auto &[path, digest] : dependencies_) produced.provenance[dependency_field(path)] = digest;
     return produced;
   }
 
  private:
+  fs::path dependency_record(const StagedBuild &build) const {
+    return build.layout.objects() / ("cmake-" + base_key_ + ".deps");
+  }
+
+  static std::string real_path_of(const fs::path &path) {
+    boost::system::error_code error;
+    const fs::path real = fs::canonical(path, error);
+    return (error ? path : real).string();
+  }
+
   // cmake -S -B with kiln's own cache options, then the recipe's ({gen}, {abi} expanded). One
   // argv element per option: no shell ever sees a value, so ';' (a CMake list) stays one value.
   std::vector<std::string> configure_command(const Recipe &recipe, const std::vector<Arch> &archs, const Paths &paths) const {
@@ -207,6 +297,8 @@ class CmakeBackend final : public Backend {
   const BuilderContext &context_;
   CmakeIdentity cmake_;
   ToolchainIdentity toolchain_;
+  std::string base_key_;                              // content_key()'s, without the dependencies
+  std::map<std::string, std::string> dependencies_;  // recorded path -> digest
 };
 
 }  // namespace

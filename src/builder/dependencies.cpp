@@ -9,6 +9,7 @@
 #include <kiln/errors.hpp>
 
 #include "builder/keys.hpp"
+#include "store/digest.hpp"
 #include "store/files.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
@@ -89,7 +90,7 @@ std::vector<std::string> parse_depfile(const std::string &text) {
 
 std::vector<std::string> recorded_dependencies(const std::vector<std::string> &depfile_paths, const std::string &source,
                                                const DependencyRoots &roots) {
-  const std::string own = real_or_normal(source);
+  const std::string own = source.empty() ? std::string() : real_or_normal(source);
   std::vector<std::string> real;
   std::string toolkit_include;  // where nvcc's forced cuda_runtime.h is: the toolkit's headers, whoever runs nvcc
   for (const auto &path : depfile_paths) {
@@ -98,9 +99,12 @@ std::vector<std::string> recorded_dependencies(const std::vector<std::string> &d
     real.push_back(real_or_normal(file));
     if (fs::path(real.back()).filename() == "cuda_runtime.h") toolkit_include = fs::path(real.back()).parent_path().string();
   }
+  static const char *const system_dirs[] = {"/usr/include", "/usr/local/include", "/usr/lib/gcc"};
   std::set<std::string> recorded;
   for (const auto &path : real) {
-    if (path == own || is_under(path, roots.toolkit_dir) || is_under(path, toolkit_include) ||
+    const bool system = std::any_of(std::begin(system_dirs), std::end(system_dirs),
+                                    [&](const char *dir) { return is_under(path, dir); });
+    if (system || path == own || is_under(path, roots.toolkit_dir) || is_under(path, toolkit_include) ||
         is_under(path, roots.abi_dir) || is_under(path, roots.gen_dir)) {
       continue;
     }
@@ -151,6 +155,14 @@ std::optional<std::vector<std::string>> read_dependency_record(const fs::path &f
 
 void write_dependency_record(const fs::path &file, const std::vector<std::string> &recorded) {
   store::write_file_atomic(file, support::dump_json(nlohmann::json{{"dependencies", recorded}}, 1) + "\n");
+}
+
+std::string key_with_dependencies(const std::string &kind, const std::string &base,
+                                  const std::map<std::string, std::string> &digests) {
+  store::Hasher key;
+  key.add_field("key", kind).add_field("base", base);
+  for (const auto &[path, digest] : digests) key.add_field("dependency " + path, digest);
+  return key.hex();
 }
 
 std::string dependency_field(const std::string &recorded) { return kDependencyField + recorded; }

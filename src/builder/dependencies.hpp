@@ -31,7 +31,9 @@ struct DependencyRoots {
 };
 
 // The recorded form of a depfile's paths: absolute (or $RECIPE/...), sorted, without the
-// unit's own source and what DependencyRoots skips.
+// unit's own source (empty: none), what DependencyRoots skips and the system's headers
+// (/usr/include, /usr/local/include, /usr/lib/gcc: what -MMD leaves out, for depfiles
+// written with -MD, as CMake's are).
 std::vector<std::string> recorded_dependencies(const std::vector<std::string> &depfile_paths, const std::string &source,
                                                const DependencyRoots &roots);
 
@@ -45,6 +47,10 @@ std::map<std::string, std::string> dependency_digests(const std::vector<std::str
 // back before the next build of it (nullopt: none recorded, or unreadable: the unit compiles).
 std::optional<std::vector<std::string>> read_dependency_record(const boost::filesystem::path &file);
 void write_dependency_record(const boost::filesystem::path &file, const std::vector<std::string> &recorded);
+
+// A key that adds the dependencies' digests to `base`: a unit's (nvcc) or a project's (cmake).
+std::string key_with_dependencies(const std::string &kind, const std::string &base,
+                                  const std::map<std::string, std::string> &digests);
 
 // The provenance field an entry records a dependency under ("dependency:$RECIPE/x.cuh").
 constexpr const char *kDependencyField = "dependency:";

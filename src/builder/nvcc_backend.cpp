@@ -148,10 +148,7 @@ struct Unit {
 };
 
 std::string unit_key(const std::string &base_key, const std::map<std::string, std::string> &dependencies) {
-  store::Hasher key;
-  key.add_field("key", "unit").add_field("base", base_key);
-  for (const auto &[path, digest] : dependencies) key.add_field("dependency " + path, digest);
-  return key.hex();
+  return key_with_dependencies("unit", base_key, dependencies);
 }
 
 // The declared headers, the generators' outputs and the ABI, as one set: an edit to one of them

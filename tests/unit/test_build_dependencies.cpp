@@ -4,13 +4,18 @@
 // include it; reverting it reuses the old entry from the object cache.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <optional>
+
 #include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
 
 #include <kiln/ext/example.h>
 #include <kiln/runtime.hpp>
 
 #include "builder/dependencies.hpp"
 #include "support/build_recipe.hpp"
+#include "support/cmake_project.hpp"
 #include "support/checks.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
@@ -158,4 +163,50 @@ TEST_CASE("plan: units the object cache holds are counted as cached" * kiln::tes
   const BuildResult rebuilt = runtime.build(recipe);
   CHECK(unit_named(rebuilt, "plugin.cpp").cached);
   CHECK_FALSE(unit_named(rebuilt, "a.cpp").cached);
+}
+
+TEST_CASE("cmake build: a header outside project_files is taken from the compilers' depfiles: its edit is stale and rebuilds" *
+          kiln::test::skip_if(kiln::test::no_cmake_toolchain)) {
+  // The Makefile generator leaves the depfiles beside the objects; ninja keeps them in .ninja_deps.
+  std::optional<kiln::test::ScopedEnv> generator;
+  SUBCASE("Unix Makefiles") { generator.emplace("CMAKE_GENERATOR", "Unix Makefiles"); }
+  SUBCASE("Ninja") {
+    if (std::system("command -v ninja >/dev/null 2>&1") != 0) {
+      kiln::test::report_skip("cmake build with the Ninja generator", "no ninja in PATH (Debian: ninja-build)");
+      return;
+    }
+    generator.emplace("CMAKE_GENERATOR", "Ninja");
+  }
+  kiln::test::CmakeProjectDir fx;
+  // common.hpp is included by the project's plugin.cpp, but this recipe does not declare it.
+  const Recipe recipe = fx.variant("recipe-N4.json", [](nlohmann::json &r) {
+    r["project_files"] = nlohmann::json::array({"CMakeLists.txt", "*.cpp", "*.sh"});
+  });
+  Runtime runtime(fx.options());
+  const BuildResult first = runtime.build(recipe);
+  REQUIRE(first.outcome == BuildResult::Outcome::built);
+  CHECK(fx.answer(runtime, "plugin-N4") == doctest::Approx(7.0 + 4.0 + 3.0 + 100.0));
+  CHECK(runtime.plan(recipe).state == "cached");
+  fx.take_cmake_runs();
+
+  const fs::path common = fx.dir() / "src" / "common" / "common.hpp";
+  write_text(common, "#pragma once\n#define COMMON_BASE 200.0\n");
+  const BuildPlan plan = runtime.plan(recipe);
+  CHECK(plan.state == "stale");
+  REQUIRE(plan.stale_reasons.size() == 1);
+  CHECK(plan.stale_reasons[0].field == "header " + fs::canonical(common).string());
+  const BuildResult second = runtime.build(recipe);
+  CHECK(second.outcome == BuildResult::Outcome::built);
+  CHECK(second.content_key != first.content_key);
+  CHECK(fx.answer(runtime, "plugin-N4") == doctest::Approx(7.0 + 4.0 + 3.0 + 200.0));
+  CHECK(fx.take_cmake_runs().builds == 1);
+  CHECK(runtime.build(recipe).outcome == BuildResult::Outcome::hit);
+
+  // Back to the first version: the key is known before building (the record), and the entry is there.
+  write_text(common, "#pragma once\n#define COMMON_BASE 100.0\n");
+  const BuildResult third = runtime.build(recipe);
+  CHECK(third.outcome == BuildResult::Outcome::reused);
+  CHECK(third.content_key == first.content_key);
+  CHECK(fx.take_cmake_runs().all == 0);  // nothing configured or built
+  CHECK(fx.answer(runtime, "plugin-N4") == doctest::Approx(7.0 + 4.0 + 3.0 + 100.0));
 }
