@@ -19,14 +19,14 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-constexpr std::size_t kMaxRecordBytes = 4 * 1024 * 1024;
+constexpr std::size_t kMaxDependencyRecordBytes = 4 * 1024 * 1024;
 
-bool is_under(const std::string &path, const std::string &dir) {
+bool is_inside(const std::string &path, const std::string &dir) {
   return !dir.empty() && path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
 }
 
 // Symlinks resolved where the file exists (the toolkit is often reached through /usr/local/cuda).
-std::string real_or_normal(const fs::path &path) {
+std::string real_or_normal_path(const fs::path &path) {
   boost::system::error_code error;
   const fs::path real = fs::canonical(path, error);
   return (error ? path.lexically_normal() : real).string();
@@ -90,25 +90,25 @@ std::vector<std::string> parse_depfile(const std::string &text) {
 
 std::vector<std::string> recorded_dependencies(const std::vector<std::string> &depfile_paths, const std::string &source,
                                                const DependencyRoots &roots) {
-  const std::string own = source.empty() ? std::string() : real_or_normal(source);
+  const std::string own = source.empty() ? std::string() : real_or_normal_path(source);
   std::vector<std::string> real;
   std::string toolkit_include;  // where nvcc's forced cuda_runtime.h is: the toolkit's headers, whoever runs nvcc
   for (const auto &path : depfile_paths) {
     fs::path file(path);
     if (file.is_relative()) file = fs::path(roots.compile_cwd) / file;
-    real.push_back(real_or_normal(file));
+    real.push_back(real_or_normal_path(file));
     if (fs::path(real.back()).filename() == "cuda_runtime.h") toolkit_include = fs::path(real.back()).parent_path().string();
   }
   static const char *const system_dirs[] = {"/usr/include", "/usr/local/include", "/usr/lib/gcc"};
   std::set<std::string> recorded;
   for (const auto &path : real) {
     const bool system = std::any_of(std::begin(system_dirs), std::end(system_dirs),
-                                    [&](const char *dir) { return is_under(path, dir); });
-    if (system || path == own || is_under(path, roots.toolkit_dir) || is_under(path, toolkit_include) ||
-        is_under(path, roots.abi_dir) || is_under(path, roots.gen_dir)) {
+                                    [&](const char *dir) { return is_inside(path, dir); });
+    if (system || path == own || is_inside(path, roots.toolkit_dir) || is_inside(path, toolkit_include) ||
+        is_inside(path, roots.abi_dir) || is_inside(path, roots.gen_dir)) {
       continue;
     }
-    recorded.insert(is_under(path, roots.recipe_dir) ? "$RECIPE/" + path.substr(roots.recipe_dir.size() + 1) : path);
+    recorded.insert(is_inside(path, roots.recipe_dir) ? "$RECIPE/" + path.substr(roots.recipe_dir.size() + 1) : path);
   }
   return {recorded.begin(), recorded.end()};
 }
@@ -136,7 +136,7 @@ std::map<std::string, std::string> dependency_digests(const std::vector<std::str
 std::optional<std::vector<std::string>> read_dependency_record(const fs::path &file) {
   struct Unusable {};
   try {
-    const nlohmann::json record = support::parse_json(store::read_file(file, store::FileOrigin::store, kMaxRecordBytes),
+    const nlohmann::json record = support::parse_json(store::read_file(file, store::FileOrigin::store, kMaxDependencyRecordBytes),
                                                       [](const std::string &) { throw Unusable{}; });
     if (!record.is_object() || !record.contains("dependencies") || !record["dependencies"].is_array()) {
       return std::nullopt;

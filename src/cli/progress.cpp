@@ -9,7 +9,7 @@
 namespace kiln::cli {
 namespace {
 
-const char *kind_name(BuildEvent::Kind kind) {
+const char *event_kind_name(BuildEvent::Kind kind) {
   using Kind = BuildEvent::Kind;
   switch (kind) {
     case Kind::units_queued: return "units_queued";
@@ -23,14 +23,14 @@ const char *kind_name(BuildEvent::Kind kind) {
   return "unknown";
 }
 
-std::string seconds_text(double seconds) {
+std::string seconds_label(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f s", seconds);
   return text;
 }
 
 // [done/total]; a backend that runs more steps than it announced only grows the total.
-std::string counter(std::size_t done, std::size_t total) {
+std::string progress_counter(std::size_t done, std::size_t total) {
   return "[" + std::to_string(done) + "/" + std::to_string(std::max(done, total)) + "]";
 }
 
@@ -78,7 +78,7 @@ void ProgressReporter::on_event(const BuildEvent &event) {
   }
   if (mode_ == Mode::json) return json_event(event);
 
-  const std::string count = counter(finished_.size(), total_);
+  const std::string count = progress_counter(finished_.size(), total_);
   switch (event.kind) {
     case Kind::units_queued:
       line(event.name + ": " + std::to_string(event.total) + " unit(s) to compile or take from the object cache");
@@ -88,20 +88,20 @@ void ProgressReporter::on_event(const BuildEvent &event) {
       break;
     case Kind::generator_finished:
       line(std::string(event.cached ? "reused   " : "generated ") + event.name +
-           (event.cached ? " (an identical step ran before)" : " in " + seconds_text(event.seconds)));
+           (event.cached ? " (an identical step ran before)" : " in " + seconds_label(event.seconds)));
       break;
     case Kind::unit_started:
       if (mode_ == Mode::plain) line("compile  " + event.name + " ... " + count);
       break;
     case Kind::unit_finished:
       line(std::string(event.cached ? "cached   " : "compiled ") + event.name +
-           (event.cached ? "" : " in " + seconds_text(event.seconds)) + " " + count);
+           (event.cached ? "" : " in " + seconds_label(event.seconds)) + " " + count);
       break;
     case Kind::link_started:
       if (mode_ == Mode::plain) line("link     " + event.name + " ...");
       break;
     case Kind::link_finished:
-      line("linked   " + event.name + " in " + seconds_text(event.seconds));
+      line("linked   " + event.name + " in " + seconds_label(event.seconds));
       break;
   }
   if (mode_ == Mode::terminal) redraw_status();
@@ -129,8 +129,8 @@ void ProgressReporter::finish() {
   status_shown_ = false;
   line(std::to_string(finished_.size()) + " unit(s): " + std::to_string(finished_.size() - cached) + " compiled, " +
        std::to_string(cached) + " cached" +
-       (slowest != nullptr ? "; slowest " + slowest->name + " " + seconds_text(slowest->seconds) : std::string()) +
-       "; total " + seconds_text(total));
+       (slowest != nullptr ? "; slowest " + slowest->name + " " + seconds_label(slowest->seconds) : std::string()) +
+       "; total " + seconds_label(total));
 }
 
 void ProgressReporter::line(const std::string &text) {
@@ -141,7 +141,7 @@ void ProgressReporter::line(const std::string &text) {
 }
 
 void ProgressReporter::json_event(const BuildEvent &event) {
-  nlohmann::json value = {{"event", kind_name(event.kind)}, {"name", event.name}};
+  nlohmann::json value = {{"event", event_kind_name(event.kind)}, {"name", event.name}};
   if (event.kind == BuildEvent::Kind::units_queued) value["total"] = event.total;
   if (event.kind == BuildEvent::Kind::unit_finished || event.kind == BuildEvent::Kind::generator_finished ||
       event.kind == BuildEvent::Kind::link_finished) {
@@ -167,8 +167,8 @@ void ProgressReporter::redraw_status() {
   std::string names;
   for (const auto &name : running_) names += (names.empty() ? "" : ", ") + name;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::fprintf(out_, "\r\033[Kkiln: %s compiling %s (%s)", counter(finished_.size(), total_).c_str(), names.c_str(),
-               seconds_text(elapsed).c_str());
+  std::fprintf(out_, "\r\033[Kkiln: %s compiling %s (%s)", progress_counter(finished_.size(), total_).c_str(), names.c_str(),
+               seconds_label(elapsed).c_str());
   status_shown_ = true;
   std::fflush(out_);
 }

@@ -23,7 +23,7 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-std::map<std::string, std::string> env_for(const fs::path &cache) {
+std::map<std::string, std::string> usage_env(const fs::path &cache) {
   return {{"KILN_CACHE_DIR", cache.string()}, {"KILN_DEVICE", "sm_90"}, {"KILN_STORE_PATH", ""}};
 }
 
@@ -55,7 +55,7 @@ fs::path nvrtc_recipe(const fs::path &dir, const std::string &arch, const std::s
 
 TEST_CASE("cli: a missing recipe is not found (exit 3) and a usage error is a JSON error object under --json") {
   TempDir dir;
-  const auto env = env_for(dir / "cache");
+  const auto env = usage_env(dir / "cache");
   for (const char *verb : {"build", "ensure"}) {
     CAPTURE(verb);
     auto result = run_kiln({verb, (dir / "absent.json").string(), "--json"}, env);
@@ -83,7 +83,7 @@ TEST_CASE("cli: a missing recipe is not found (exit 3) and a usage error is a JS
 
 TEST_CASE("cli: doctor tries the writable cache and says whether it takes a file") {
   TempDir dir;
-  auto result = run_kiln({"doctor", "--json"}, env_for(dir / "cache"));
+  auto result = run_kiln({"doctor", "--json"}, usage_env(dir / "cache"));
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   json stores = json::parse(result.out)["stores"];
   REQUIRE(stores.size() >= 1);
@@ -96,18 +96,18 @@ TEST_CASE("cli: doctor tries the writable cache and says whether it takes a file
 
   // A cache under a regular file cannot be created, as root too.
   kiln::test::write_text(dir / "file", "x");
-  result = run_kiln({"doctor", "--json"}, env_for(dir / "file" / "cache"));
+  result = run_kiln({"doctor", "--json"}, usage_env(dir / "file" / "cache"));
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   stores = json::parse(result.out)["stores"];
   CHECK(stores[0]["check"]["writable"] == false);
   CHECK(contains(stores[0]["check"]["detail"].get<std::string>(), "KILN_CACHE_DIR"));
-  result = run_kiln({"doctor"}, env_for(dir / "file" / "cache"));
+  result = run_kiln({"doctor"}, usage_env(dir / "file" / "cache"));
   CHECK(contains(result.out, "builds and publishes fail; loads from the layers still work"));
 }
 
 TEST_CASE("cli: the advice to declare a device appears once, and not once one is declared") {
   TempDir dir;
-  auto env = env_for(dir / "cache");
+  auto env = usage_env(dir / "cache");
   env["KILN_LIBCUDA"] = (dir / "no-driver" / "libcuda.so.1").string();  // no driver, on any machine
   env["KILN_DEVICE"] = "";
   auto result = run_kiln({"doctor"}, env);
@@ -123,7 +123,7 @@ TEST_CASE("cli: the advice to declare a device appears once, and not once one is
 TEST_CASE("cli: archs nvcc cannot build are refused at plan time with the list it can" *
           kiln::test::skip_if(kiln::test::no_toolchain)) {
   TempDir dir;
-  const auto env = env_for(dir / "cache");
+  const auto env = usage_env(dir / "cache");
   const fs::path recipe = fma_recipe(dir / "r", "\"sm_91\"");
   auto result = run_kiln({"build", recipe.string(), "--plan"}, env);
   CHECK(result.exit_code == 2);
@@ -138,7 +138,7 @@ TEST_CASE("cli: archs nvcc cannot build are refused at plan time with the list i
 TEST_CASE("cli: NVRTC refuses an arch at plan time, and an option it does not take is a usage error" *
           kiln::test::skip_if(kiln::test::no_nvrtc)) {
   TempDir dir;
-  const auto env = env_for(dir / "cache");
+  const auto env = usage_env(dir / "cache");
   auto result = run_kiln({"build", nvrtc_recipe(dir / "a", "sm_91", "").string(), "--plan"}, env);
   CHECK(result.exit_code == 2);
   CHECK(contains(result.err, "NVRTC"));
@@ -153,7 +153,7 @@ TEST_CASE("cli: NVRTC refuses an arch at plan time, and an option it does not ta
 
 TEST_CASE("cli: kiln ls lists the other consumers past a damaged manifest, and names it damaged") {
   TempDir dir;
-  const auto env = env_for(dir / "cache");
+  const auto env = usage_env(dir / "cache");
   for (const char *consumer : {"alpha", "beta"}) {
     const auto result = run_kiln({"publish", "--consumer", consumer, "--name", "fma", "--arch", "none", "--artifact",
                                   KILN_TEST_PLUGIN_HOST_ONLY}, env);
@@ -179,7 +179,7 @@ TEST_CASE("cli: kiln ls lists the other consumers past a damaged manifest, and n
 TEST_CASE("cli: build progress on stderr: plain lines, JSON lines with --json, nothing with --quiet" *
           kiln::test::skip_if(kiln::test::no_toolchain)) {
   TempDir dir;
-  const auto env = env_for(dir / "cache");
+  const auto env = usage_env(dir / "cache");
   const fs::path recipe = fma_recipe(dir / "r");
   auto result = run_kiln({"build", recipe.string()}, env);  // stderr is a file here: plain lines
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
