@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/filesystem/operations.hpp>
@@ -35,6 +36,7 @@ constexpr int kTimeoutSeconds = 10;
 // One case's world: a writable cache holding tests/host-only (published), a recipe directory,
 // and the command line the row runs.
 struct World {
+  World(const TempDir &dir_, fs::path cache_) : dir(dir_), cache(std::move(cache_)) {}
   const TempDir &dir;
   fs::path cache;
   fs::path consumer_dir, manifest, entry, meta, identity, artifact;
