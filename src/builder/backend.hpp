@@ -85,11 +85,10 @@ class Backend {
   virtual Produced compile(const StagedBuild &build, const std::string &content_key, const SettleContentKey &settle) = 0;
 };
 
-// Where a backend's identity() remembers generator tools' digests: beside toolchain.json,
-// written only when `remember` (a plan writes nothing).
+// Where a backend's identity() remembers generator tools' digests: in toolchain.json with the
+// toolchain's facts, written only when `remember` (a plan writes nothing).
 inline ToolDigestMemo tool_digest_memo(const BuilderContext &context, bool remember) {
-  if (context.toolchain_cache.empty()) return {};
-  return {context.toolchain_cache.parent_path() / "tool-digests.json", remember};
+  return {context.toolchain_cache, remember};
 }
 
 std::unique_ptr<Backend> make_nvcc_backend(const BuilderContext &context);

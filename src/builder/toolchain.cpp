@@ -9,70 +9,26 @@
 #include <vector>
 
 #include <boost/filesystem/operations.hpp>
-#include <nlohmann/json.hpp>
 
 #include <kiln/errors.hpp>
 
+#include "builder/file_facts.hpp"
 #include "builder/process.hpp"
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
 #include "store/files.hpp"
 #include "support/environment.hpp"
-#include "support/json_read.hpp"
-#include "support/json_write.hpp"
 
 namespace kiln::builder {
 namespace {
 
 namespace fs = boost::filesystem;
-using nlohmann::json;
 
-constexpr int cache_format = 1;
 const char *const default_cuda_dir = "/usr/local/cuda";
 
 using support::env_value;
 
 std::string path_env() { return env_value("PATH").value_or(""); }
-
-// An executable's real path and file identity: what its `--version` output is remembered by.
-struct Key {
-  std::string real_path;
-  store::FileIdentity identity;
-  friend bool operator==(const Key &a, const Key &b) {
-    return a.real_path == b.real_path && a.identity == b.identity;
-  }
-};
-
-Key key_of(const std::string &executable) {
-  boost::system::error_code error;
-  const fs::path real = fs::canonical(executable, error);
-  if (error) throw IoError("cannot resolve " + executable + ": " + error.message());
-  const auto identity = store::identify(real);
-  if (!identity) throw IoError("cannot stat " + real.string() + " (it vanished while being identified: retry)");
-  return {real.string(), *identity};
-}
-
-json identity_json(const store::FileIdentity &id) {
-  return {{"device", id.device}, {"inode", id.inode}, {"size", id.size}, {"mtime_ns", id.mtime_ns},
-          {"ctime_ns", id.ctime_ns}};
-}
-
-std::optional<store::FileIdentity> identity_from_json(const json &entry) {
-  const auto field = [&](const char *key) { return entry.contains(key) ? entry[key] : json(); };
-  const auto device = support::checked_integer<std::uint64_t>(field("device"));
-  const auto inode = support::checked_integer<std::uint64_t>(field("inode"));
-  const auto size = support::checked_integer<std::uint64_t>(field("size"));
-  const auto mtime = support::checked_integer<std::int64_t>(field("mtime_ns"));
-  const auto ctime = support::checked_integer<std::int64_t>(field("ctime_ns"));
-  if (!device || !inode || !size || !mtime || !ctime) return std::nullopt;
-  store::FileIdentity id;
-  id.device = *device;
-  id.inode = *inode;
-  id.size = *size;
-  id.mtime_ns = *mtime;
-  id.ctime_ns = *ctime;
-  return id;
-}
 
 std::vector<std::string> lines_of(const std::string &text) {
   std::vector<std::string> lines;
@@ -86,68 +42,6 @@ std::vector<std::string> lines_of(const std::string &text) {
     start = end + 1;
   }
   return lines;
-}
-
-// The cache file's entries: real path → {identity fields, "version_output"}. A missing or
-// unreadable or corrupt file reads as empty.
-json read_cache(const fs::path &cache_file) {
-  struct Unusable {};
-  try {
-    json cache = support::parse_json(store::read_file(cache_file, store::FileOrigin::store, store::kMaxJsonFileBytes),
-                                     [](const std::string &) { throw Unusable{}; });
-    if (cache.is_object() && cache.contains("format") &&
-        support::checked_integer<int>(cache["format"]) == cache_format && cache.contains("executables") &&
-        cache["executables"].is_object()) {
-      return cache["executables"];
-    }
-  } catch (const Error &) {
-  } catch (const Unusable &) {
-  }
-  return json::object();
-}
-
-// `field`: "version_output" (`--version`), or "gpu_code_output" (nvcc's `--list-gpu-code`).
-std::optional<std::string> cached_output(const json &entries, const Key &key, const char *field) {
-  const auto found = entries.find(key.real_path);
-  if (found == entries.end() || !found->is_object()) return std::nullopt;
-  const auto recorded = identity_from_json(*found);
-  if (!recorded || *recorded != key.identity) return std::nullopt;
-  const auto output = found->find(field);
-  if (output == found->end() || !output->is_string()) return std::nullopt;
-  return output->get<std::string>();
-}
-
-struct FreshOutput {
-  Key key;
-  std::string field;
-  std::string output;
-};
-
-void write_cache(const fs::path &cache_file, json entries, const std::vector<FreshOutput> &fresh) {
-  for (const auto &[key, field, output] : fresh) {
-    json &entry = entries[key.real_path];
-    const auto recorded = entry.is_object() ? identity_from_json(entry) : std::nullopt;
-    if (!recorded || *recorded != key.identity) entry = identity_json(key.identity);  // another file now
-    entry[field] = output;
-  }
-  // Drop what no longer describes a file there (toolchains upgraded or removed).
-  for (auto it = entries.begin(); it != entries.end();) {
-    const auto recorded = it->is_object() ? identity_from_json(*it) : std::nullopt;
-    const auto now = store::identify(it.key());
-    if (!recorded || !now || *recorded != *now) {
-      it = entries.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  const json cache = {{"format", cache_format}, {"executables", std::move(entries)}};
-  try {
-    store::create_directories(cache_file.parent_path());
-    store::remove_dead_temps(cache_file);  // killed writers' (no lock: any a minute old is dead)
-    store::write_file_atomic(cache_file, support::dump_json(cache, 2) + "\n");
-  } catch (const Error &) {
-    // Only a cache: a read-only store still builds, it just asks the toolchain again next time.
-  }
 }
 
 // `what_for` names the tool in messages, `variable` the setting that picks another one.
@@ -175,46 +69,41 @@ std::string release_of(const std::string &nvcc_output) {
 }
 
 struct Memo {
-  Key nvcc;
-  Key host_cxx;
+  FileKey nvcc;
+  FileKey host_cxx;
   ToolchainIdentity identity;
 };
 
 std::mutex memo_guard;
 std::map<std::string, Memo> memos;  // by cache file
-std::map<std::string, std::pair<Key, CmakeIdentity>> cmake_memos;  // by cache file
+std::map<std::string, std::pair<FileKey, CmakeIdentity>> cmake_memos;  // by cache file
 
 // The remembered `--version` output of each executable, else a fresh run of it (also written
 // to the cache file). Called with memo_guard held.
 class VersionOutputs {
  public:
-  explicit VersionOutputs(const fs::path &cache_file)
-      : cache_file_(cache_file), entries_(cache_file.empty() ? json::object() : read_cache(cache_file)) {}
-  std::string of(const std::string &executable, const Key &key, const std::string &what_for, const std::string &variable) {
-    if (auto cached = cached_output(entries_, key, "version_output"); cached && !lines_of(*cached).empty()) return *cached;
+  explicit VersionOutputs(const fs::path &cache_file) : facts_(cache_file) {}
+  std::string of(const std::string &executable, const FileKey &key, const std::string &what_for, const std::string &variable) {
+    if (auto cached = facts_.get(key, "version_output"); cached && !lines_of(*cached).empty()) return *cached;
     std::string output = version_output(executable, what_for, variable);
-    fresh_.push_back({key, "version_output", output});
+    facts_.put(key, "version_output", output);
     return output;
   }
   // nvcc's `--list-gpu-code` (sm_75 ... one a line); empty where it fails (an old nvcc, a wrapper).
-  std::string gpu_codes(const std::string &nvcc, const Key &key) {
-    if (auto cached = cached_output(entries_, key, "gpu_code_output")) return *cached;
+  std::string gpu_codes(const std::string &nvcc, const FileKey &key) {
+    if (auto cached = facts_.get(key, "gpu_code_output")) return *cached;
     ProcessSpec spec;
     spec.argv = {nvcc, "--list-gpu-code"};
     spec.timeout_seconds = 20;  // a wrapper that hangs on it costs that once, then nothing is checked
     const ProcessResult result = run_process(spec);
     std::string output = result.ok() ? result.output : std::string();
-    fresh_.push_back({key, "gpu_code_output", output});
+    facts_.put(key, "gpu_code_output", output);
     return output;
   }
-  void remember() {
-    if (!fresh_.empty() && !cache_file_.empty()) write_cache(cache_file_, entries_, fresh_);
-  }
+  void remember() { facts_.save(); }
 
  private:
-  fs::path cache_file_;
-  json entries_;
-  std::vector<FreshOutput> fresh_;
+  FileFacts facts_;
 };
 
 }  // namespace
@@ -284,8 +173,8 @@ std::string ToolchainIdentity::digest() const {
 ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   const std::string nvcc = find_nvcc();
   const std::string host_cxx = find_host_compiler();
-  const Key nvcc_key = key_of(nvcc);
-  const Key host_key = key_of(host_cxx);
+  const FileKey nvcc_key = file_key_of(nvcc);
+  const FileKey host_key = file_key_of(host_cxx);
 
   // One lock for everything: concurrent first calls in a process run `--version` once.
   std::lock_guard<std::mutex> lock(memo_guard);
@@ -334,7 +223,7 @@ std::string find_cmake() {
 
 CmakeIdentity identify_cmake(const fs::path &cache_file) {
   const std::string cmake = find_cmake();
-  const Key key = key_of(cmake);
+  const FileKey key = file_key_of(cmake);
   std::lock_guard<std::mutex> lock(memo_guard);
   const auto memo = cmake_memos.find(cache_file.string());
   if (memo != cmake_memos.end() && memo->second.first == key) return memo->second.second;

@@ -29,7 +29,7 @@ std::string hashed_as_keys_do(const fs::path &file) {
 
 TEST_CASE("tool digests: remembered by file identity, the same key as hashing, a change hashed_as_keys_do again") {
   kiln::test::TempDir dir;
-  const fs::path tool = dir / "tool", memo = dir / "cache" / "tool-digests.json";
+  const fs::path tool = dir / "tool", memo = dir / "cache" / "toolchain.json";
   write_text(tool, "version 1 of the tool\n");
   kiln::builder::reset_tool_digest_memo_for_tests();
 
