@@ -195,20 +195,14 @@ class CmakeBackend final : public Backend {
     }
 
     // The headers the compiles read: the content key's last part, recorded for the next build.
-    const DependencyRoots roots{real_path_of(recipe.base_dir), real_path_of(context_.abi_dir), real_path_of(build.gen),
-                                real_path_of(fs::path(toolchain_.nvcc_path).parent_path().parent_path() / "include"),
-                                build_dir.string()};
-    const std::vector<std::string> recorded = recorded_dependencies(project_depfile_paths(build_dir, build.build_log), "",
-                                                                    roots);
-    std::vector<std::string> outside_build;  // CMake's own generated files in the build directory go with it
-    const std::string build_real = real_path_of(build_dir);
-    for (const auto &path : recorded) {
-      if (path.compare(0, build_real.size() + 1, build_real + "/") != 0) outside_build.push_back(path);
-    }
-    dependencies_ = dependency_digests(outside_build, recipe.base_dir);
+    // (CMake's own generated files are in the build directory, inside staging: not recorded.)
+    const std::vector<std::string> recorded = recorded_dependencies(
+        project_depfile_paths(build_dir, build.build_log), "",
+        dependency_roots(recipe.base_dir, context_.abi_dir, build.staging, toolchain_.nvcc_path, build_dir.string()));
+    dependencies_ = dependency_digests(recorded, recipe.base_dir);
     const std::string content_key = key_with_dependencies("cmake", base_key_, dependencies_);
     store::create_directories(build.layout.objects());
-    write_dependency_record(dependency_record(build), outside_build);
+    write_dependency_record(dependency_record(build), recorded);
     if (content_key != known_key && !settle(content_key)) {
       fs::remove_all(build_dir, error);
       Produced existing;
@@ -229,12 +223,6 @@ class CmakeBackend final : public Backend {
  private:
   fs::path dependency_record(const StagedBuild &build) const {
     return build.layout.objects() / ("cmake-" + base_key_ + ".deps");
-  }
-
-  static std::string real_path_of(const fs::path &path) {
-    boost::system::error_code error;
-    const fs::path real = fs::canonical(path, error);
-    return (error ? path : real).string();
   }
 
   // cmake -S -B with kiln's own cache options, then the recipe's ({gen}, {abi} expanded). One

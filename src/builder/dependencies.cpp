@@ -88,6 +88,12 @@ std::vector<std::string> parse_depfile(const std::string &text) {
   return paths;
 }
 
+DependencyRoots dependency_roots(const std::string &recipe_dir, const std::string &abi_dir, const fs::path &staging,
+                                 const std::string &nvcc_path, const std::string &compile_cwd) {
+  return {real_or_normal_path(recipe_dir), real_or_normal_path(abi_dir), real_or_normal_path(staging),
+          real_or_normal_path(fs::path(nvcc_path).parent_path().parent_path() / "include"), compile_cwd};
+}
+
 std::vector<std::string> recorded_dependencies(const std::vector<std::string> &depfile_paths, const std::string &source,
                                                const DependencyRoots &roots) {
   const std::string own = source.empty() ? std::string() : real_or_normal_path(source);
@@ -105,7 +111,7 @@ std::vector<std::string> recorded_dependencies(const std::vector<std::string> &d
     const bool system = std::any_of(std::begin(system_dirs), std::end(system_dirs),
                                     [&](const char *dir) { return is_inside(path, dir); });
     if (system || path == own || is_inside(path, roots.toolkit_dir) || is_inside(path, toolkit_include) ||
-        is_inside(path, roots.abi_dir) || is_inside(path, roots.gen_dir)) {
+        is_inside(path, roots.abi_dir) || is_inside(path, roots.staging_dir)) {
       continue;
     }
     recorded.insert(is_inside(path, roots.recipe_dir) ? "$RECIPE/" + path.substr(roots.recipe_dir.size() + 1) : path);

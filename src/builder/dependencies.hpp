@@ -24,11 +24,16 @@ std::vector<std::string> parse_depfile(const std::string &text);
 struct DependencyRoots {
   std::string recipe_dir;      // recorded as $RECIPE/...
   std::string abi_dir;         // skipped
-  std::string gen_dir;         // skipped
+  std::string staging_dir;     // skipped: the build's own ({gen}'s outputs, a CMake build directory)
   std::string toolkit_dir;     // skipped: the toolkit's include directory, where known (the
                                // directory of the cuda_runtime.h nvcc includes is skipped anyway)
   std::string compile_cwd;     // relative depfile paths are relative to the compile's directory
 };
+
+// A build's roots, symlinks resolved; the toolkit's include directory is the one beside nvcc's bin.
+DependencyRoots dependency_roots(const std::string &recipe_dir, const std::string &abi_dir,
+                                 const boost::filesystem::path &staging, const std::string &nvcc_path,
+                                 const std::string &compile_cwd);
 
 // The recorded form of a depfile's paths: absolute (or $RECIPE/...), sorted, without the
 // unit's own source (empty: none), what DependencyRoots skips and the system's headers

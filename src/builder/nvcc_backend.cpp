@@ -167,12 +167,6 @@ fs::path dependency_record_file(const fs::path &objects, const Unit &unit) {
   return objects / (unit.stem + "-" + unit.base_key + ".deps");
 }
 
-std::string real_path_or(const fs::path &path) {
-  boost::system::error_code error;
-  const fs::path real = fs::canonical(path, error);
-  return (error ? path : real).string();
-}
-
 class NvccBackend final : public Backend {
  public:
   explicit NvccBackend(const BuilderContext &context) : context_(context) {}
@@ -243,9 +237,8 @@ class NvccBackend final : public Backend {
     const fs::path objects = build.layout.objects();
     store::create_directories(objects);
     const Placeholders paths = {{"$GEN", build.gen.string()}, {"$RECIPE", recipe.base_dir}, {"$ABI", context_.abi_dir}};
-    const DependencyRoots roots{real_path_or(recipe.base_dir), real_path_or(context_.abi_dir), real_path_or(build.gen),
-                                real_path_or(fs::path(toolchain_.nvcc_path).parent_path().parent_path() / "include"),
-                                fs::current_path().string()};
+    const DependencyRoots roots =  // nvcc runs in this process's directory
+        dependency_roots(recipe.base_dir, context_.abi_dir, staging, toolchain_.nvcc_path, fs::current_path().string());
     const unsigned requested = options.jobs != 0 ? options.jobs : default_jobs();
     const unsigned jobs = bounded_jobs(requested, recipe.unit_memory_mb * 1024 * 1024, available_memory_bytes());
     append_log(build.build_log, std::to_string(units_.size()) + " unit(s), " + std::to_string(jobs) + " job(s) at once\n");
