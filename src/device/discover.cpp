@@ -33,19 +33,15 @@ std::string format_uuid(const CUuuid &uuid) {
 
 DeviceReport discover(const std::optional<std::string> &declared_text) {
   // Parse first: a bad KILN_DEVICE is reported without paying for cuInit.
-  std::optional<DeviceIdentity> declared;
-  if (declared_text) declared = parse_declared_device(*declared_text);
-  DeviceReport report = discover(Driver::instance(), std::nullopt);
-  report.declared = std::move(declared);
-  if (report.declared) report.detail = without_declare_hint(report.detail);  // advice already taken
-  return report;
+  if (declared_text) parse_declared_device(*declared_text);
+  return discover(Driver::instance(), declared_text);
 }
 
 DeviceReport discover(Driver &driver, const std::optional<std::string> &declared_text) {
   DeviceReport report;
   if (declared_text) report.declared = parse_declared_device(*declared_text);
   report.state = driver.state();
-  report.detail = report.declared ? without_declare_hint(driver.detail()) : driver.detail();
+  report.detail = report.declared ? without_declare_hint(driver.detail()) : driver.detail();  // advice already taken
   report.library = driver.library();
   report.driver_version = driver.driver_version();
   if (!driver.ok()) return report;
