@@ -13,6 +13,27 @@
 #include <kiln/ext/ik.h>
 #include <kiln/module.hpp>
 
+namespace kiln::test::ik {
+
+struct PoseError {
+  double position;     // m
+  double orientation;  // rad
+};
+
+// Between a target pose t and a reached pose p (x y z qw qx qy qz each): the distance, and the
+// angle of d = t * conj(p), 2 atan2(|vec d|, |w d|) (well conditioned for small angles).
+inline PoseError pose_error(const float *t, const float *p) {
+  const double dx = double{t[0]} - p[0], dy = double{t[1]} - p[1], dz = double{t[2]} - p[2];
+  const double tw = t[3], tx = t[4], ty = t[5], tz = t[6], pw = p[3], px = p[4], py = p[5], pz = p[6];
+  const double w = tw * pw + tx * px + ty * py + tz * pz;
+  const double x = -tw * px + tx * pw - ty * pz + tz * py;
+  const double y = -tw * py + tx * pz + ty * pw - tz * px;
+  const double z = -tw * pz - tx * py + ty * px + tz * pw;
+  return {std::sqrt(dx * dx + dy * dy + dz * dz), 2.0 * std::atan2(std::sqrt(x * x + y * y + z * z), std::fabs(w))};
+}
+
+}  // namespace kiln::test::ik
+
 namespace kiln::test::ik_split {
 
 struct Outcome {
@@ -70,17 +91,8 @@ inline Outcome solve_random(const kiln_ik_v1 &ik, kiln_instance *instance, uint3
   REQUIRE(ik.fk(instance, out.q.data(), count, poses.data()) == KILN_OK);
   double iterations = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    const float *t = out.targets.data() + i * KILN_IK_POSE_SIZE;
-    const float *p = poses.data() + i * KILN_IK_POSE_SIZE;
-    const double dx = double{t[0]} - p[0], dy = double{t[1]} - p[1], dz = double{t[2]} - p[2];
-    const double position = std::sqrt(dx * dx + dy * dy + dz * dz);
-    // The angle of t * conj(p): 2 atan2(|vec|, |w|).
-    const double tw = t[3], tx = t[4], ty = t[5], tz = t[6], pw = p[3], px = p[4], py = p[5], pz = p[6];
-    const double w = tw * pw + tx * px + ty * py + tz * pz;
-    const double x = -tw * px + tx * pw - ty * pz + tz * py;
-    const double y = -tw * py + tx * pz + ty * pw - tz * px;
-    const double z = -tw * pz - tx * py + ty * px + tz * pw;
-    const double orientation = 2.0 * std::atan2(std::sqrt(x * x + y * y + z * z), std::fabs(w));
+    const auto [position, orientation] = ik::pose_error(out.targets.data() + i * KILN_IK_POSE_SIZE,
+                                                        poses.data() + i * KILN_IK_POSE_SIZE);
     bool inside = true;
     for (std::size_t j = 0; j < dof; ++j) inside = inside && out.q[i * dof + j] >= lower[j] && out.q[i * dof + j] <= upper[j];
     out.good += (inside && position < 1e-3 && orientation < 1e-2) ? 1 : 0;

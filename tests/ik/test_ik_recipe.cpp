@@ -25,6 +25,7 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
+#include "ik/ik_solve_check.hpp"
 #include "support/fixtures.hpp"
 
 namespace {
@@ -184,18 +185,8 @@ std::size_t solve_and_judge(const kiln_ik_v1 &ik, kiln::Instance &instance, uint
   REQUIRE(ik.fk(instance.handle(), q.data(), count, poses.data()) == KILN_OK);
   std::size_t good = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    const float *t = targets.data() + i * KILN_IK_POSE_SIZE;
-    const float *p = poses.data() + i * KILN_IK_POSE_SIZE;
-    const double position = std::sqrt((double{t[0]} - p[0]) * (double{t[0]} - p[0]) +
-                                      (double{t[1]} - p[1]) * (double{t[1]} - p[1]) +
-                                      (double{t[2]} - p[2]) * (double{t[2]} - p[2]));
-    // The angle of d = t * conj(p): 2 atan2(|vec d|, |w d|) (well conditioned for small angles).
-    const double tw = t[3], tx = t[4], ty = t[5], tz = t[6], pw = p[3], px = p[4], py = p[5], pz = p[6];
-    const double dw = tw * pw + tx * px + ty * py + tz * pz;
-    const double dx = -tw * px + tx * pw - ty * pz + tz * py;
-    const double dy = -tw * py + tx * pz + ty * pw - tz * px;
-    const double dz = -tw * pz - tx * py + ty * px + tz * pw;
-    const double orientation = 2.0 * std::atan2(std::sqrt(dx * dx + dy * dy + dz * dz), std::fabs(dw));
+    const auto [position, orientation] = kiln::test::ik::pose_error(targets.data() + i * KILN_IK_POSE_SIZE,
+                                                                    poses.data() + i * KILN_IK_POSE_SIZE);
     bool inside = true;
     for (std::size_t j = 0; j < dof; ++j) {
       inside = inside && q[i * dof + j] >= joints[j].lower && q[i * dof + j] <= joints[j].upper;
