@@ -20,8 +20,11 @@ namespace fs = boost::filesystem;
 constexpr std::int64_t kToolSettledNs = 2'000'000'000;
 
 std::mutex tool_memo_guard;
-std::map<std::string, FileKey> remembered_keys;         // by real path: the identity digested
-std::map<std::string, std::string> remembered_digests;  // by real path
+struct RememberedTool {
+  FileKey key;  // the file as it was digested
+  std::string digest;
+};
+std::map<std::string, RememberedTool> remembered_tools;  // by real path
 
 bool settled_long_enough(const store::FileIdentity &id) {
   const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -45,19 +48,18 @@ std::string tool_digest(const fs::path &tool, const ToolDigestMemo &memo) {
   }
 
   std::lock_guard<std::mutex> lock(tool_memo_guard);
-  if (const auto known = remembered_keys.find(key.real_path); known != remembered_keys.end() && known->second == key) {
-    return remembered_digests.at(key.real_path);
+  const auto known = remembered_tools.find(key.real_path);
+  if (known != remembered_tools.end() && known->second.key == key) {
+    return known->second.digest;
   }
   FileFacts facts(memo.file);
   if (const auto digest = facts.get(key, "digest")) {
-    remembered_keys[key.real_path] = key;
-    remembered_digests[key.real_path] = *digest;
+    remembered_tools[key.real_path] = {key, *digest};
     return *digest;
   }
   const std::string digest = hash();
   if (!settled_long_enough(key.identity)) return digest;
-  remembered_keys[key.real_path] = key;
-  remembered_digests[key.real_path] = digest;
+  remembered_tools[key.real_path] = {key, digest};
   if (memo.write) {
     facts.put(key, "digest", digest);
     facts.save();
@@ -67,8 +69,7 @@ std::string tool_digest(const fs::path &tool, const ToolDigestMemo &memo) {
 
 void reset_tool_digest_memo_for_tests() {
   std::lock_guard<std::mutex> lock(tool_memo_guard);
-  remembered_keys.clear();
-  remembered_digests.clear();
+  remembered_tools.clear();
 }
 
 }  // namespace kiln::builder
