@@ -8,12 +8,20 @@
 // Without a GPU: "skipped: no CUDA device", the CPU figures, exit 0.
 //
 //   kiln_bench_rnea [--max-states N] [--cpu-states N] [--runs N] [--threads N]
+//   kiln_bench_rnea --kdl FILE [--cpu-only]
 //     --max-states  the largest batch (default 16777216); the batches are 1 M, 4 M, 16 M up to it
 //     --cpu-states  states the CPU baseline evaluates per pass (default 1048576); the accuracy
 //                   is checked on these
 //     --runs        timed kernel launches per batch (default 20; 3 round trips with transfers)
 //     --threads     threads of the all-cores baseline (default: std::thread::hardware_concurrency)
+//     --kdl         instead of the timing: the generated chain named by FILE (a KDL states file,
+//                   rnea_kdl_file.hpp; iiwa14 or Panda) on its states against Orocos KDL's torques
+//                   in it: the host-compiled header in double and float, then the GPU (the timed
+//                   kernel) in fp32 and fp64. Exit 0 all within tolerance, 1 one is not, 2 usage or
+//                   the file refused (another URDF, chain or gravity than this binary's), 3 no GPU
+//     --cpu-only    with --kdl: the host rows alone, no GPU needed (exit 0 or 1)
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,6 +30,8 @@
 
 #include "rnea_bench_cpu.hpp"
 #include "rnea_bench_gpu.hpp"
+#include "rnea_bench_kdl.hpp"
+#include "rnea_kdl_file.hpp"
 
 namespace {
 
@@ -33,7 +43,9 @@ constexpr double kTargetPerSecond = 10e6;
 constexpr double kFloatTolerance = 1e-4, kDoubleTolerance = 1e-9;
 
 int usage() {
-  std::fprintf(stderr, "usage: kiln_bench_rnea [--max-states N] [--cpu-states N] [--runs N] [--threads N]\n");
+  std::fprintf(stderr,
+               "usage: kiln_bench_rnea [--max-states N] [--cpu-states N] [--runs N] [--threads N]\n"
+               "       kiln_bench_rnea --kdl FILE [--cpu-only]   (bench/README.md: the KDL states files)\n");
   return 2;
 }
 
@@ -55,15 +67,237 @@ void print_cpu(const CpuTiming &t) {
 
 const char *verdict(bool pass) { return pass ? "PASS" : "FAIL"; }
 
+// --kdl: how far an evaluation is from KDL's torques. The double tolerance is the one
+// tests/robotgen holds the generated header to against KDL, per torque relative to max(|tau|, 1);
+// fp32 is held to the timed bench's bound (tests/robotgen's float one): relative to the state's
+// largest torque (at least 1 N m), since float rounding of a joint's torque follows the size of
+// the wrench it is projected from, not of the torque (a base joint's small torque under a large
+// gravity moment). Both measures are printed for every row.
+constexpr double kKdlDoubleTolerance = 1e-9, kKdlFloatTolerance = 1e-4;
+
+struct KdlAgreement {
+  double max_abs = 0;        // N m or N
+  double max_relative = 0;   // max |dtau_j| / max(|tau_kdl_j|, 1)
+  double max_per_state = 0;  // max |dtau_j| / max(1, the state's largest |tau_kdl|)
+  std::size_t worst_state = 0;
+  int worst_joint = 0;
+  bool finite = true;
+};
+
+// value(i, j): the evaluation's torque j of state i; kdl: state-major.
+template <class Value>
+KdlAgreement kdl_agreement(const std::vector<double> &kdl, std::size_t n, int dof, Value value) {
+  KdlAgreement a;
+  for (std::size_t i = 0; i < n; ++i) {
+    double largest = 1.0;
+    for (int j = 0; j < dof; ++j) largest = std::max(largest, std::fabs(kdl[i * static_cast<std::size_t>(dof) + j]));
+    for (int j = 0; j < dof; ++j) {
+      const double reference = kdl[i * static_cast<std::size_t>(dof) + j];
+      const double difference = std::fabs(value(i, j) - reference);
+      if (!std::isfinite(difference)) {
+        a.finite = false;
+        continue;
+      }
+      const double relative = difference / std::max(1.0, std::fabs(reference));
+      if (relative > a.max_relative) a.max_relative = relative, a.worst_state = i, a.worst_joint = j;
+      a.max_abs = std::max(a.max_abs, difference);
+      a.max_per_state = std::max(a.max_per_state, difference / largest);
+    }
+  }
+  return a;
+}
+
+struct KdlRow {
+  std::string name, json;
+  KdlAgreement a;
+  bool double_precision = true;
+  bool pass() const {
+    if (!a.finite) return false;
+    return double_precision ? a.max_relative <= kKdlDoubleTolerance : a.max_per_state <= kKdlFloatTolerance;
+  }
+};
+
+void print_kdl_row(const KdlRow &r, const KdlChain &c) {
+  std::printf("| %s | %.3e | %.3e | %.3e | state %zu, %s | %s %.0e | %s%s |\n", r.name.c_str(), r.a.max_abs,
+              r.a.max_relative, r.a.max_per_state, r.a.worst_state, c.joint_names[r.a.worst_joint],
+              r.double_precision ? "per torque" : "per state",
+              r.double_precision ? kKdlDoubleTolerance : kKdlFloatTolerance, verdict(r.pass()),
+              r.a.finite ? "" : " (non-finite torques)");
+}
+
+std::string kdl_json(const KdlRow &r) {
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "\"%s_max_abs\":%.3e,\"%s_max_relative\":%.3e,\"%s_max_per_state\":%.3e,\"%s_pass\":%s",
+                r.json.c_str(), r.a.max_abs, r.json.c_str(), r.a.max_relative, r.json.c_str(), r.a.max_per_state,
+                r.json.c_str(), r.pass() ? "true" : "false");
+  return text;
+}
+
+std::string kdl_vector(const double *v) {
+  using kiln_bench_rnea_kdl::format_double;
+  return "(" + format_double(v[0]) + ", " + format_double(v[1]) + ", " + format_double(v[2]) + ")";
+}
+
+// The reasons a file and this binary's chain do not describe the same model ("" when they do).
+std::string kdl_mismatch(const kiln_bench_rnea_kdl::StatesFile &f, const KdlChain &c) {
+  if (f.urdf_sha256 != c.urdf_sha256) {
+    return "it was made from " + f.urdf + " with SHA-256 " + f.urdf_sha256 + " (" + std::to_string(f.urdf_bytes) +
+           " bytes), but this binary's " + c.id + " chain was generated from " + c.source + " with SHA-256 " +
+           c.urdf_sha256 + ": another URDF, or another version of it";
+  }
+  if (f.dof != c.dof) return "it has " + std::to_string(f.dof) + " joints, the chain " + std::to_string(c.dof);
+  for (int j = 0; j < c.dof; ++j) {
+    if (f.joints[static_cast<std::size_t>(j)] != c.joint_names[j]) {
+      return "its joint " + std::to_string(j) + " is " + f.joints[static_cast<std::size_t>(j)] + ", the chain's " +
+             c.joint_names[j];
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    if (f.gravity[k] != c.gravity[k]) {
+      return "KDL's torques are under gravity " + kdl_vector(f.gravity) + ", the chain's kGravity is " +
+             kdl_vector(c.gravity);
+    }
+  }
+  return "";
+}
+
+int run_kdl(const std::string &path, bool cpu_only) {
+  kiln_bench_rnea_kdl::StatesFile f;
+  try {
+    f = kiln_bench_rnea_kdl::read_states_file(path);
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "kiln_bench_rnea --kdl: %s\n", error.what());
+    return 2;
+  }
+  const std::vector<const KdlChain *> chains = kdl_chains();
+  const KdlChain *chain = nullptr;
+  std::string have;
+  for (const KdlChain *c : chains) {
+    have += std::string(have.empty() ? "" : ", ") + c->id + " (" + c->robot + " " + c->base + " -> " + c->tip + ")";
+    if (f.robot == c->robot && f.root == c->base && f.tip == c->tip) chain = c;
+  }
+  if (chain == nullptr) {
+    std::fprintf(stderr,
+                 "kiln_bench_rnea --kdl: refused %s: it is for robot %s, %s -> %s, and this binary has no generated "
+                 "chain for that; it has %s (bench/CMakeLists.txt: the --kdl chains)\n",
+                 path.c_str(), f.robot.c_str(), f.root.c_str(), f.tip.c_str(), have.c_str());
+    return 2;
+  }
+  const std::string mismatch = kdl_mismatch(f, *chain);
+  if (!mismatch.empty()) {
+    std::fprintf(stderr,
+                 "kiln_bench_rnea --kdl: refused %s: %s. Regenerate the file for this binary's chain (cmake "
+                 "--build BUILD --target kiln_bench_rnea_kdl_files: the URDF, root, tip and default gravity the "
+                 "bench was built with; then scripts/stage-benches BUILD)\n",
+                 path.c_str(), mismatch.c_str());
+    return 2;
+  }
+
+  const std::size_t n = f.n, dof = static_cast<std::size_t>(f.dof), values = n * dof;
+  double largest = 0;
+  for (const double t : f.tau) largest = std::max(largest, std::fabs(t));
+  std::size_t inexact = 0;
+  for (const auto *a : {&f.q, &f.qd, &f.qdd}) {
+    for (const double v : *a) inexact += static_cast<double>(static_cast<float>(v)) != v;
+  }
+  std::printf("kiln RNEA vs Orocos KDL: %s: %s (chain %s) %s -> %s, %zu states x %zu joints, KDL %s "
+              "ChainIdSolver_RNE, seed %llu, gravity %s; %s SHA-256 %.16s... matches this binary's generated "
+              "header; largest |tau_kdl| %.1f\n",
+              path.c_str(), f.robot.c_str(), chain->id, f.root.c_str(), f.tip.c_str(), n, dof, f.kdl_version.c_str(),
+              static_cast<unsigned long long>(f.seed), kdl_vector(f.gravity).c_str(), f.urdf.c_str(),
+              f.urdf_sha256.c_str(), largest);
+  if (inexact > 0) {
+    std::printf("note: %zu state values are not float-representable: the fp32 rows include their rounding\n", inexact);
+  }
+
+  // Host: state-major, as the file.
+  std::vector<KdlRow> rows;
+  std::vector<double> tau(values);
+  chain->cpu_double(f.q.data(), f.qd.data(), f.qdd.data(), n, tau.data());
+  rows.push_back({"CPU double (host-compiled header)", "cpu_f64",
+                  kdl_agreement(f.tau, n, f.dof, [&](std::size_t i, int j) { return tau[i * dof + j]; }), true});
+  std::vector<float> q32(values), qd32(values), qdd32(values), tau32(values);
+  for (std::size_t k = 0; k < values; ++k) {
+    q32[k] = static_cast<float>(f.q[k]), qd32[k] = static_cast<float>(f.qd[k]), qdd32[k] = static_cast<float>(f.qdd[k]);
+  }
+  chain->cpu_float(q32.data(), qd32.data(), qdd32.data(), n, tau32.data());
+  rows.push_back({"CPU float (host-compiled header)", "cpu_f32",
+                  kdl_agreement(f.tau, n, f.dof, [&](std::size_t i, int j) { return tau32[i * dof + j]; }), false});
+
+  const GpuInfo gpu = cpu_only ? GpuInfo{} : probe_gpu();
+  std::string gpu_failure;
+  if (gpu.ok) {
+    // Joint-major, as the timed bench lays the states out.
+    std::vector<double> jq(values), jqd(values), jqdd(values), jtau;
+    std::vector<float> jq32(values), jqd32(values), jqdd32(values), jtau32;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < dof; ++j) {
+        const std::size_t from = i * dof + j, to = j * n + i;
+        jq[to] = f.q[from], jqd[to] = f.qd[from], jqdd[to] = f.qdd[from];
+        jq32[to] = q32[from], jqd32[to] = qd32[from], jqdd32[to] = qdd32[from];
+      }
+    }
+    gpu_failure = chain->gpu_float(jq32, jqd32, jqdd32, n, jtau32);
+    if (gpu_failure.empty()) gpu_failure = chain->gpu_double(jq, jqd, jqdd, n, jtau);
+    if (gpu_failure.empty()) {
+      rows.push_back({"GPU fp32 (the timed kernel)", "gpu_f32",
+                      kdl_agreement(f.tau, n, f.dof, [&](std::size_t i, int j) { return jtau32[j * n + i]; }), false});
+      rows.push_back({"GPU fp64 (the timed kernel)", "gpu_f64",
+                      kdl_agreement(f.tau, n, f.dof, [&](std::size_t i, int j) { return jtau[j * n + i]; }), true});
+    }
+  }
+
+  std::printf("\n| evaluation | max \\|dtau\\| (N m) | max \\|dtau\\| / max(\\|tau_kdl\\|, 1) | max \\|dtau\\| / "
+              "max(1, state's largest \\|tau_kdl\\|) | worst per torque | tolerance | verdict |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |\n");
+  bool pass = true;
+  std::string json;
+  for (const KdlRow &r : rows) {
+    print_kdl_row(r, *chain);
+    pass = pass && r.pass();
+    json += "," + kdl_json(r);
+  }
+  // A failed row outranks a missing GPU: 1, then 3.
+  int status = pass ? 0 : 1;
+  if (cpu_only) {
+    std::printf("GPU rows: not run (--cpu-only)\n");
+  } else if (!gpu.ok) {
+    std::printf("GPU rows: NOT RUN: no CUDA device (%s); --cpu-only checks the host rows alone\n", gpu.detail.c_str());
+    if (status == 0) status = 3;
+  } else if (!gpu_failure.empty()) {
+    std::printf("GPU rows: FAILED on %s: %s\n", gpu.name.c_str(), gpu_failure.c_str());
+    status = 1;
+  } else {
+    std::printf("GPU: %s (sm_%d%d, %d SMs)\n", gpu.name.c_str(), gpu.major, gpu.minor, gpu.sm_count);
+  }
+  std::printf("overall: %s\n", status == 0 ? "PASS" : status == 3 ? "INCOMPLETE (no GPU)" : "FAIL");
+  std::printf("{\"bench\":\"rnea_kdl\",\"chain\":\"%s\",\"states\":%zu,\"kdl\":\"%s\",\"gpu\":%s%s,\"pass\":%s}\n",
+              chain->id, n, f.kdl_version.c_str(), gpu.ok && gpu_failure.empty() ? "true" : "false", json.c_str(),
+              status == 0 ? "true" : "false");
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   std::size_t max_states = std::size_t{1} << 24, cpu_states = std::size_t{1} << 20;
   int runs = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::string kdl_file;
+  bool cpu_only = false, timing_option = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--cpu-only") {
+      cpu_only = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage();
+    if (arg == "--kdl") {
+      kdl_file = argv[++i];
+      continue;
+    }
+    timing_option = true;
     const long value = std::atol(argv[++i]);
     if (value < 1) return usage();
     if (arg == "--max-states") {
@@ -77,6 +311,14 @@ int main(int argc, char **argv) {
     } else {
       return usage();
     }
+  }
+  if (!kdl_file.empty() || cpu_only) {
+    if (kdl_file.empty() || timing_option) {
+      std::fprintf(stderr, "kiln_bench_rnea: --kdl FILE [--cpu-only] is the KDL comparison alone: the timing "
+                           "options do not go with it, nor --cpu-only without it\n");
+      return usage();
+    }
+    return run_kdl(kdl_file, cpu_only);
   }
   cpu_states = std::min(cpu_states, max_states);
   std::printf("kiln RNEA bench: %s (%d joints), the generated kiln_rnea_chain.cuh; GPU: one thread per evaluation, "

@@ -7,6 +7,7 @@
 
 #include "kiln_rnea_chain.cuh"  // <build>/bench/iiwa14/
 #include "bench_stats.hpp"
+#include "rnea_bench_kernel.cuh"
 
 namespace kiln_bench_rnea {
 
@@ -17,23 +18,6 @@ constexpr int kDof = Chain::kDof;
 
 void check(cudaError_t result, const char *what) {
   if (result != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(result));
-}
-
-template <class T>
-__global__ void rnea_batch(const T *__restrict__ q, const T *__restrict__ qd, const T *__restrict__ qdd,
-                           T *__restrict__ tau, size_t count, size_t stride) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  T a[kDof], v[kDof], dv[kDof], out[kDof];
-#pragma unroll
-  for (int j = 0; j < kDof; ++j) {
-    a[j] = q[j * stride + i];
-    v[j] = qd[j * stride + i];
-    dv[j] = qdd[j * stride + i];
-  }
-  Chain::rnea(a, v, dv, out);
-#pragma unroll
-  for (int j = 0; j < kDof; ++j) tau[j * stride + i] = out[j];
 }
 
 // Owns what one run_gpu call allocates, freed on every path out.
@@ -85,9 +69,10 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
     check(cudaEventCreate(&r.start), "cudaEventCreate");
     check(cudaEventCreate(&r.stop), "cudaEventCreate");
     int min_grid = 0, block = 0;
-    check(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, rnea_batch<T>), "cudaOccupancyMaxPotentialBlockSize");
+    check(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, rnea_batch<Chain, T>),
+          "cudaOccupancyMaxPotentialBlockSize");
     cudaFuncAttributes attributes{};
-    check(cudaFuncGetAttributes(&attributes, rnea_batch<T>), "cudaFuncGetAttributes");
+    check(cudaFuncGetAttributes(&attributes, rnea_batch<Chain, T>), "cudaFuncGetAttributes");
 
     // The first n of each joint's row: 7 rows of n values, `stride` apart.
     const auto copy_rows = [&](T *to, const T *from, size_t n, cudaMemcpyKind kind) {
@@ -96,7 +81,7 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
     };
     const auto launch = [&](size_t n) {
       const unsigned blocks = static_cast<unsigned>((n + block - 1) / block);
-      rnea_batch<T><<<blocks, block, 0, r.stream>>>(q, qd, qdd, out, n, stride);
+      rnea_batch<Chain, T><<<blocks, block, 0, r.stream>>>(q, qd, qdd, out, n, stride);
       check(cudaGetLastError(), "rnea_batch launch");
     };
     const auto elapsed_ms = [&] {
