@@ -237,19 +237,22 @@ store::EntryMeta verify_entry(const IndexEntry &entry, const store::Staging &sta
   return meta;
 }
 
-}  // namespace
+// A bundle read whole and checked: its index and one filled staging directory per entry,
+// nothing committed yet (destroying it removes the stagings).
+struct VerifiedBundle {
+  Index index;
+  std::vector<std::optional<store::Staging>> stagings;
+};
 
-ImportReport read_bundle(const store::Storage &target, const ImportRequest &request, const LogCallback &log,
-                         const std::function<void(const std::string &consumer, const std::string &name)> &changed) {
+// Steps 1-4 of an import: the index, the signature, every member into staging, every entry's
+// records. Fills report's signature fields and verified_bytes.
+VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &request, const LogCallback &log,
+                             ImportReport &report) {
   if (request.bundle.empty()) throw UsageError("no bundle to import: pass FILE");
   init_sodium();
   const Refusal refuse(request.bundle);
   std::vector<PublicKey> trusted;  // read first: a bad --trust file is refused before any work
   for (const auto &file : request.trusted_keys) trusted.push_back(read_public_key(file));
-
-  ImportReport report;
-  report.bundle = request.bundle;
-  report.store_root = target.writable().root().string();
   Reader reader(request.bundle, refuse);
 
   // 1. The index, into memory only.
@@ -300,7 +303,9 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   }
 
   // 3. The index says what may follow: exactly these members, these sizes, these hashes.
-  const Index index = parse_index(index_text, request.bundle);
+  VerifiedBundle verified;
+  verified.index = parse_index(index_text, request.bundle);
+  const Index &index = verified.index;
   std::map<std::string, Expected> expected;
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
     for (std::size_t f = 0; f < index.entries[e].files.size(); ++f) {
@@ -310,7 +315,8 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
 
   // 4. Every member into a staging directory of its entry. A refusal anywhere destroys the
   // stagings (their destructor removes them): nothing becomes visible, nothing is left.
-  std::vector<std::optional<store::Staging>> stagings(index.entries.size());
+  auto &stagings = verified.stagings;
+  stagings.resize(index.entries.size());
   std::uint64_t total = 0;
   for (; member != nullptr; member = reader.next()) {
     check_regular(member, refuse);
@@ -343,6 +349,19 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
     if (!stagings[e]) refuse("entry " + index.entries[e].consumer + "/" + index.entries[e].content_key + " carries no file");
     stagings[e]->adopt_records(verify_entry(index.entries[e], *stagings[e], refuse));
   }
+  return verified;
+}
+
+}  // namespace
+
+ImportReport read_bundle(const store::Storage &target, const ImportRequest &request, const LogCallback &log,
+                         const std::function<void(const std::string &consumer, const std::string &name)> &changed) {
+  ImportReport report;
+  report.bundle = request.bundle;
+  report.store_root = target.writable().root().string();
+  VerifiedBundle verified = verify_bundle(target, request, log, report);
+  const Index &index = verified.index;
+  auto &stagings = verified.stagings;
   // What the target's manifests name now (read before anything commits: a damaged manifest is
   // refused while nothing has changed yet).
   std::vector<std::vector<std::string>> before(index.entries.size());
@@ -392,6 +411,36 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
                             (report.signature_verified ? ", signed by " + report.signed_by : ", signature not checked"));
   }
   return report;
+}
+
+FetchedEntry read_entry_bundle(const store::Storage &target, const EntryBundleRequest &request, const LogCallback &log) {
+  ImportRequest import;
+  import.bundle = request.bundle;
+  import.trusted_keys = request.trusted_keys;
+  import.allow_unsigned = request.trusted_keys.empty();  // without trusted keys, damage is all that is checked
+  ImportReport report;
+  VerifiedBundle verified = verify_bundle(target, import, LogCallback(), report);
+  const Refusal refuse(request.bundle);
+  if (verified.index.entries.size() != 1) {
+    refuse("holds " + std::to_string(verified.index.entries.size()) + " entries where one was asked for");
+  }
+  const IndexEntry &entry = verified.index.entries.front();
+  if (entry.consumer != request.consumer) refuse("holds an entry of consumer " + entry.consumer + ", not " + request.consumer);
+  if (!request.content_key.empty() && entry.content_key != request.content_key) {
+    refuse("holds entry " + entry.content_key + ", not the " + request.content_key + " asked for");
+  }
+  if (!request.input_key.empty()) {
+    bool recorded = false;
+    for (const auto &record : entry.records) recorded = recorded || record.input_key == request.input_key;
+    if (!recorded) refuse("holds entry " + entry.content_key + ", which its signed index does not record for input key " + request.input_key);
+  }
+  FetchedEntry fetched;
+  fetched.content_key = entry.content_key;
+  fetched.kind = entry.kind;
+  fetched.signed_by = report.signed_by;
+  fetched.verified_bytes = report.verified_bytes;
+  fetched.fresh = target.writable().commit_entry(std::move(*verified.stagings.front()), log);
+  return fetched;
 }
 
 }  // namespace kiln::bundle

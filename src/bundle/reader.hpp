@@ -2,7 +2,9 @@
 #pragma once
 
 #include <functional>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <kiln/bundle.hpp>
 #include <kiln/log.hpp>
@@ -16,5 +18,27 @@ namespace kiln::bundle {
 // content key (the swap trigger).
 ImportReport read_bundle(const store::Storage &target, const ImportRequest &request, const LogCallback &log,
                          const std::function<void(const std::string &consumer, const std::string &name)> &changed);
+
+// One entry fetched from a remote cache (store/remote/remote_cache.hpp): a bundle of exactly one
+// entry of `consumer` -- of `content_key` and recorded for `input_key` where those are given --
+// verified as an import is (signed by one of trusted_keys when any is given; else only
+// checked for damage) and committed into target's writable cache. No manifest record and no
+// bykey pointer is written: the caller points what it asked for. IntegrityError (nothing
+// committed) for anything else.
+struct EntryBundleRequest {
+  std::string bundle;  // the downloaded file
+  std::string consumer;
+  std::string content_key;
+  std::string input_key;
+  std::vector<std::string> trusted_keys;
+};
+struct FetchedEntry {
+  std::string content_key;
+  std::string kind;
+  std::string signed_by;  // empty when not checked
+  std::uint64_t verified_bytes = 0;
+  bool fresh = false;     // false: an intact entry was already there
+};
+FetchedEntry read_entry_bundle(const store::Storage &target, const EntryBundleRequest &request, const LogCallback &log);
 
 }  // namespace kiln::bundle

@@ -172,7 +172,45 @@ class BundleFile {
   WriteArchive archive_;
 };
 
+// The index of `carried` (signed with `key` when given) and their files, into `output`.
+void write_carried(const std::vector<Carried> &carried, const fs::path &output, const SecretKey *key,
+                   ExportReport &report) {
+  Index index;
+  index.created = store::utc_now_iso8601();
+  index.kiln_version = kVersion;
+  for (const auto &item : carried) {
+    index.entries.push_back(item.entry);
+    for (const auto &file : item.entry.files) report.content_bytes += file.size;
+  }
+  const std::string index_text = serialize_index(index);
+
+  const std::time_t now = std::time(nullptr);
+  BundleFile file(output);
+  file.add(kIndexMember, index_text, 0644, now);
+  if (key != nullptr) {
+    file.add(kSignatureMember, serialize_signature({key->key_id, key->sign(index_text)}), 0644, now);
+    report.signed_by = key->key_id;
+  }
+  for (const auto &item : carried) {
+    for (std::size_t i = 0; i < item.entry.files.size(); ++i) {
+      file.add(member_name(item.entry, item.entry.files[i]), item.bytes[i], item.entry.files[i].mode, now);
+    }
+  }
+  report.bundle_bytes = file.finish();
+}
+
 }  // namespace
+
+ExportReport write_entry_bundle(const Resolution &resolution, const std::string &output, const std::string &signing_key) {
+  std::optional<SecretKey> key;
+  if (!signing_key.empty()) load_secret(key.emplace(), signing_key);
+  ExportReport report;
+  report.bundle = output;
+  std::vector<Carried> carried{carry(resolution)};
+  carried.front().entry.records.push_back({resolution.name, resolution.input_key});
+  write_carried(carried, fs::path(output), key ? &*key : nullptr, report);
+  return report;
+}
 
 ExportReport write_bundle(const store::Storage &storage, const ExportRequest &request, const LogCallback &log) {
   store::validate_name("consumer", request.consumer);
@@ -198,9 +236,6 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
 
   ExportReport report;
   report.bundle = output.string();
-  Index index;
-  index.created = store::utc_now_iso8601();
-  index.kiln_version = kVersion;
   std::vector<Carried> carried;
   std::map<std::string, std::size_t> by_key;  // content key -> carried index
   for (const auto &name : names) {
@@ -220,25 +255,7 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
     report.entries.push_back({request.consumer, name, resolution->content_key, resolution->kind, resolution->input_key,
                               bytes, "exported"});
   }
-  for (const auto &item : carried) {
-    index.entries.push_back(item.entry);
-    for (const auto &file : item.entry.files) report.content_bytes += file.size;
-  }
-  const std::string index_text = serialize_index(index);
-
-  const std::time_t now = std::time(nullptr);
-  BundleFile file(output);
-  file.add(kIndexMember, index_text, 0644, now);
-  if (key) {
-    file.add(kSignatureMember, serialize_signature({key->key_id, key->sign(index_text)}), 0644, now);
-    report.signed_by = key->key_id;
-  }
-  for (const auto &item : carried) {
-    for (std::size_t i = 0; i < item.entry.files.size(); ++i) {
-      file.add(member_name(item.entry, item.entry.files[i]), item.bytes[i], item.entry.files[i].mode, now);
-    }
-  }
-  report.bundle_bytes = file.finish();
+  write_carried(carried, output, key ? &*key : nullptr, report);
   if (log) {
     log(LogLevel::info, "exported " + std::to_string(report.entries.size()) + " artifact(s) of " + request.consumer +
                             " to " + output.string() + (key ? ", signed by " + key->key_id : ", unsigned"));
