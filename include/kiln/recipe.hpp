@@ -10,6 +10,7 @@
 
 #include <kiln/cancel.hpp>
 #include <kiln/identity.hpp>
+#include <kiln/remote.hpp>
 
 namespace kiln {
 
@@ -95,6 +96,12 @@ struct BuildOptions {
   std::vector<Arch> archs;          // overrides the recipe's archs when not empty
   BuildProgress progress;
   const CancelToken *cancel = nullptr;  // polled; once cancelled the build stops and kills nvcc
+  // Remote caches (kiln/remote.hpp): asked before compiling and given what was built. false:
+  // this build neither asks nor uploads (kiln build --no-remote).
+  bool use_remote = true;
+  // Only a remote may provide it: a miss there is NotFoundError and nothing is compiled
+  // (kiln remote pull).
+  bool remote_only = false;
 };
 
 struct UnitReport {
@@ -104,7 +111,8 @@ struct UnitReport {
 };
 
 struct BuildResult {
-  enum class Outcome { hit, reused, built };  // hit: bykey; reused: same content key existed
+  // hit: bykey; reused: same content key existed; fetched: downloaded from a remote cache
+  enum class Outcome { hit, reused, built, fetched };
   Outcome outcome = Outcome::built;
   std::string consumer;
   std::string name;
@@ -114,6 +122,8 @@ struct BuildResult {
   std::vector<Arch> archs;
   std::vector<UnitReport> units;
   double seconds = 0;
+  std::string remote;                    // fetched: the remote it came from
+  std::vector<RemoteTransfer> uploads;   // built: what went to each read-write remote (never an error)
 };
 const char *to_string(BuildResult::Outcome outcome);
 
@@ -124,6 +134,9 @@ struct BuildPlan {
   std::string input_key;
   std::optional<std::string> content_key;  // known when a bykey pointer exists
   std::string state;                       // "cached", "stale", "missing"
+  // Where a build would take it from: "local" (cached), "remote <url>" (the first remote that
+  // has it by input key), else "build".
+  std::string source;
   std::vector<Reason> stale_reasons;
   std::vector<Arch> archs;
   std::string backend;                     // "nvcc", "nvrtc" or "cmake"

@@ -15,6 +15,7 @@
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 #include <kiln/recipe.hpp>
+#include <kiln/remote.hpp>
 #include <kiln/toolchain.hpp>
 #include <kiln/verify.hpp>
 
@@ -197,6 +198,16 @@ class Runtime {
   // directory or manifest change behind.
   ExportReport export_bundle(const ExportRequest &request) const;
   ImportReport import_bundle(const ImportRequest &request);
+
+  // Remote caches (kiln/remote.hpp). remote_status reads the configuration and asks each
+  // remote for a round trip (UsageError for a malformed configuration). remote_push uploads
+  // the named artifacts of consumer (every artifact it has when names is empty), as the stores
+  // resolve them, to every read-write remote: signed with the configured key, each entry's
+  // files checked against their digests first. A remote that fails is a transfer whose status
+  // says why, not an error; NotFoundError for an unknown name, UsageError when no remote is
+  // configured. (Pulling is a build that only a remote may serve: BuildOptions::remote_only.)
+  RemoteStatus remote_status() const;
+  std::vector<RemoteTransfer> remote_push(const std::string &consumer, const std::vector<std::string> &names = {}) const;
 
   void log(LogLevel level, const std::string &message) const;
 

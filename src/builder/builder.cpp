@@ -26,6 +26,7 @@
 #include "builder/nvcc_backend.hpp"
 #include "builder/process.hpp"
 #include "builder/stale.hpp"
+#include "store/remote/remote_cache.hpp"
 #include "device/identity_json.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
@@ -75,12 +76,12 @@ std::vector<Reason> changed_dependencies(const std::map<std::string, std::string
   return changed;
 }
 
-Hit lookup(const store::Storage &storage, const Recipe &recipe, const std::string &input_key,
-           const BuildIdentity &identity, const LogCallback &log) {
+// Whether the entry `key` serves these inputs: its recorded identity is the current one, the
+// headers its units included are unchanged, its files are there.
+Hit check_entry(const store::Storage &storage, const Recipe &recipe, const std::string &input_key,
+                const std::string *key, const BuildIdentity &identity, const LogCallback &log) {
   const std::string &consumer = recipe.consumer;
   Hit hit;
-  const auto key = storage.pointer(consumer, input_key, log);
-  if (!key) return hit;
   try {
     const store::EntryRecords entry = storage.entry(consumer, *key, consumer + " build " + input_key);
     std::map<std::string, std::string> fields(entry.identity.provenance.begin(), entry.identity.provenance.end());
@@ -99,6 +100,18 @@ Hit lookup(const store::Storage &storage, const Recipe &recipe, const std::strin
     for (const auto &reason : hit.stale) log(LogLevel::info, "stale build of " + consumer + ": " + reason.to_string());
   }
   return hit;
+}
+
+Hit lookup(const store::Storage &storage, const Recipe &recipe, const std::string &input_key,
+           const BuildIdentity &identity, const LogCallback &log) {
+  const auto key = storage.pointer(recipe.consumer, input_key, log);
+  if (!key) return {};
+  return check_entry(storage, recipe, input_key, &*key, identity, log);
+}
+
+// The remotes a build asks (none with use_remote off, or when none is configured).
+std::shared_ptr<const store::remote::RemoteCache> remotes_for(const store::Storage &storage, const BuildOptions &options) {
+  return options.use_remote && !options.force ? storage.remote() : nullptr;
 }
 
 std::string kind_of(const Recipe &recipe) { return recipe.builds_plugin() ? "plugin" : "images"; }
@@ -189,9 +202,14 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   backend->plan(recipe, options, identity, plan);  // toolchain fields, units
   if (hit.found && !options.force) {
     plan.state = "cached";
+    plan.source = "local";
     plan.content_key = hit.content_key;
     plan.steps = {"load " + layout.entry(hit.content_key).string()};
     return plan;
+  }
+  plan.source = "build";
+  if (const auto remote = remotes_for(storage, options)) {
+    if (const auto url = remote->locate(recipe.consumer, plan.input_key)) plan.source = "remote " + *url;
   }
   if (hit.content_key.empty()) {
     add_recipe_records(recipe, identity, records);
@@ -205,6 +223,7 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   std::vector<std::string> steps;
   for (const auto &generator : recipe.generators) steps.push_back("generate " + generator.name + ": " + join_words(generator.command));
   steps.insert(steps.end(), plan.steps.begin(), plan.steps.end());
+  if (plan.source != "build") steps = {"download from " + plan.source.substr(7) + ", verify, commit"};
   steps.push_back("publish " + recipe.consumer + "/" + recipe.name + " into " + storage.writable().root().string());
   plan.steps = std::move(steps);
   return plan;
@@ -258,6 +277,26 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
     const Hit hit = lookup(storage, recipe, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
   }
+  // The remotes: by input key, or -- when another machine is building it -- its upload.
+  const auto remote = remotes_for(storage, options);
+  std::unique_ptr<store::remote::BuildLease> lease;
+  if (remote) {
+    auto fetched = remote->fetch_input_key(storage, recipe.consumer, result.input_key);
+    if (!fetched) lease = remote->lease_or_wait(storage, recipe.consumer, result.input_key, options.cancel, &fetched);
+    if (fetched) {
+      const Hit hit = check_entry(storage, recipe, result.input_key, &fetched->content_key, identity, log);
+      if (hit.found) {
+        result.remote = fetched->remote;
+        return finish_hit(hit.content_key, BuildResult::Outcome::fetched);
+      }
+      if (log) log(LogLevel::info, recipe.consumer + "/" + recipe.name + ": the remote's entry does not serve these inputs; building");
+    }
+  }
+  if (options.remote_only) {
+    throw NotFoundError("no remote cache has " + recipe.consumer + "/" + recipe.name + " (input key " + result.input_key +
+                        ")" + (remote ? "" : ": none is configured (KILN_REMOTE, or remote = ... in kiln.conf)") +
+                        "; build it (kiln build) or push it from a machine that has it (kiln remote push)");
+  }
   add_recipe_records(recipe, identity, records);
   if (log) {
     for (const auto &reason : replaced_entry_reasons(storage, recipe.consumer, recipe.name, result.input_key, identity, records)) {
@@ -291,18 +330,40 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   const auto entry_serves = [&](const std::string &content_key) {
     result.content_key = content_key;
     append_log(build_log, "content key " + content_key + "\n");
-    if (options.force || !storage.entry_intact(recipe.consumer, content_key)) return false;
-    if (log) log(LogLevel::info, recipe.consumer + "/" + recipe.name + ": inputs changed but compile the same; reusing " + content_key);
-    return true;
+    if (options.force) return false;
+    if (storage.entry_intact(recipe.consumer, content_key)) {
+      if (log) log(LogLevel::info, recipe.consumer + "/" + recipe.name + ": inputs changed but compile the same; reusing " + content_key);
+      return true;
+    }
+    if (!remote) return false;
+    const auto fetched = remote->fetch_content_key(storage, recipe.consumer, content_key);
+    if (fetched) result.remote = fetched->remote;
+    return fetched.has_value();
+  };
+  const auto served_outcome = [&] { return result.remote.empty() ? BuildResult::Outcome::reused : BuildResult::Outcome::fetched; };
+  // What went into the writable cache, to every read-write remote (never failing the build).
+  const auto upload = [&](BuildResult::Outcome outcome) {
+    if (!remote || outcome == BuildResult::Outcome::fetched) return;
+    Resolution uploaded = storage.resolve_entry(recipe.consumer, result.content_key, recipe.name);
+    uploaded.input_key = result.input_key;
+    result.uploads = remote->upload(uploaded, storage.writable().root());
   };
   const std::optional<std::string> known_key = backend->content_key(staged);
-  if (known_key && entry_serves(*known_key)) return finish_hit(result.content_key, BuildResult::Outcome::reused);
+  if (known_key && entry_serves(*known_key)) {
+    finish_hit(result.content_key, served_outcome());
+    upload(result.outcome);
+    return result;
+  }
 
   check_cancel();
   if (context.abi_embedded && recipe.builds_plugin()) write_embedded_abi(context.abi_dir);
   Produced produced = backend->compile(staged, known_key.value_or(""),
                                        [&](const std::string &content_key) { return !entry_serves(content_key); });
-  if (produced.settled_on_existing) return finish_hit(result.content_key, BuildResult::Outcome::reused);
+  if (produced.settled_on_existing) {
+    finish_hit(result.content_key, served_outcome());
+    upload(result.outcome);
+    return result;
+  }
   check_cancel();
   result.units = produced.units;
 
@@ -338,6 +399,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   published.content_key = result.content_key;
   const bool fresh = storage.commit(std::move(staging), published, log);
   finish(result.content_key, fresh ? BuildResult::Outcome::built : BuildResult::Outcome::reused);
+  upload(result.outcome);
   if (log) {
     log(LogLevel::info, "built " + recipe.consumer + "/" + recipe.name + " as " + result.content_key + " in " +
                             std::to_string(result.seconds) + " s");

@@ -323,6 +323,7 @@ const char *to_string(BuildResult::Outcome outcome) {
     case BuildResult::Outcome::hit: return "hit";
     case BuildResult::Outcome::reused: return "reused";
     case BuildResult::Outcome::built: return "built";
+    case BuildResult::Outcome::fetched: return "fetched";
   }
   return "?";
 }

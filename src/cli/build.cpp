@@ -5,6 +5,7 @@
 #include <kiln/json.hpp>
 
 #include "build_session.hpp"
+#include "report_json.hpp"
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -17,27 +18,30 @@ json plan_json(const BuildPlan &plan) {
   for (const auto &reason : plan.stale_reasons) reasons.push_back(kiln::to_json(reason));
   return {{"consumer", plan.consumer}, {"name", plan.name}, {"input_key", plan.input_key},
           {"content_key", plan.content_key ? json(*plan.content_key) : json(nullptr)},
-          {"state", plan.state}, {"stale_reasons", reasons}, {"archs", arch_list(plan.archs)},
+          {"state", plan.state}, {"source", plan.source}, {"stale_reasons", reasons}, {"archs", arch_list(plan.archs)},
           {"backend", plan.backend}, {"jit_toolchain", plan.jit_toolchain},
           {"nvcc", plan.nvcc}, {"nvcc_version", plan.nvcc_version}, {"host_compiler", plan.host_compiler},
           {"cmake", plan.cmake}, {"cmake_version", plan.cmake_version},
           {"steps", plan.steps}, {"units", plan.units}, {"units_cached", plan.units_cached}};
 }
 
-json build_json(const BuildResult &result) {
-  json units = json::array();
-  for (const auto &unit : result.units) {
-    units.push_back({{"name", unit.name}, {"cached", unit.cached}, {"seconds", unit.seconds}});
-  }
-  return {{"consumer", result.consumer}, {"name", result.name}, {"outcome", kiln::to_string(result.outcome)},
-          {"input_key", result.input_key}, {"content_key", result.content_key}, {"entry", result.entry_dir},
-          {"archs", arch_list(result.archs)}, {"units", units}, {"seconds", result.seconds}};
+}  // namespace
+
+std::string build_text(const BuildResult &result) {
+  std::string text = std::string(kiln::to_string(result.outcome)) + " " + result.consumer + "/" + result.name + " in " +
+                     fixed(result.seconds, 2) + " s" + (result.remote.empty() ? "" : " from " + result.remote) +
+                     "\n  content key " + result.content_key + "\n  input key   " + result.input_key + "\n  " +
+                     result.entry_dir + "\n";
+  for (const auto &upload : result.uploads) text += "  remote " + upload.remote + ": " + upload.status + "\n";
+  return text;
 }
+
+namespace {
 
 std::string plan_text(const Recipe &recipe, const BuildPlan &plan) {
   std::string text = recipe.consumer + "/" + recipe.name + ": " + plan.state + "\n  input key   " + plan.input_key +
                      "\n  content key " + (plan.content_key ? *plan.content_key : std::string("(unknown until built)")) +
-                     "\n  archs       " + arch_list(plan.archs) +
+                     "\n  source      " + plan.source + "\n  archs       " + arch_list(plan.archs) +
                      (plan.backend == "nvrtc" ? "\n  jit         " + plan.jit_toolchain + "\n"
                                               : "\n  nvcc        " + plan.nvcc + " (" + plan.nvcc_version + ")\n") +
                      (plan.backend == "cmake" ? "  cmake       " + plan.cmake + " (" + plan.cmake_version + ")\n" : "");
@@ -61,10 +65,7 @@ int build(const Flags &flags, const BuildArgs &args) {
   }
   const BuildResult result = runtime.build(recipe, session.options);
   session.finish();
-  const std::string text = std::string(kiln::to_string(result.outcome)) + " " + recipe.consumer + "/" + recipe.name +
-                           " in " + fixed(result.seconds, 2) + " s\n  content key " + result.content_key +
-                           "\n  input key   " + result.input_key + "\n  " + result.entry_dir + "\n";
-  emit(flags, build_json(result), text);
+  emit(flags, cli::to_json(result), build_text(result));
   return 0;
 }
 

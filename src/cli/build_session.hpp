@@ -19,9 +19,11 @@ struct BuildArgs {
   bool quiet = false;
   unsigned jobs = 0;
   std::string archs;
+  bool no_remote = false;
+  bool remote_only = false;  // kiln remote pull
 };
 
-// recipe, --force, --jobs, --arch, --quiet.
+// recipe, --force, --jobs, --arch, --quiet, --no-remote.
 void add_recipe_options(CLI::App &command, BuildArgs &args);
 
 // BuildOptions from the arguments, with progress on stderr (progress.hpp); while alive, SIGINT
@@ -35,5 +37,8 @@ struct BuildSession {
   BuildSession(const Flags &flags, const BuildArgs &args);
   void finish() { progress->finish(); }
 };
+
+// "built consumer/name in 1.23 s", the keys, the entry and each remote's upload.
+std::string build_text(const BuildResult &result);
 
 }  // namespace kiln::cli

@@ -1,5 +1,7 @@
 #include "report_json.hpp"
 
+#include "common.hpp"
+
 #include <kiln/json.hpp>
 
 namespace kiln::cli {
@@ -110,6 +112,24 @@ json error_json(const std::exception &error) {
 
 std::string json_text(const json &value) {
   return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+nlohmann::json to_json(const RemoteTransfer &transfer) {
+  return {{"consumer", transfer.consumer}, {"name", transfer.name},     {"content_key", transfer.content_key},
+          {"input_key", transfer.input_key}, {"remote", transfer.remote}, {"status", transfer.status},
+          {"bytes", transfer.bytes}};
+}
+
+nlohmann::json to_json(const BuildResult &result) {
+  json units = json::array(), uploads = json::array();
+  for (const auto &unit : result.units) {
+    units.push_back({{"name", unit.name}, {"cached", unit.cached}, {"seconds", unit.seconds}});
+  }
+  for (const auto &upload : result.uploads) uploads.push_back(to_json(upload));
+  return {{"consumer", result.consumer}, {"name", result.name}, {"outcome", kiln::to_string(result.outcome)},
+          {"input_key", result.input_key}, {"content_key", result.content_key}, {"entry", result.entry_dir},
+          {"archs", arch_list(result.archs)}, {"units", units}, {"seconds", result.seconds},
+          {"remote", result.remote.empty() ? json(nullptr) : json(result.remote)}, {"uploads", uploads}};
 }
 
 }  // namespace kiln::cli

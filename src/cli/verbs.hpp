@@ -19,5 +19,6 @@ Verb add_gc(CLI::App &app, const Flags &flags);       // gc.cpp
 Verb add_keygen(CLI::App &app, const Flags &flags);   // keygen.cpp
 Verb add_export(CLI::App &app, const Flags &flags);   // export.cpp
 Verb add_import(CLI::App &app, const Flags &flags);   // import.cpp
+Verb add_remote(CLI::App &app, const Flags &flags);   // remote.cpp
 
 }  // namespace kiln::cli

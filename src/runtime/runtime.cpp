@@ -12,6 +12,7 @@
 #include "load/loader.hpp"
 #include "runtime/state.hpp"
 #include "store/layout.hpp"
+#include "store/remote/remote_config.hpp"
 #include "store/usage.hpp"
 #include "support/typed_errors.hpp"
 
@@ -65,6 +66,8 @@ Runtime::Runtime(RuntimeOptions options) try : state_(std::make_shared<State>())
   state_->storage->on_rename([state = state_.get()](const std::string &consumer, const std::string &name) {
     state->bump_generation(consumer, name);
   });
+  // Remote caches are read on first use (a build), never by loads (kiln/remote.hpp).
+  state_->storage->set_remote_config(store::remote::config_file_for(state_->writable().root()), state_->options.log);
   state_->verification_records =
       std::make_unique<store::VerificationRecords>(state_->writable().root() / "verified");
 } catch (...) {

@@ -8,6 +8,7 @@
 #include <kiln/errors.hpp>
 
 #include "store/names.hpp"
+#include "store/remote/remote_cache.hpp"
 
 #include "support/fault_point.hpp"
 
@@ -30,6 +31,26 @@ Storage::Storage(const std::vector<StoreLocation> &locations) {
     layers_.push_back(std::make_unique<LocalStore>(location));
     infos_.push_back({location.root.string(), location.writable, location.origin});
   }
+}
+
+Storage::~Storage() = default;
+
+void Storage::set_remote_config(fs::path config_file, LogCallback log) {
+  std::lock_guard<std::mutex> guard(remote_mutex_);
+  remote_config_file_ = std::move(config_file);
+  remote_log_ = std::move(log);
+  remote_configured_ = false;
+  remote_.reset();
+}
+
+std::shared_ptr<const remote::RemoteCache> Storage::remote() const {
+  std::lock_guard<std::mutex> guard(remote_mutex_);
+  if (!remote_configured_ && !remote_config_file_.empty()) {
+    remote::RemoteConfig config = remote::load_config(remote_config_file_);
+    if (config.any()) remote_ = std::make_shared<const remote::RemoteCache>(std::move(config), remote_log_);
+    remote_configured_ = true;
+  }
+  return remote_;
 }
 
 Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,

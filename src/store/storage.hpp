@@ -7,9 +7,9 @@
 // visible, so a crash between any two leaves a store the next writer completes or repairs.
 //
 // Modelled on ccache's storage::Storage: a small facade over one backend per kind of store
-// (store/local_store.hpp for a directory). A remote cache (HTTP, Redis) slots in behind
-// pointer() and commit(): a local miss asks it by input key, downloads into a Staging and
-// commits like a build; a commit uploads. Callers do not change.
+// (store/local_store.hpp for a directory; store/remote/ for the remote caches, HTTP and Redis,
+// kiln/remote.hpp). A build's local miss asks remote() by input key, downloads into a Staging
+// and commits like a build; a build's commit is uploaded. Loads never touch a remote.
 #pragma once
 
 #include <functional>
@@ -24,6 +24,10 @@
 
 namespace kiln::store {
 
+namespace remote {
+class RemoteCache;
+}
+
 // What a commit makes visible: consumer/name -> content key (and input key -> content key
 // for built artifacts).
 struct Publication {
@@ -37,6 +41,7 @@ struct Publication {
 class Storage {
  public:
   explicit Storage(const std::vector<StoreLocation> &locations);  // the writable cache last
+  ~Storage();
 
   const std::vector<StoreInfo> &infos() const { return infos_; }
   const LocalStore &writable() const { return *layers_.back(); }
@@ -88,6 +93,12 @@ class Storage {
   // manifest update per consumer, so each consumer's new names become visible together.
   void point_all(const std::vector<Publication> &publications) const;
 
+  // The remote caches (store/remote/remote_cache.hpp), configured on first use from
+  // `config_file` and the environment (kiln/remote.hpp); nullptr when none is configured.
+  // UsageError for a malformed configuration (asked again on the next call).
+  void set_remote_config(boost::filesystem::path config_file, LogCallback log);
+  std::shared_ptr<const remote::RemoteCache> remote() const;
+
   // Called after a commit or point made the writable manifest name another content key for
   // consumer/name (decided under the manifest lock, so exact with concurrent writers): the
   // runtime tells running watchers (hot swap's trigger). Must not throw.
@@ -103,6 +114,11 @@ class Storage {
   std::vector<std::unique_ptr<LocalStore>> layers_;
   std::vector<StoreInfo> infos_;
   RenameObserver on_rename_;
+  boost::filesystem::path remote_config_file_;
+  LogCallback remote_log_;
+  mutable std::mutex remote_mutex_;
+  mutable bool remote_configured_ = false;
+  mutable std::shared_ptr<const remote::RemoteCache> remote_;
 
   struct CachedResolution {
     std::vector<std::string> manifest_files;  // every layer consulted, in order

@@ -1,0 +1,61 @@
+// Runtime's remote-cache verbs: status and push (kiln/remote.hpp).
+#include <kiln/runtime.hpp>
+
+#include <boost/filesystem/operations.hpp>
+
+#include "runtime/state.hpp"
+#include "store/names.hpp"
+#include "store/remote/remote_cache.hpp"
+#include "support/typed_errors.hpp"
+
+namespace kiln {
+namespace {
+
+std::shared_ptr<const store::remote::RemoteCache> configured_remotes(const store::Storage &storage) {
+  auto remote = storage.remote();
+  if (!remote) {
+    throw UsageError("no remote cache is configured: set KILN_REMOTE (e.g. http://build1:8080/kiln) or add "
+                     "`remote = URL` lines to kiln.conf in the cache directory " + storage.writable().root().string());
+  }
+  return remote;
+}
+
+}  // namespace
+
+RemoteStatus Runtime::remote_status() const try {
+  const auto remote = state_->storage->remote();
+  if (!remote) {
+    RemoteStatus status;
+    const auto file = store::remote::config_file_for(state_->writable().root());
+    if (boost::filesystem::exists(file)) status.config_file = file.string();
+    return status;
+  }
+  return remote->status();
+} catch (...) {
+  support::rethrow_typed("asking the remote caches");
+}
+
+std::vector<RemoteTransfer> Runtime::remote_push(const std::string &consumer, const std::vector<std::string> &names) const try {
+  store::validate_name("consumer", consumer);
+  const auto remote = configured_remotes(*state_->storage);
+  bool writable = false;
+  for (const auto &endpoint : remote->config().remotes) writable = writable || !endpoint.read_only;
+  if (!writable) throw UsageError("every configured remote cache is read-only: nothing can be pushed (drop read-only from one)");
+  std::vector<std::string> pushed = names;
+  if (pushed.empty()) {
+    for (const auto &summary : state_->storage->list(consumer)) {
+      if (!summary.shadowed) pushed.push_back(summary.name);
+    }
+    if (pushed.empty()) throw NotFoundError("consumer " + consumer + " has no artifacts in the stores: nothing to push");
+  }
+  std::vector<RemoteTransfer> transfers;
+  for (const auto &name : pushed) {
+    const auto resolution = state_->storage->resolve(consumer, name);
+    for (auto &transfer : remote->upload(*resolution, state_->writable().root())) transfers.push_back(std::move(transfer));
+  }
+  return transfers;
+} catch (...) {
+  support::rethrow_typed("pushing " + consumer + " to the remote caches");
+}
+
+}  // namespace kiln

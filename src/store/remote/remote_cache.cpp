@@ -1,0 +1,393 @@
+#include "store/remote/remote_cache.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <random>
+#include <thread>
+
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/errors.hpp>
+
+#include "bundle/reader.hpp"
+#include "bundle/writer.hpp"
+#include "store/files.hpp"
+#include "store/names.hpp"
+#include "store/storage.hpp"
+#include "support/elapsed.hpp"
+
+namespace kiln::store::remote {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Remotes that failed, by URL, for every RemoteCache of the process: a dead server costs its
+// timeout once per process, not once per build.
+struct FailedRemotes {
+  std::mutex mutex;
+  std::map<std::string, Clock::time_point> skip_until;
+};
+FailedRemotes &failed_remotes() {
+  static FailedRemotes failed;
+  return failed;
+}
+
+std::string cas_key(const std::string &consumer, const std::string &content_key) { return "cas/" + consumer + "/" + content_key; }
+std::string ac_key(const std::string &consumer, const std::string &input_key) { return "ac/" + consumer + "/" + input_key; }
+std::string lease_key(const std::string &consumer, const std::string &input_key) { return "lease/" + consumer + "/" + input_key; }
+
+// host:pid:random -- unique across the machines and processes sharing a remote.
+std::string lease_holder_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::random_device random;
+  return std::string(host[0] != '\0' ? host : "host") + ":" + std::to_string(::getpid()) + ":" + std::to_string(random());
+}
+
+// A file of the writable cache's remote/ directory, removed when this goes.
+class TransferFile {
+ public:
+  explicit TransferFile(const fs::path &root, const std::string &what) {
+    const fs::path dir = root / "remote";
+    store::create_directories(dir);
+    path_ = dir / ("." + what + "-" + unique_suffix());
+  }
+  ~TransferFile() {
+    boost::system::error_code ignored;
+    fs::remove(path_, ignored);
+  }
+  TransferFile(const TransferFile &) = delete;
+  TransferFile &operator=(const TransferFile &) = delete;
+  const fs::path &path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
+struct RemoteCache::Slot {
+  std::unique_ptr<Backend> backend;
+  std::string url;  // display form
+  std::mutex mutex;
+};
+
+RemoteCache::RemoteCache(RemoteConfig config, LogCallback log) : config_(std::move(config)), log_(std::move(log)) {
+  for (const auto &endpoint : config_.remotes) {
+    auto slot = std::make_unique<Slot>();
+    slot->backend = make_backend(endpoint);
+    slot->url = slot->backend->display_url();
+    slots_.push_back(std::move(slot));
+  }
+}
+
+RemoteCache::~RemoteCache() = default;
+
+template <class Call>
+auto RemoteCache::with(Slot &slot, const std::string &what, Call call) const
+    -> std::optional<decltype(call(std::declval<Backend &>()))> {
+  FailedRemotes &failed = failed_remotes();
+  {
+    std::lock_guard<std::mutex> guard(failed.mutex);
+    const auto it = failed.skip_until.find(slot.url);
+    if (it != failed.skip_until.end()) {
+      if (Clock::now() < it->second) return std::nullopt;
+      failed.skip_until.erase(it);
+    }
+  }
+  try {
+    std::lock_guard<std::mutex> guard(slot.mutex);
+    return call(*slot.backend);
+  } catch (const RemoteError &error) {
+    {
+      std::lock_guard<std::mutex> guard(failed.mutex);
+      failed.skip_until[slot.url] =
+          Clock::now() + std::chrono::milliseconds(static_cast<long long>(config_.retry_after_s * 1000));
+    }
+    if (log_) {
+      log_(LogLevel::warning, "remote " + slot.url + ": " + what + " failed (" + error.what() + "); skipping it for " +
+                                  std::to_string(static_cast<long long>(config_.retry_after_s)) +
+                                  " s, the build proceeds without it");
+    }
+    return std::nullopt;
+  }
+}
+
+std::optional<RemoteCache::Fetched> RemoteCache::fetch(const Storage &storage, const std::string &consumer,
+                                                       const std::string &content_key, const std::string &input_key,
+                                                       Slot &slot) const {
+  const std::string key = cas_key(consumer, content_key);
+  const auto body = with(slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
+  if (!body || !*body) return std::nullopt;
+  try {
+    TransferFile file(storage.writable().root(), "fetch");
+    write_staging_file(file.path(), **body, 0600);
+    const bundle::FetchedEntry entry = bundle::read_entry_bundle(
+        storage, {file.path().string(), consumer, content_key, input_key, config_.trusted_keys}, log_);
+    if (log_) {
+      log_(LogLevel::info, "fetched " + consumer + " entry " + entry.content_key + " from " + slot.url + " (" +
+                               std::to_string((*body)->size()) + " bytes, " +
+                               (entry.signed_by.empty() ? "signature not checked" : "signed by " + entry.signed_by) + ")");
+    }
+    return Fetched{entry.content_key, slot.url, (*body)->size()};
+  } catch (const Error &error) {
+    // A damaged, truncated, tampered or untrusted entry is a miss: never an error that stops
+    // a build, never a load of the bad bytes (nothing was committed).
+    if (log_) log_(LogLevel::warning, "remote " + slot.url + ": " + key + " refused: " + error.what());
+    return std::nullopt;
+  }
+}
+
+std::optional<RemoteCache::Fetched> RemoteCache::fetch_input_key(const Storage &storage, const std::string &consumer,
+                                                                 const std::string &input_key) const {
+  const std::string key = ac_key(consumer, input_key);
+  for (const auto &slot : slots_) {
+    const auto pointer = with(*slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
+    if (!pointer || !*pointer) continue;
+    const std::string content_key = **pointer;
+    if (!is_valid_key(content_key)) {
+      if (log_) log_(LogLevel::warning, "remote " + slot->url + ": " + key + " holds no content key (ignored)");
+      continue;
+    }
+    if (auto fetched = fetch(storage, consumer, content_key, input_key, *slot)) return fetched;
+  }
+  return std::nullopt;
+}
+
+std::optional<RemoteCache::Fetched> RemoteCache::fetch_content_key(const Storage &storage, const std::string &consumer,
+                                                                   const std::string &content_key) const {
+  for (const auto &slot : slots_) {
+    if (auto fetched = fetch(storage, consumer, content_key, "", *slot)) return fetched;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> RemoteCache::locate(const std::string &consumer, const std::string &input_key) const {
+  const std::string key = ac_key(consumer, input_key);
+  for (const auto &slot : slots_) {
+    const auto pointer = with(*slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
+    if (pointer && *pointer && is_valid_key(**pointer)) return slot->url;
+  }
+  return std::nullopt;
+}
+
+std::vector<RemoteTransfer> RemoteCache::upload(const Resolution &resolution, const fs::path &work_dir) const {
+  std::vector<RemoteTransfer> transfers;
+  std::vector<Slot *> writable;
+  for (const auto &slot : slots_) {
+    if (!slot->backend->endpoint().read_only) writable.push_back(slot.get());
+  }
+  if (writable.empty()) return transfers;
+  const auto report = [&](Slot &slot, const std::string &status, std::uint64_t bytes) {
+    transfers.push_back({resolution.consumer, resolution.name, resolution.content_key, resolution.input_key, slot.url,
+                         status, bytes});
+  };
+  std::string bundle;
+  try {
+    TransferFile file(work_dir, "upload");
+    bundle::write_entry_bundle(resolution, file.path().string(), config_.signing_key);
+    bundle = read_file(file.path(), FileOrigin::store);
+  } catch (const std::exception &error) {
+    for (Slot *slot : writable) report(*slot, std::string("failed: ") + error.what(), 0);
+    if (log_) log_(LogLevel::warning, "not uploading " + resolution.consumer + "/" + resolution.name + ": " + error.what());
+    return transfers;
+  }
+  const std::string entry = cas_key(resolution.consumer, resolution.content_key);
+  for (Slot *slot : writable) {
+    const auto wrote = with(*slot, "PUT " + entry, [&](Backend &backend) { return backend.put_new(entry, bundle); });
+    if (!wrote) {
+      report(*slot, "failed: the remote did not answer (see the log)", 0);
+      continue;
+    }
+    if (!resolution.input_key.empty()) {
+      const std::string pointer = ac_key(resolution.consumer, resolution.input_key);
+      const auto pointed = with(*slot, "PUT " + pointer, [&](Backend &backend) {
+        if (backend.put_new(pointer, resolution.content_key)) return std::string();
+        return backend.get(pointer).value_or("");
+      });
+      if (!pointed) {
+        report(*slot, "failed: the remote did not take the input-key pointer (see the log)", 0);
+        continue;
+      }
+      if (!pointed->empty() && *pointed != resolution.content_key && log_) {
+        // Another machine built these inputs into another content key first; both entries are
+        // valid builds of the inputs, and its pointer stays (pointers are never overwritten).
+        log_(LogLevel::info, "remote " + slot->url + ": " + pointer + " already names " + pointed->substr(0, 64) +
+                                 ", not " + resolution.content_key + " (kept)");
+      }
+    }
+    report(*slot, *wrote ? "uploaded" : "present", *wrote ? bundle.size() : 0);
+  }
+  if (log_) {
+    for (const auto &transfer : transfers) {
+      log_(LogLevel::info, "remote " + transfer.remote + ": " + transfer.consumer + "/" + transfer.name + " " +
+                               transfer.content_key + " " + transfer.status);
+    }
+  }
+  return transfers;
+}
+
+namespace {
+
+// Renews the lease from its own thread until destroyed, then releases it.
+class HeldLease final : public BuildLease {
+ public:
+  using Renew = std::function<void(bool release)>;
+  HeldLease(double ttl_s, Renew renew) : renew_(std::move(renew)) {
+    const auto every = std::chrono::milliseconds(static_cast<long long>(ttl_s * 1000 / 6));
+    thread_ = std::thread([this, every] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
+        lock.unlock();
+        renew_(false);
+        lock.lock();
+      }
+    });
+  }
+  ~HeldLease() override {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    renew_(true);
+  }
+
+ private:
+  Renew renew_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+constexpr double kLeaseTtlSeconds = 30;
+
+}  // namespace
+
+std::unique_ptr<BuildLease> RemoteCache::lease_or_wait(const Storage &storage, const std::string &consumer,
+                                                       const std::string &input_key, const CancelToken *cancel,
+                                                       std::optional<Fetched> *fetched) const {
+  Slot *slot = nullptr;
+  for (const auto &candidate : slots_) {
+    if (!candidate->backend->endpoint().read_only) {
+      slot = candidate.get();
+      break;
+    }
+  }
+  if (slot == nullptr) return nullptr;  // nobody to agree with: build, and upload nowhere
+  const std::string key = lease_key(consumer, input_key), holder = lease_holder_name();
+  const auto start = Clock::now();
+  std::optional<std::string> seen;  // the holder's text, and since when it has not changed
+  auto seen_since = start;
+  auto pause = std::chrono::milliseconds(100);
+  bool told = false;
+  while (true) {
+    const auto taken = with(*slot, "lease " + key, [&](Backend &backend) {
+      return backend.acquire_lease(key, holder, kLeaseTtlSeconds);
+    });
+    if (!taken) return nullptr;  // the remote failed: build here
+    if (*taken) {
+      auto lease = std::make_unique<HeldLease>(kLeaseTtlSeconds, [this, slot, key, holder](bool release) {
+        with(*slot, (release ? "release " : "renew ") + key, [&](Backend &backend) {
+          if (release) {
+            backend.release_lease(key, holder);
+          } else {
+            backend.renew_lease(key, holder, kLeaseTtlSeconds);
+          }
+          return true;
+        });
+      });
+      // A holder that finished between our miss and this lease has uploaded: take that.
+      if (auto entry = fetch_input_key(storage, consumer, input_key)) {
+        *fetched = std::move(entry);
+        return nullptr;  // the lease is released as it goes
+      }
+      return std::unique_ptr<BuildLease>(std::move(lease));
+    }
+    // Another machine builds these inputs: take its upload as soon as it is there.
+    if (auto entry = fetch_input_key(storage, consumer, input_key)) {
+      *fetched = std::move(entry);
+      return nullptr;
+    }
+    const auto current = with(*slot, "lease " + key, [&](Backend &backend) { return backend.current_lease(key); });
+    if (!current) return nullptr;
+    if (!*current) {  // released meanwhile (its build failed, or it uploaded): look again
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    const auto now = Clock::now();
+    if (!told && log_) {
+      log_(LogLevel::info, consumer + " " + input_key + ": another machine builds it (" + (**current).substr(0, 120) +
+                               " on " + slot->url + "); waiting for its upload");
+      told = true;
+    }
+    if (seen != **current) {
+      seen = **current;
+      seen_since = now;
+    } else if (now - seen_since > std::chrono::milliseconds(static_cast<long long>(kLeaseTtlSeconds * 1000))) {
+      // Not renewed for a whole ttl by our own clock: its holder died (HTTP leases do not expire).
+      if (log_) log_(LogLevel::warning, "remote " + slot->url + ": lease " + key + " was not renewed for " +
+                                            std::to_string(static_cast<int>(kLeaseTtlSeconds)) + " s; taking it over");
+      with(*slot, "break lease " + key, [&](Backend &backend) {
+        backend.break_lease(key);
+        return true;
+      });
+      seen.reset();
+      continue;
+    }
+    if (now - start > std::chrono::milliseconds(static_cast<long long>(config_.lease_wait_s * 1000))) {
+      if (log_) log_(LogLevel::warning, consumer + " " + input_key + ": waited " + std::to_string(config_.lease_wait_s) +
+                                            " s for another machine's build; building here");
+      return nullptr;
+    }
+    if (cancel != nullptr && cancel->cancelled()) return nullptr;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+RemoteStatus RemoteCache::status() const {
+  RemoteStatus status;
+  status.config_file = config_.config_file;
+  status.trusted_keys = config_.trusted_keys;
+  status.signing_key = config_.signing_key;
+  for (const auto &slot : slots_) {
+    RemoteInfo info;
+    const Endpoint &endpoint = slot->backend->endpoint();
+    info.url = slot->url;
+    info.read_only = endpoint.read_only;
+    info.connect_timeout_s = endpoint.connect_timeout_s;
+    info.timeout_s = endpoint.timeout_s;
+    bool skipped = false;
+    {
+      FailedRemotes &failed = failed_remotes();
+      std::lock_guard<std::mutex> guard(failed.mutex);
+      const auto it = failed.skip_until.find(slot->url);
+      skipped = it != failed.skip_until.end() && Clock::now() < it->second;
+    }
+    if (skipped) {
+      info.state = "skipped";
+      info.detail = "failed within the last " + std::to_string(static_cast<long long>(config_.retry_after_s)) + " s";
+    } else {
+      const auto start = Clock::now();
+      try {
+        std::lock_guard<std::mutex> guard(slot->mutex);
+        info.detail = slot->backend->ping();
+        info.state = "ok";
+      } catch (const RemoteError &error) {
+        info.state = "down";
+        info.detail = error.what();
+      }
+      info.round_trip_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    }
+    status.remotes.push_back(std::move(info));
+  }
+  return status;
+}
+
+}  // namespace kiln::store::remote

@@ -1,0 +1,93 @@
+// The fleet cache's flow (kiln/remote.hpp): what a build asks the remotes, what it trusts from
+// them and what it gives them. Backends (store/remote/backend.hpp) only move bytes; this file
+// decides. A remote entry is a one-entry bundle (bundle/writer.hpp) under
+// cas/<consumer>/<content key>, found by input key through ac/<consumer>/<input key> (its
+// content key as text). What comes back is verified as an import is, against the trusted
+// keys, and must be the entry asked for (its signed index names the consumer, the content
+// key and the input key); anything else is a miss, logged with the reason.
+//
+// Never in the way: a remote that fails (RemoteError: down, timeout, 5xx, garbage) is skipped
+// by every RemoteCache of the process for retry_after seconds, so a dead server costs its
+// timeout once; nothing here throws for a remote's sake.
+//
+// Threads: any thread; each backend is used by one thread at a time.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kiln/cancel.hpp>
+#include <kiln/log.hpp>
+#include <kiln/module.hpp>
+#include <kiln/remote.hpp>
+
+#include "store/remote/remote_config.hpp"
+
+namespace kiln::store {
+class Storage;
+}
+
+namespace kiln::store::remote {
+
+// Holds a build lease on one remote while this machine builds an input key, renewing it from
+// a thread of its own; released when destroyed.
+class BuildLease {
+ public:
+  virtual ~BuildLease() = default;
+};
+
+class RemoteCache {
+ public:
+  RemoteCache(RemoteConfig config, LogCallback log);
+  ~RemoteCache();
+
+  const RemoteConfig &config() const { return config_; }
+
+  // The entry ac/<consumer>/<input_key> names, from the first remote that has it, committed
+  // into `storage`'s writable cache (no name, no pointer: the caller points). The content key
+  // and the remote's URL; nullopt when no remote has it or what came was refused (logged).
+  struct Fetched {
+    std::string content_key;
+    std::string remote;
+    std::uint64_t bytes = 0;
+  };
+  std::optional<Fetched> fetch_input_key(const Storage &storage, const std::string &consumer,
+                                         const std::string &input_key) const;
+  // The same by content key (cas only): once a build knows its content key.
+  std::optional<Fetched> fetch_content_key(const Storage &storage, const std::string &consumer,
+                                           const std::string &content_key) const;
+  // The first remote that has ac/<consumer>/<input_key> (a GET of the pointer only): for plan.
+  std::optional<std::string> locate(const std::string &consumer, const std::string &input_key) const;
+
+  // The entry `resolution` names, to every read-write remote: cas (unless present), then the
+  // ac pointer when it has an input key. Never throws; each remote's outcome is reported.
+  std::vector<RemoteTransfer> upload(const Resolution &resolution, const boost::filesystem::path &work_dir) const;
+
+  // Before building input_key: with no other machine building it, a lease on the first
+  // read-write remote (or none where no remote offers one: build anyway). With another
+  // machine's lease live, waits -- polling for its upload -- until the entry can be fetched
+  // (*fetched set, no lease), the lease is released or abandoned (then it is taken), the
+  // wait exceeds lease_wait, or `cancel` fires (UsageError-free: a cancel ends the wait and the
+  // caller's own cancel check stops the build).
+  std::unique_ptr<BuildLease> lease_or_wait(const Storage &storage, const std::string &consumer,
+                                            const std::string &input_key, const CancelToken *cancel,
+                                            std::optional<Fetched> *fetched) const;
+
+  RemoteStatus status() const;
+
+ private:
+  struct Slot;
+  template <class Call>
+  auto with(Slot &slot, const std::string &what, Call call) const -> std::optional<decltype(call(std::declval<Backend &>()))>;
+  std::optional<Fetched> fetch(const Storage &storage, const std::string &consumer, const std::string &content_key,
+                               const std::string &input_key, Slot &slot) const;
+
+  RemoteConfig config_;
+  LogCallback log_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+};
+
+}  // namespace kiln::store::remote

@@ -1,0 +1,183 @@
+#include "store/remote/remote_config.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include <kiln/errors.hpp>
+
+#include "store/files.hpp"
+#include "store/unique_fd.hpp"
+#include "support/environment.hpp"
+
+namespace kiln::store::remote {
+namespace {
+
+std::string trimmed(const std::string &text) {
+  const auto begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  const auto end = text.find_last_not_of(" \t\r");
+  return text.substr(begin, end - begin + 1);
+}
+
+std::vector<std::string> split_on(const std::string &text, char separator) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, separator)) {
+    part = trimmed(part);
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+// A positive number of seconds, at most a day (a longer bound is a typo, not a wish).
+double seconds_value(const std::string &value, const std::string &what, const std::string &origin) {
+  char *end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(value.c_str(), &end);
+  if (value.empty() || end == nullptr || *end != '\0' || errno != 0 || !std::isfinite(seconds) || seconds <= 0 ||
+      seconds > 86400) {
+    throw UsageError(origin + ": " + what + " \"" + value + "\" is not a number of seconds in (0, 86400] (e.g. " +
+                     what + "=2.5)");
+  }
+  return seconds;
+}
+
+std::uint64_t bytes_value(const std::string &value, const std::string &origin) {
+  std::uint64_t scale = 1;
+  std::string digits = value;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'k': case 'K': scale = 1ull << 10; break;
+      case 'M': scale = 1ull << 20; break;
+      case 'G': scale = 1ull << 30; break;
+      default: break;
+    }
+    if (scale != 1) digits.pop_back();
+  }
+  std::uint64_t number = 0;
+  bool ok = !digits.empty() && digits.size() <= 12;
+  for (char c : digits) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) number = number * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (!ok || number == 0 || number > (64ull << 30) / scale) {
+    throw UsageError(origin + ": max-size \"" + value + "\" is not a size between 1 and 64G (e.g. max-size=512M)");
+  }
+  return number * scale;
+}
+
+std::vector<std::string> key_files(const std::string &list) { return split_on(list, ':'); }
+
+}  // namespace
+
+Endpoint parse_remote(const std::string &spec, const std::string &origin) {
+  const std::vector<std::string> parts = split_on(spec, ';');
+  if (parts.empty()) throw UsageError(origin + ": an empty remote (give a URL such as http://host:8080/kiln)");
+  Endpoint endpoint;
+  endpoint.url = parts.front();
+  const std::string scheme = endpoint.url.substr(0, endpoint.url.find("://"));
+  if (endpoint.url.find("://") == std::string::npos || (scheme != "http" && scheme != "https" && scheme != "redis")) {
+    throw UsageError(origin + ": remote \"" + endpoint.url + "\" is not an http://, https:// or redis:// URL "
+                     "(e.g. http://build1:8080/kiln or redis://build1:6379/0)");
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string &attribute = parts[i];
+    const auto equals = attribute.find('=');
+    const std::string key = trimmed(attribute.substr(0, equals));
+    const std::string value = equals == std::string::npos ? "" : trimmed(attribute.substr(equals + 1));
+    if (key == "read-only" && equals == std::string::npos) {
+      endpoint.read_only = true;
+    } else if (key == "connect-timeout") {
+      endpoint.connect_timeout_s = seconds_value(value, key, origin);
+    } else if (key == "timeout") {
+      endpoint.timeout_s = seconds_value(value, key, origin);
+    } else if (key == "max-size") {
+      endpoint.max_bytes = bytes_value(value, origin);
+    } else if (key == "prefix" && scheme == "redis") {
+      endpoint.redis_prefix = value;
+    } else {
+      throw UsageError(origin + ": unknown attribute \"" + attribute + "\" of remote " + endpoint.url +
+                       " (known: read-only, connect-timeout=S, timeout=S, max-size=N[kMG], and prefix=P for redis)");
+    }
+  }
+  return endpoint;
+}
+
+RemoteConfig parse_config_text(const std::string &text, const std::string &file) {
+  RemoteConfig config;
+  config.config_file = file;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::string origin = file + ":" + std::to_string(number);
+    const std::string content = trimmed(line.substr(0, line.find('#')));
+    if (content.empty()) continue;
+    const auto equals = content.find('=');
+    if (equals == std::string::npos) {
+      throw UsageError(origin + ": \"" + content.substr(0, 200) + "\" is not `key = value` (e.g. remote = http://host:8080/kiln)");
+    }
+    const std::string key = trimmed(content.substr(0, equals)), value = trimmed(content.substr(equals + 1));
+    if (value.empty()) throw UsageError(origin + ": " + key + " has no value");
+    if (key == "remote") {
+      config.remotes.push_back(parse_remote(value, origin));
+    } else if (key == "trust") {
+      config.trusted_keys.push_back(value);
+    } else if (key == "sign") {
+      config.signing_key = value;
+    } else if (key == "lease_wait") {
+      config.lease_wait_s = seconds_value(value, key, origin);
+    } else if (key == "retry_after") {
+      config.retry_after_s = seconds_value(value, key, origin);
+    } else {
+      throw UsageError(origin + ": unknown setting \"" + key.substr(0, 100) +
+                       "\" (known: remote, trust, sign, lease_wait, retry_after)");
+    }
+  }
+  return config;
+}
+
+fs::path config_file_for(const fs::path &cache_root) {
+  if (const auto file = support::env_value("KILN_CONFIG")) return fs::path(*file);
+  return cache_root / "kiln.conf";
+}
+
+RemoteConfig load_config(const fs::path &config_file) {
+  RemoteConfig config;
+  std::string text;
+  bool present = true;
+  try {
+    UniqueFd fd(open_regular(config_file, FileOrigin::input, 1 << 20));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat", config_file, errno);
+    // It names the keys trusted to sign code that runs here: nobody else may edit it.
+    if ((st.st_mode & 022) != 0 || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
+      throw UsageError("kiln config " + config_file.string() + " is writable by group or others, or owned by another "
+                       "user: it names the keys trusted to sign code (chmod go-w " + config_file.string() +
+                       ", and own it yourself)");
+    }
+    text = read_file(config_file, FileOrigin::input, 1 << 20);
+  } catch (const NotFoundError &) {
+    present = false;
+  }
+  if (present) config = parse_config_text(text, config_file.string());
+  if (const auto value = support::env_value("KILN_REMOTE")) {
+    config.remotes.clear();
+    if (*value != "off") {
+      for (const auto &spec : split_on(*value, '|')) config.remotes.push_back(parse_remote(spec, "KILN_REMOTE"));
+    }
+  }
+  if (const auto value = support::env_value("KILN_REMOTE_TRUST")) config.trusted_keys = key_files(*value);
+  if (const auto value = support::env_value("KILN_REMOTE_SIGN")) config.signing_key = *value;
+  return config;
+}
+
+}  // namespace kiln::store::remote

@@ -1,0 +1,124 @@
+// The remote caches' configuration (kiln/remote.hpp): KILN_REMOTE and kiln.conf, and what a
+// malformed one says. No server is needed: these cases run everywhere.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <kiln/errors.hpp>
+#include <kiln/runtime.hpp>
+
+#include "store/remote/remote_config.hpp"
+#include "support/fixtures.hpp"
+
+using namespace kiln;
+using kiln::store::remote::load_config;
+using kiln::store::remote::parse_config_text;
+using kiln::store::remote::parse_remote;
+using kiln::test::ScopedEnv;
+using kiln::test::TempDir;
+using kiln::test::write_text;
+
+namespace {
+
+std::string usage_message(const std::function<void()> &call) {
+  try {
+    call();
+  } catch (const UsageError &error) {
+    return error.what();
+  }
+  FAIL("no UsageError");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("remote config: a remote's URL and attributes") {
+  const auto endpoint = parse_remote("http://build1:8080/kiln; read-only ;connect-timeout=0.25;timeout=3;max-size=64M", "test");
+  CHECK(endpoint.url == "http://build1:8080/kiln");
+  CHECK(endpoint.read_only);
+  CHECK(endpoint.connect_timeout_s == doctest::Approx(0.25));
+  CHECK(endpoint.timeout_s == doctest::Approx(3));
+  CHECK(endpoint.max_bytes == 64ull << 20);
+  const auto redis = parse_remote("redis://cache:6379/2;prefix=fleet:", "test");
+  CHECK_FALSE(redis.read_only);
+  CHECK(redis.redis_prefix == "fleet:");
+
+  CHECK(usage_message([] { parse_remote("ftp://host/kiln", "KILN_REMOTE"); }).find("KILN_REMOTE: remote \"ftp://host/kiln\" is not an http") == 0);
+  CHECK(usage_message([] { parse_remote("http://h/k;timeout=-1", "x"); }).find("timeout \"-1\" is not a number of seconds") != std::string::npos);
+  CHECK(usage_message([] { parse_remote("http://h/k;timeout=1e400", "x"); }).find("is not a number of seconds") != std::string::npos);
+  CHECK(usage_message([] { parse_remote("http://h/k;max-size=0", "x"); }).find("max-size \"0\"") != std::string::npos);
+  CHECK(usage_message([] { parse_remote("http://h/k;prefix=p", "x"); }).find("unknown attribute \"prefix=p\"") != std::string::npos);
+  CHECK(usage_message([] { parse_remote("http://h/k;readonly", "x"); }).find("known: read-only") != std::string::npos);
+}
+
+TEST_CASE("remote config: kiln.conf lines, named by file and line when wrong") {
+  const auto config = parse_config_text(
+      "# the fleet\nremote = http://a:1/k\n\nremote = redis://b:2/0 ; read-only # the shared one\n"
+      "trust = /etc/kiln/one.pub\ntrust = /etc/kiln/two.pub\nsign = /k/build.key\nlease_wait = 30\nretry_after=5\n",
+      "/c/kiln.conf");
+  REQUIRE(config.remotes.size() == 2);
+  CHECK(config.remotes[1].url == "redis://b:2/0");
+  CHECK(config.remotes[1].read_only);
+  CHECK(config.trusted_keys == std::vector<std::string>{"/etc/kiln/one.pub", "/etc/kiln/two.pub"});
+  CHECK(config.signing_key == "/k/build.key");
+  CHECK(config.lease_wait_s == doctest::Approx(30));
+  CHECK(config.retry_after_s == doctest::Approx(5));
+
+  CHECK(usage_message([] { parse_config_text("remote = http://a/k\nremotes = x\n", "/c/kiln.conf"); })
+            .find("/c/kiln.conf:2: unknown setting \"remotes\"") == 0);
+  CHECK(usage_message([] { parse_config_text("remote\n", "/c/kiln.conf"); }).find("/c/kiln.conf:1: \"remote\" is not `key = value`") == 0);
+  CHECK(usage_message([] { parse_config_text("trust =\n", "f"); }).find("f:1: trust has no value") == 0);
+  CHECK(usage_message([] { parse_config_text("remote = gopher://x\n", "f"); }).find("f:1: remote") == 0);
+}
+
+TEST_CASE("remote config: the environment replaces the file's setting; off turns remotes off") {
+  TempDir dir;
+  const auto file = dir / "kiln.conf";
+  write_text(file, "remote = http://file:1/k\ntrust = /file.pub\n");
+  ::chmod(file.c_str(), 0644);
+  {
+    ScopedEnv remote("KILN_REMOTE", std::nullopt), trust("KILN_REMOTE_TRUST", std::nullopt), sign("KILN_REMOTE_SIGN", std::nullopt);
+    const auto config = load_config(file);
+    CHECK(config.config_file == file.string());
+    REQUIRE(config.remotes.size() == 1);
+    CHECK(config.remotes[0].url == "http://file:1/k");
+  }
+  {
+    ScopedEnv remote("KILN_REMOTE", std::string("http://env:1/k;read-only | redis://env:2/0"));
+    ScopedEnv trust("KILN_REMOTE_TRUST", std::string("/a.pub:/b.pub"));
+    const auto config = load_config(file);
+    REQUIRE(config.remotes.size() == 2);
+    CHECK(config.remotes[0].url == "http://env:1/k");
+    CHECK(config.remotes[0].read_only);
+    CHECK(config.remotes[1].url == "redis://env:2/0");
+    CHECK(config.trusted_keys == std::vector<std::string>{"/a.pub", "/b.pub"});
+  }
+  {
+    ScopedEnv remote("KILN_REMOTE", std::string("off"));
+    CHECK_FALSE(load_config(file).any());
+  }
+  ScopedEnv remote("KILN_REMOTE", std::nullopt);
+  CHECK_FALSE(load_config(dir / "absent.conf").any());
+}
+
+TEST_CASE("remote config: a kiln.conf others can write is refused (it names the keys trusted to sign code)") {
+  TempDir dir;
+  ScopedEnv remote("KILN_REMOTE", std::nullopt);
+  const auto file = dir / "kiln.conf";
+  write_text(file, "remote = http://a:1/k\n");
+  ::chmod(file.c_str(), 0666);
+  const std::string message = usage_message([&] { load_config(file); });
+  CHECK(message.find(file.string()) != std::string::npos);
+  CHECK(message.find("chmod go-w") != std::string::npos);
+}
+
+TEST_CASE("remote config: loads never read it; a build or remote status reports a malformed one") {
+  TempDir dir;
+  ScopedEnv remote("KILN_REMOTE", std::string("http://h:1/k;colour=blue"));
+  RuntimeOptions options;
+  options.cache_dir = (dir / "cache").string();
+  options.declared_device = "sm_90";
+  Runtime runtime(options);  // constructing reads no remote setting
+  CHECK(runtime.list("nobody").empty());
+  CHECK_THROWS_AS(runtime.remote_status(), UsageError);
+}
