@@ -51,7 +51,7 @@ int run_push(const Flags &flags, const PushArgs &args) {
   std::string text;
   bool failed = false;
   for (const auto &transfer : transfers) {
-    items.push_back(to_json(transfer));
+    items.push_back(cli::to_json(transfer));
     failed = failed || transfer.status.rfind("failed", 0) == 0;
     text += transfer.consumer + "/" + transfer.name + " " + transfer.content_key + " -> " + transfer.remote + ": " +
             transfer.status + (transfer.bytes > 0 ? " (" + std::to_string(transfer.bytes) + " bytes)" : "") + "\n";
@@ -66,7 +66,7 @@ int run_pull(const Flags &flags, const BuildArgs &args) {
   BuildSession session(flags, args);
   const BuildResult result = runtime.build(recipe, session.options);
   session.finish();
-  emit(flags, to_json(result), build_text(result));
+  emit(flags, cli::to_json(result), build_text(result));
   return 0;
 }
 

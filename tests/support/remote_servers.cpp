@@ -1,10 +1,10 @@
 #include "support/remote_servers.hpp"
 
-#include <doctest/doctest.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <map>
+
+#include <doctest/doctest.h>
 
 namespace kiln::test {
 namespace {

@@ -202,11 +202,11 @@ TEST_CASE("boundary: kiln load exits 5 (AbiError), not SIGABRT, when negotiate t
                                               {"KILN_TEST_HOSTILE", mode}});
     CHECK(result.exit_code == 5);
     CHECK(has(result.err, "kiln_plugin_negotiate"));
-    const auto json = kiln::test::run_kiln({"load", "tests", "hostile", "--json"},
+    const auto as_json = kiln::test::run_kiln({"load", "tests", "hostile", "--json"},
                                            {{"KILN_CACHE_DIR", (dir / "cache").string()},
                                             {"KILN_STORE_PATH", ""},
                                             {"KILN_TEST_HOSTILE", mode}});
-    CHECK(json.exit_code == 5);
-    CHECK(has(json.out, "\"kind\": \"abi\""));
+    CHECK(as_json.exit_code == 5);
+    CHECK(has(as_json.out, "\"kind\": \"abi\""));
   }
 }

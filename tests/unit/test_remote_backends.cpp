@@ -3,6 +3,7 @@
 // for the failure modes, sockets opened here (a closed port, one that never answers, one that
 // answers garbage). The servers are shared by every case: keys carry this run's random id.
 #include <doctest/doctest.h>
+
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,13 +11,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <kiln/errors.hpp>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <kiln/errors.hpp>
 
 #include "store/remote/backend.hpp"
 #include "support/checks.hpp"

@@ -1,7 +1,8 @@
 #include "store/remote/backend.hpp"
 
-#include <kiln/errors.hpp>
 #include <string>
+
+#include <kiln/errors.hpp>
 
 namespace kiln::store::remote {
 namespace {

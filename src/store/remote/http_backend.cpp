@@ -6,6 +6,8 @@
 // exist (a WebDAV server answers 409 otherwise; nginx's create_full_put_path helps PUT only).
 // On a 409 this backend creates the missing parents with MKCOL, top down from the prefix (405,
 // "exists", is fine), then retries once: the cost is paid once per consumer, not per lease.
+#include "store/remote/backend.hpp"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -13,14 +15,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <kiln/errors.hpp>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
 #include <vector>
 
-#include "store/remote/backend.hpp"
+#include <kiln/errors.hpp>
 
 namespace kiln::store::remote {
 namespace {
@@ -157,14 +158,16 @@ int http_seek_body(void *user, curl_off_t offset, int origin) {
 // What a status means to whoever reads the message.
 std::string http_status_text(long status) {
   std::string text = "HTTP " + std::to_string(status);
-  if (status >= 300 && status < 400)
+  if (status >= 300 && status < 400) {
     return text + " (a redirect, which kiln does not follow: use the URL it points to)";
+  }
   if (status == 401 || status == 403) return text + " (check the server's permissions, and the credentials in the URL)";
   if (status == 405 || status == 501) {
     return text + " (the server does not allow this method: enable WebDAV, e.g. nginx's dav_methods PUT DELETE MKCOL)";
   }
-  if (status == 413)
+  if (status == 413) {
     return text + " (the server refuses a body this large: raise its limit, e.g. nginx's client_max_body_size)";
+  }
   if (status >= 500) return text + " (a server error: see the server's log)";
   return text;
 }

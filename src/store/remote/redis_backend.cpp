@@ -8,6 +8,8 @@
 // it: a restart, an idle timeout), the call reconnects once and asks again; a timeout, a
 // refused connection or a reply that is not Redis' protocol is a RemoteError at once, and the
 // connection is dropped (a late reply must not answer the next request).
+#include "store/remote/backend.hpp"
+
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,14 +23,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <kiln/errors.hpp>
 #include <memory>
 #include <new>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "store/remote/backend.hpp"
+#include <kiln/errors.hpp>
 
 namespace kiln::store::remote {
 namespace {
@@ -132,8 +133,9 @@ RedisUrl redis_parse_url(const std::string &url) {
   }
   if (out.host.empty()) throw bad("has no host");
   if (!port.empty()) {
-    if (!redis_digits(port) || std::stol(port) < 1 || std::stol(port) > 65535)
+    if (!redis_digits(port) || std::stol(port) < 1 || std::stol(port) > 65535) {
       throw bad("has a port other than 1-65535");
+    }
     out.port = static_cast<int>(std::stol(port));
   }
   std::string db = path;
@@ -201,20 +203,13 @@ class RedisSigpipeGuard {
 
 std::string redis_reply_kind(const redisReply &reply) {
   switch (reply.type) {
-    case REDIS_REPLY_STRING:
-      return "a string";
-    case REDIS_REPLY_ARRAY:
-      return "an array";
-    case REDIS_REPLY_INTEGER:
-      return "an integer";
-    case REDIS_REPLY_NIL:
-      return "nil";
-    case REDIS_REPLY_STATUS:
-      return "the status " + std::string(reply.str, reply.len);
-    case REDIS_REPLY_ERROR:
-      return "the error " + std::string(reply.str, reply.len);
-    default:
-      return "a reply of type " + std::to_string(reply.type);
+    case REDIS_REPLY_STRING: return "a string";
+    case REDIS_REPLY_ARRAY: return "an array";
+    case REDIS_REPLY_INTEGER: return "an integer";
+    case REDIS_REPLY_NIL: return "nil";
+    case REDIS_REPLY_STATUS: return "the status " + std::string(reply.str, reply.len);
+    case REDIS_REPLY_ERROR: return "the error " + std::string(reply.str, reply.len);
+    default: return "a reply of type " + std::to_string(reply.type);
   }
 }
 
@@ -407,8 +402,9 @@ class RedisBackend final : public Backend {
   RedisReplyPtr fail_io(int error_number) {
     redisContext *c = context_.get();
     if (c->err == REDIS_ERR_OOM) throw std::bad_alloc();
-    if (c->err == REDIS_ERR_EOF)
+    if (c->err == REDIS_ERR_EOF) {
       return fail(Failure::lost, std::string(c->errstr) + " (the server closed the connection)");
+    }
     if (c->err == REDIS_ERR_IO &&
         (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == ETIMEDOUT)) {
       return timed_out();
