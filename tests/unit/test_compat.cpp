@@ -257,15 +257,15 @@ TEST_CASE("Reason::to_string and IncompatibleError") {
 TEST_CASE("compatibility JSON") {
   const auto host = kiln::HostRequirements::current();
   const auto device = make_device(8, 6, false, 13000);
-  auto json = kiln::device::to_json(kiln::check_compatibility(make_artifact("sm_80", 13000), host, &device));
-  CHECK(json["ok"] == true);
-  CHECK(json["image"] == "sm_80");
-  CHECK(json["reasons"].empty());
-  json = kiln::device::to_json(kiln::check_compatibility(make_artifact("sm_90", 13000), host, &device));
-  CHECK(json["ok"] == false);
-  CHECK(json["image"].is_null());
-  REQUIRE(json["reasons"].size() == 1);
-  CHECK(json["reasons"][0]["field"] == "cuda_arch");
-  CHECK(json["reasons"][0]["recorded"] == "sm_90");
-  CHECK(json["reasons"][0]["current"] == "sm_86");
+  auto report_json = kiln::device::to_json(kiln::check_compatibility(make_artifact("sm_80", 13000), host, &device));
+  CHECK(report_json["ok"] == true);
+  CHECK(report_json["image"] == "sm_80");
+  CHECK(report_json["reasons"].empty());
+  report_json = kiln::device::to_json(kiln::check_compatibility(make_artifact("sm_90", 13000), host, &device));
+  CHECK(report_json["ok"] == false);
+  CHECK(report_json["image"].is_null());
+  REQUIRE(report_json["reasons"].size() == 1);
+  CHECK(report_json["reasons"][0]["field"] == "cuda_arch");
+  CHECK(report_json["reasons"][0]["recorded"] == "sm_90");
+  CHECK(report_json["reasons"][0]["current"] == "sm_86");
 }

@@ -263,14 +263,14 @@ TEST_CASE("discover: a declared device stands in where no driver exists") {
   CHECK_THROWS_AS(kiln::device::discover(missing, std::string("sm_87,bogus=1")), kiln::UsageError);
   CHECK(kiln::device::discover(missing, std::nullopt).effective().empty());
 
-  const auto json = kiln::device::to_json(report);
-  CHECK(json["state"] == "no_driver");
-  CHECK(json["library"] == "/nonexistent/libcuda.so.1");
-  CHECK(json["devices"].empty());
-  CHECK(json["declared"]["arch"] == "sm_87");
-  CHECK(json["declared"]["integrated"] == true);
-  CHECK(json["declared"]["declared"] == true);
-  CHECK(json["declared"]["driver_version"] == CUDA_VERSION);
+  const auto report_json = kiln::device::to_json(report);
+  CHECK(report_json["state"] == "no_driver");
+  CHECK(report_json["library"] == "/nonexistent/libcuda.so.1");
+  CHECK(report_json["devices"].empty());
+  CHECK(report_json["declared"]["arch"] == "sm_87");
+  CHECK(report_json["declared"]["integrated"] == true);
+  CHECK(report_json["declared"]["declared"] == true);
+  CHECK(report_json["declared"]["driver_version"] == CUDA_VERSION);
 }
 
 TEST_CASE("DeviceReport::effective: the declared device overrides live ones") {

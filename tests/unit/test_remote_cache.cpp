@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -115,6 +116,11 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
     CHECK(fleet.compiles() == 2);
     const double expected = remote_answer(a);
 
+    // A killed transfer's leftover (an hour old) goes with the next transfer; a recent one stays.
+    fs::create_directories(fleet.cache_b / "remote");
+    write_text(fleet.cache_b / "remote" / ".fetch-dead", "partial");
+    fs::last_write_time(fleet.cache_b / "remote" / ".fetch-dead", std::time(nullptr) - 7200);
+    write_text(fleet.cache_b / "remote" / ".upload-live", "partial");
     Runtime b(fleet.options(fleet.cache_b));
     const BuildPlan plan = b.plan(fleet.fx.recipe());
     CHECK(plan.state == "missing");
@@ -127,6 +133,8 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
     CHECK(fleet.compiles() == 2);  // none on B
     CHECK(remote_answer(b) == expected);
     CHECK(fleet.logged_with("signed by " + pair.key_id));
+    CHECK_FALSE(fs::exists(fleet.cache_b / "remote" / ".fetch-dead"));
+    CHECK(fs::exists(fleet.cache_b / "remote" / ".upload-live"));
     // B now has it locally: the next build is a hit that asks no remote.
     CHECK(b.build(fleet.fx.recipe()).outcome == BuildResult::Outcome::hit);
     CHECK(b.plan(fleet.fx.recipe()).source == "local");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <condition_variable>
 #include <map>
 #include <random>
@@ -47,12 +48,17 @@ std::string lease_holder_name() {
   return std::string(host[0] != '\0' ? host : "host") + ":" + std::to_string(::getpid()) + ":" + std::to_string(random());
 }
 
-// A file of the writable cache's remote/ directory, removed when this goes.
+void sweep_transfer_leftovers(const fs::path &dir);
+
+// A file of the writable cache's remote/ directory, removed when this goes. A process killed
+// mid-transfer leaves its file: one untouched for an hour is no live transfer's (each is bounded
+// by its remote's timeout) and is removed by the next transfer.
 class TransferFile {
  public:
   explicit TransferFile(const fs::path &root, const std::string &what) {
     const fs::path dir = root / "remote";
     store::create_directories(dir);
+    sweep_transfer_leftovers(dir);
     path_ = dir / ("." + what + "-" + unique_suffix());
   }
   ~TransferFile() {
@@ -66,6 +72,16 @@ class TransferFile {
  private:
   fs::path path_;
 };
+
+void sweep_transfer_leftovers(const fs::path &dir) {
+  const std::time_t cutoff = std::time(nullptr) - 3600;
+  for (const auto &name : names_in(dir)) {
+    if (name.rfind(".fetch-", 0) != 0 && name.rfind(".upload-", 0) != 0) continue;
+    boost::system::error_code error;
+    const std::time_t modified = fs::last_write_time(dir / name, error);
+    if (!error && modified < cutoff) fs::remove(dir / name, error);
+  }
+}
 
 }  // namespace
 
