@@ -135,7 +135,7 @@ class Module {
  private:
   friend class Runtime;
   friend class Loader;
-  Module(std::shared_ptr<Instance::Library> library, LoadReport report);
+  Module(std::shared_ptr<Instance::Library> library, std::unique_ptr<LoadReport> report);
   std::shared_ptr<Instance::Library> library_;
   std::unique_ptr<LoadReport> report_;
 };

@@ -37,34 +37,28 @@ struct Candidate {
   Arch arch;
   int rank = 0;
   int tiebreak = 0;  // within a class: nearer (higher) minor / higher PTX CC wins
-  std::string how;
 };
 
 // Whether `arch` runs on `device`; sets *ptx_too_new when only the driver's age stops a PTX.
+// No text: only the winner is described (fit_text), so a warm load builds one string, not
+// three per arch.
 std::optional<Candidate> fit(const Arch &arch, const DeviceIdentity &device, int toolkit,
                              bool *ptx_too_new) {
   const bool same_major = arch.major == device.cc_major;
   const bool exact = same_major && arch.minor == device.cc_minor;
-  const std::string on = cc_text(device.cc_major, device.cc_minor);
-  const std::string name = arch.to_string();
   if (arch.kind == Arch::Kind::sass) {
     if (arch.suffix == 'a') {
-      if (exact) return Candidate{arch, kSassArchSpecific, 0, "exact SASS " + name + " (arch-specific)"};
+      if (exact) return Candidate{arch, kSassArchSpecific, 0};
       return std::nullopt;
     }
     if (arch.suffix == 'f') {
       if (!same_major || device.cc_minor < arch.minor) return std::nullopt;
-      return Candidate{arch, kSassFamily, arch.minor,
-                       "SASS " + name + " runs on " + on + " (same family " +
-                           std::to_string(arch.major) + ".x, minor " +
-                           std::to_string(device.cc_minor) + " >= " + std::to_string(arch.minor) +
-                           ")"};
+      return Candidate{arch, kSassFamily, arch.minor};
     }
-    if (exact) return Candidate{arch, kSassExact, 0, "exact SASS " + name};
+    if (exact) return Candidate{arch, kSassExact, 0};
     // Integrated (Tegra) GPUs get no cross-minor SASS compatibility.
     if (same_major && arch.minor < device.cc_minor && !device.integrated) {
-      return Candidate{arch, kSassLowerMinor, arch.minor,
-                       "SASS " + name + " runs on " + on + " (same major, lower minor)"};
+      return Candidate{arch, kSassLowerMinor, arch.minor};
     }
     return std::nullopt;
   }
@@ -84,8 +78,27 @@ std::optional<Candidate> fit(const Arch &arch, const DeviceIdentity &device, int
     *ptx_too_new = true;
     return std::nullopt;
   }
-  return Candidate{arch, rank, arch.cc(),
-                   "PTX " + name + ", JIT-compiled by the driver (no SASS for " + on + ")"};
+  return Candidate{arch, rank, arch.cc()};
+}
+
+// Compatibility::how for the chosen candidate.
+std::string fit_text(const Candidate &chosen, const DeviceIdentity &device) {
+  const Arch &arch = chosen.arch;
+  const std::string name = arch.to_string();
+  switch (chosen.rank) {
+    case kSassArchSpecific: return "exact SASS " + name + " (arch-specific)";
+    case kSassExact: return "exact SASS " + name;
+    case kSassFamily:
+      return "SASS " + name + " runs on " + cc_text(device.cc_major, device.cc_minor) + " (same family " +
+             std::to_string(arch.major) + ".x, minor " + std::to_string(device.cc_minor) +
+             " >= " + std::to_string(arch.minor) + ")";
+    case kSassLowerMinor:
+      return "SASS " + name + " runs on " + cc_text(device.cc_major, device.cc_minor) +
+             " (same major, lower minor)";
+    default:
+      return "PTX " + name + ", JIT-compiled by the driver (no SASS for " +
+             cc_text(device.cc_major, device.cc_minor) + ")";
+  }
 }
 
 std::string joined(const std::vector<Arch> &archs) {
@@ -145,12 +158,11 @@ Compatibility check_compatibility(const ArtifactIdentity &artifact, const HostRe
       ptx_too_new = ptx_too_new || too_new;
       if (candidate && (!best || candidate->rank > best->rank ||
                         (candidate->rank == best->rank && candidate->tiebreak > best->tiebreak))) {
-        best = std::move(candidate);
+        best = candidate;
       }
     }
-    const std::string here = cc_text(device->cc_major, device->cc_minor);
     if (best) {
-      result.how = best->how;
+      result.how = fit_text(*best, *device);
     } else if (ptx_too_new) {
       // Only the driver's age stands in the way: say so rather than blame the arch list.
       reasons.push_back(
@@ -170,6 +182,7 @@ Compatibility check_compatibility(const ArtifactIdentity &artifact, const HostRe
               : ": SASS needs the same major and a minor <= " + std::to_string(device->cc_minor) +
                     ", sm_XYa the exact arch, sm_XYf the same major; PTX needs compute_XY with "
                     "XY <= " + std::to_string(device->cc_major) + std::to_string(device->cc_minor);
+      const std::string here = cc_text(device->cc_major, device->cc_minor);
       reasons.push_back({"cuda_arch", joined(artifact.archs), device->arch_name(),
                          "no image runs on compute capability " + here + rule +
                              "; rebuild with --arch " + device->arch_name() + " or add PTX"});

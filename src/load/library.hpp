@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -21,6 +22,7 @@ struct Instance::Library {
   // The descriptor dlopen mapped as /proc/self/fd/<n>, shared by every load of this file
   // (load/mapped_files.hpp says why); released after the dlclose.
   int mapped_fd = -1;
+  const void *mapped_probe = nullptr;  // an address inside the library, for release_mapped_fd
   bool kept_mapped = false;  // Module::keep_mapped took a reference that is never released
   const kiln_plugin_entry *entry = nullptr;  // &entry_copy once bound
   kiln_plugin_entry entry_copy{};            // the plugin's table up to its struct_size, the rest zero
@@ -32,8 +34,11 @@ struct Instance::Library {
   // kiln.host.kernels/1: where artifacts come from, what was loaded (per consumer, name,
   // device; touched only under the service's lock), and the service itself. Destroyed before
   // the plugin is unloaded, after its last instance (every Instance holds this Library).
-  load::KernelSource kernel_source;
+  // The service is made on the plugin's first get_service (most plugins never ask; a load need
+  // not build one), once whatever thread asks.
+  std::shared_ptr<const load::KernelSource> kernel_source;
   std::map<std::tuple<std::string, std::string, int>, KernelLibrary> kernels;
+  std::once_flag kernel_service_once;
   std::unique_ptr<load::HostKernelsService> kernel_service;
 
   Library() = default;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
@@ -29,6 +30,13 @@ namespace {
 using support::ms_since;
 
 using Clock = std::chrono::steady_clock;
+
+// Ends one timed step and starts the next with one clock read.
+Clock::time_point next_step(Clock::time_point start, double *ms) {
+  const auto now = Clock::now();
+  *ms = std::chrono::duration<double, std::milli>(now - start).count();
+  return now;
+}
 
 // A plugin listing more interface ids than this is broken (or lacks the terminating NULL).
 constexpr std::size_t kMaxInterfaceIds = 1024;
@@ -51,13 +59,6 @@ void host_log(const kiln_host_services *host, std::int32_t level, const char *me
   }
 }
 
-const void *host_get_service(const kiln_host_services *host, const char *service_id) {
-  if (host == nullptr || service_id == nullptr) return nullptr;
-  const auto *library = static_cast<const Instance::Library *>(host->host_data);
-  if (library == nullptr || !library->kernel_service) return nullptr;
-  return library->kernel_service->get_service(service_id);
-}
-
 // The kernel service of one loaded plugin: each (consumer, name, device) is loaded once, kept in
 // the Library (so it outlives every instance), and asked for kernels by name.
 std::unique_ptr<load::HostKernelsService> make_kernel_service(Instance::Library *library) {
@@ -70,7 +71,7 @@ std::unique_ptr<load::HostKernelsService> make_kernel_service(Instance::Library 
         throw UsageError("device ordinal " + std::to_string(request.device_ordinal) + " does not exist: the driver sees " +
                          std::to_string(driver.device_count()) + " device(s)");
       }
-      KernelLibrary loaded = library->kernel_source(request.consumer, request.name, request.device_ordinal);
+      KernelLibrary loaded = (*library->kernel_source)(request.consumer, request.name, request.device_ordinal);
       found = library->kernels.emplace(key, std::move(loaded)).first;
       if (library->log) {
         library->log(LogLevel::info, "[" + library->file + "] kiln.host.kernels/1: loaded " + request.consumer + "/" +
@@ -84,13 +85,24 @@ std::unique_ptr<load::HostKernelsService> make_kernel_service(Instance::Library 
   });
 }
 
-// "/proc/self/fd/N" for a descriptor: the name under which dlopen maps exactly the inode that
-// was checked. Without /proc there is no such name, and reopening by path would let a file
-// swapped in after the checks run unchecked: the load is refused (missing_proc_error), never
-// retried by path. Nothing is asked up front: a lookup in /proc costs a fresh process tens of µs,
-// and a dlopen that fails tells the same.
-std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+const void *host_get_service(const kiln_host_services *host, const char *service_id) {
+  if (host == nullptr || service_id == nullptr) return nullptr;
+  auto *library = static_cast<Instance::Library *>(host->host_data);
+  if (library == nullptr || !library->kernel_source) return nullptr;
+  try {
+    std::call_once(library->kernel_service_once,
+                   [library] { library->kernel_service = make_kernel_service(library); });
+  } catch (...) {
+    return nullptr;  // out of memory: no service (the plugin is told NULL), never an exception into it
+  }
+  return library->kernel_service->get_service(service_id);
+}
 
+// dlopen goes through "/proc/self/fd/N" (load::descriptor_name): the name under which dlopen
+// maps exactly the inode that was checked. Without /proc there is no such name, and reopening
+// by path would let a file swapped in after the checks run unchecked: the load is refused
+// (missing_proc_error), never retried by path. Nothing is asked up front: a lookup in /proc
+// costs a fresh process tens of µs, and a dlopen that fails tells the same.
 [[noreturn]] void throw_missing_proc(const std::string &file) {
   throw IoError("cannot load " + file + " safely: /proc/self/fd is missing, so kiln cannot dlopen the very file it "
                 "verified (reopening it by path would let a file swapped in after the check run unverified); "
@@ -101,16 +113,16 @@ std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(f
 // Everything the plugin's answer must satisfy before any of its tables is used. Only fields
 // the negotiated version defines are required; the host reads none past entry->struct_size.
 void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, const Resolution &resolution) {
-  const std::string who = "plugin " + resolution.file;
+  const auto who = [&resolution] { return "plugin " + resolution.file; };  // messages only: not built on success
   if (answer.abi_version < abi_min || answer.abi_version > kAbiVersion) {
-    throw AbiError(who + " answered ABI " + version_text(answer.abi_version) + ", outside the offered range [" +
+    throw AbiError(who() + " answered ABI " + version_text(answer.abi_version) + ", outside the offered range [" +
                    version_text(abi_min) + ", " + version_text(kAbiVersion) + "]; it is broken: rebuild it");
   }
   const kiln_plugin_entry *entry = answer.entry;
-  if (entry == nullptr) throw AbiError(who + " accepted negotiation but returned no entry table; rebuild it");
+  if (entry == nullptr) throw AbiError(who() + " accepted negotiation but returned no entry table; rebuild it");
   const load::AbiLayout *layout = load::abi_layout(answer.abi_version);
   if (layout == nullptr || entry->struct_size < layout->entry_size) {
-    throw AbiError(who + " returned a " + std::to_string(entry->struct_size) + "-byte entry table; ABI " +
+    throw AbiError(who() + " returned a " + std::to_string(entry->struct_size) + "-byte entry table; ABI " +
                    version_text(answer.abi_version) + " defines " +
                    std::to_string(layout != nullptr ? layout->entry_size : 0) +
                    " bytes: rebuild it against this kiln's abi/ headers");
@@ -119,28 +131,30 @@ void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, 
 
 // The stamp the running code points to must be the one checked in the file's bytes.
 void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolution) {
-  const std::string who = "plugin " + resolution.file;
+  const auto who = [&resolution] { return "plugin " + resolution.file; };  // messages only
   if (entry.create == nullptr || entry.activate == nullptr || entry.deactivate == nullptr ||
       entry.destroy == nullptr || entry.get_interface == nullptr) {
-    throw AbiError(who + " has a NULL lifecycle function in its entry table; rebuild it with KILN_PLUGIN");
+    throw AbiError(who() + " has a NULL lifecycle function in its entry table; rebuild it with KILN_PLUGIN");
   }
   const kiln_build_stamp *stamp = entry.stamp;
   if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0 ||
       stamp->struct_size < load::kMinStampSize) {
-    throw AbiError(who + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
+    throw AbiError(who() + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
   }
-  const std::string stamped(stamp->content_key, strnlen(stamp->content_key, KILN_STAMP_KEY_SIZE));
+  const std::string_view stamped(stamp->content_key, strnlen(stamp->content_key, KILN_STAMP_KEY_SIZE));
   if (stamped != resolution.content_key) {
-    throw IntegrityError(who + " carries build stamp " + stamped + " but its manifest entry " + resolution.consumer +
-                         "/" + resolution.name + " names content key " + resolution.content_key +
+    throw IntegrityError(who() + " carries build stamp " + std::string(stamped) + " but its manifest entry " +
+                         resolution.consumer + "/" + resolution.name + " names content key " + resolution.content_key +
                          ": the file does not belong to this entry; republish or rebuild the artifact");
   }
 }
 
 }  // namespace
 
-Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCallback &log,
-                    load::KernelSource kernels, const store::VerificationRecords *records) {
+Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_required, const LogCallback &log,
+                    std::shared_ptr<const load::KernelSource> kernels,
+                    const store::VerificationRecords *records) {
+  LoadReport &report = *owned_report;  // filled in place: the Module takes this very object
   const Resolution &resolution = report.resolution;
   const std::uint32_t abi_min =
       abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
@@ -170,21 +184,16 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
   // Store safety of its directories, digest and build stamp from the file's bytes: nothing of
   // the plugin runs (not even its constructors, which dlopen would) before all hold.
   load::verify_before_dlopen(fd.get(), id, resolution, records, log);
-  report.timings.verify_ms = ms_since(start);
-
-  start = Clock::now();
+  start = next_step(start, &report.timings.verify_ms);
   auto library = std::make_shared<Instance::Library>();
   library->file = resolution.file;
   library->log = log;
-  if (kernels) {
-    library->kernel_source = std::move(kernels);
-    library->kernel_service = make_kernel_service(library.get());
-  }
+  library->kernel_source = std::move(kernels);
   // Map the verified descriptor itself (or the one already mapping this inode: mapped_files.hpp
   // says why), so a file swapped in after the checks is never run.
   library->mapped_fd = load::share_mapped_fd(fd, id.device, id.inode);
-  library->handle = ::dlopen(descriptor_path(library->mapped_fd).c_str(), RTLD_NOW | RTLD_LOCAL);
-  load::note_dlopen_name(library->mapped_fd, library->handle);
+  library->handle = ::dlopen(load::descriptor_name(library->mapped_fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+  library->mapped_probe = load::note_dlopen_name(library->mapped_fd, library->handle);
   if (library->handle == nullptr) {
     const char *error = ::dlerror();
     if (::access("/proc/self/fd", X_OK) != 0) throw_missing_proc(resolution.file);
@@ -192,9 +201,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
                    " (a missing dependency must be installed on this machine; a file that is not a shared "
                    "object must be republished)");
   }
-  report.timings.dlopen_ms = ms_since(start);
-
-  start = Clock::now();
+  start = next_step(start, &report.timings.dlopen_ms);
   ::dlerror();
   const auto negotiate =
       reinterpret_cast<kiln_plugin_negotiate_fn>(::dlsym(library->handle, KILN_PLUGIN_NEGOTIATE_SYMBOL));
@@ -243,7 +250,7 @@ Module Loader::open(LoadReport report, std::uint32_t abi_required, const LogCall
     }
   }
   report.timings.bind_ms = ms_since(start);
-  return Module(std::move(library), std::move(report));
+  return Module(std::move(library), std::move(owned_report));
 }
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
 // Verify, dlopen, negotiate and bind one resolved, already-checked plugin artifact.
 #pragma once
 
+#include <memory>
+
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 
@@ -18,8 +20,9 @@ class Loader {
   // kernels: where "kiln.host.kernels/1" loads device-image artifacts from; empty: the plugin
   // is not offered the service (get_service answers NULL).
   // records: persisted verification records (store/verification_records.hpp); nullptr: none.
-  static Module open(LoadReport report, std::uint32_t abi_required, const LogCallback &log,
-                     load::KernelSource kernels = {}, const store::VerificationRecords *records = nullptr);
+  static Module open(std::unique_ptr<LoadReport> report, std::uint32_t abi_required, const LogCallback &log,
+                     std::shared_ptr<const load::KernelSource> kernels = {},
+                     const store::VerificationRecords *records = nullptr);
 };
 
 }  // namespace kiln

@@ -27,7 +27,7 @@ Instance::Library::~Library() {
   kernel_service.reset();
   kernels.clear();
   if (handle != nullptr) ::dlclose(handle);
-  load::release_mapped_fd(mapped_fd);
+  load::release_mapped_fd(mapped_fd, mapped_probe);
 }
 
 // ---- Instance ----
@@ -100,8 +100,8 @@ const void *Instance::interface_table(const char *id, std::size_t min_size) cons
 
 // ---- Module ----
 
-Module::Module(std::shared_ptr<Instance::Library> library, LoadReport report)
-    : library_(std::move(library)), report_(std::make_unique<LoadReport>(std::move(report))) {}
+Module::Module(std::shared_ptr<Instance::Library> library, std::unique_ptr<LoadReport> report)
+    : library_(std::move(library)), report_(std::move(report)) {}
 Module::Module(Module &&) noexcept = default;
 Module &Module::operator=(Module &&) noexcept = default;
 Module::~Module() = default;
@@ -114,8 +114,7 @@ void Module::keep_mapped() const {
   // One more reference on the library, never released. Its descriptor stays open with it
   // (load/mapped_files.hpp), and later loads of the file reuse it.
   if (library_->kept_mapped || library_->mapped_fd < 0) return;
-  const std::string name = "/proc/self/fd/" + std::to_string(library_->mapped_fd);
-  if (::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD) == nullptr) {
+  if (::dlopen(load::descriptor_name(library_->mapped_fd).c_str(), RTLD_LAZY | RTLD_NOLOAD) == nullptr) {
     const char *error = ::dlerror();
     throw IoError("cannot keep " + library_->file + " mapped: " + (error != nullptr ? error : "unknown error"));
   }

@@ -24,6 +24,49 @@ using support::ms_since;
 namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// check -> Loader::open of a resolved plugin whose report holds its resolution and resolve time.
+// The report is the one the Module keeps: filled in place, never moved field by field.
+Module load_from_report(const std::shared_ptr<Runtime::State> &state, std::unique_ptr<LoadReport> owned_report,
+                        const LoadOptions &options) {
+  LoadReport &report = *owned_report;
+  const Resolution &r = report.resolution;
+  const auto what = [&r] { return r.consumer + "/" + r.name; };  // for messages only: not built on success
+  if (r.kind != "plugin") {
+    throw UsageError(what() + " is a \"" + r.kind + "\" artifact (device images), not a plugin: load it with "
+                     "Runtime::load_kernels (kiln load lists its kernels)");
+  }
+  const std::vector<DeviceIdentity> &effective = state->checked_devices();  // discovery (once) is not timed
+  const auto start = Clock::now();
+  if (options.device >= 0) {
+    if (static_cast<std::size_t>(options.device) >= effective.size()) {
+      throw NotFoundError("device " + std::to_string(options.device) + " does not exist: " +
+                          std::to_string(effective.size()) + " device(s) present (" + state->devices().detail + ")");
+    }
+    report.device = effective[static_cast<std::size_t>(options.device)];
+  } else if (!effective.empty()) {
+    report.device = effective.front();
+  }
+  report.compatibility =
+      check_compatibility(r.identity, HostRequirements::current(), report.device ? &*report.device : nullptr);
+  if (!report.compatibility.ok) {
+    throw IncompatibleError("artifact " + what() + " (" + r.content_key + ") on " +
+                                (report.device ? report.device->label() : std::string("this host")),
+                            report.compatibility.reasons);
+  }
+  if (!report.device && !r.identity.archs.empty()) {
+    state->log(LogLevel::warning, what() + ": no CUDA device (" + state->devices().detail +
+                                      "); its device code was not checked and only host-side calls will work");
+  }
+  report.timings.check_ms = ms_since(start);
+  // Kernels a plugin asks for (kiln.host.kernels/1) come from this Runtime's stores; the source
+  // shares ownership of the State, so it outlives the Runtime as long as the plugin needs it.
+  std::shared_ptr<const load::KernelSource> kernels(state, &state->kernel_source);
+  Module module = Loader::open(std::move(owned_report), options.abi_required, state->options.log, std::move(kernels),
+                               state->verification_records.get());
+  state->note_use(module.report().resolution);
+  return module;
+}
+
 }  // namespace
 
 const char *to_string(LogLevel level) {
@@ -70,6 +113,9 @@ Runtime::Runtime(RuntimeOptions options) try : state_(std::make_shared<State>())
   state_->storage->set_remote_config(store::remote::config_file_for(state_->writable().root()), state_->options.log);
   state_->verification_records =
       std::make_unique<store::VerificationRecords>(state_->writable().root() / "verified");
+  state_->kernel_source = [state = state_.get()](const std::string &consumer, const std::string &name, int device) {
+    return state->load_images_on(consumer, name, device);
+  };
 } catch (...) {
   support::rethrow_typed("setting up kiln (stores, KILN_DEVICE)");
 }
@@ -87,10 +133,15 @@ const DeviceReport &Runtime::devices() const { return state_->devices(); }
 
 void Runtime::log(LogLevel level, const std::string &message) const { state_->log(level, message); }
 
-Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const try {
-  return *state_->storage->resolve(consumer, name);
+std::shared_ptr<const Resolution> Runtime::State::resolved(const std::string &consumer, const std::string &name) const
+    try {
+  return storage->resolve(consumer, name);
 } catch (...) {
   support::rethrow_typed("resolving " + consumer + "/" + name);
+}
+
+Resolution Runtime::resolve(const std::string &consumer, const std::string &name) const {
+  return *state_->resolved(consumer, name);
 }
 
 const std::vector<DeviceIdentity> &Runtime::State::checked_devices() const {
@@ -104,8 +155,10 @@ Compatibility Runtime::check(const Resolution &resolution, const DeviceIdentity 
 
 Module Runtime::load(const std::string &consumer, const std::string &name, const LoadOptions &options) const try {
   const auto start = Clock::now();
-  Resolution resolution = resolve(consumer, name);
-  return load_resolved(std::move(resolution), options, ms_since(start));
+  auto report = std::make_unique<LoadReport>();
+  report->resolution = *state_->resolved(consumer, name);  // one copy, into the report the Module keeps
+  report->timings.resolve_ms = ms_since(start);
+  return load_from_report(state_, std::move(report), options);
 } catch (...) {
   support::rethrow_typed("loading " + consumer + "/" + name);
 }
@@ -127,47 +180,10 @@ Module Runtime::load_entry(const std::string &consumer, const std::string &name,
 }
 
 Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const {
-  LoadReport report;
-  report.timings.resolve_ms = resolve_ms;
-  report.resolution = std::move(resolution);
-  const Resolution &r = report.resolution;
-  const auto what = [&r] { return r.consumer + "/" + r.name; };  // for messages only: not built on success
-  if (r.kind != "plugin") {
-    throw UsageError(what() + " is a \"" + r.kind + "\" artifact (device images), not a plugin: load it with "
-                     "Runtime::load_kernels (kiln load lists its kernels)");
-  }
-  const std::vector<DeviceIdentity> &effective = state_->checked_devices();  // discovery (once) is not timed
-  const auto start = Clock::now();
-  if (options.device >= 0) {
-    if (static_cast<std::size_t>(options.device) >= effective.size()) {
-      throw NotFoundError("device " + std::to_string(options.device) + " does not exist: " +
-                          std::to_string(effective.size()) + " device(s) present (" + devices().detail + ")");
-    }
-    report.device = effective[static_cast<std::size_t>(options.device)];
-  } else if (!effective.empty()) {
-    report.device = effective.front();
-  }
-  report.compatibility = check(r, report.device ? &*report.device : nullptr);
-  if (!report.compatibility.ok) {
-    throw IncompatibleError("artifact " + what() + " (" + r.content_key + ") on " +
-                                (report.device ? report.device->label() : std::string("this host")),
-                            report.compatibility.reasons);
-  }
-  if (!report.device && !r.identity.archs.empty()) {
-    log(LogLevel::warning, what() + ": no CUDA device (" + devices().detail +
-                               "); its device code was not checked and only host-side calls will work");
-  }
-  report.timings.check_ms = ms_since(start);
-  // Kernels a plugin asks for (kiln.host.kernels/1) come from this Runtime's stores; the source
-  // holds the State, so it outlives the Runtime as long as the plugin needs it.
-  std::shared_ptr<const State> state = state_;
-  load::KernelSource kernels = [state](const std::string &consumer, const std::string &name, int device) {
-    return state->load_images_on(consumer, name, device);
-  };
-  Module module = Loader::open(std::move(report), options.abi_required, state_->options.log, std::move(kernels),
-                               state_->verification_records.get());
-  state_->note_use(module.report().resolution);
-  return module;
+  auto report = std::make_unique<LoadReport>();
+  report->resolution = std::move(resolution);
+  report->timings.resolve_ms = resolve_ms;
+  return load_from_report(state_, std::move(report), options);
 }
 
 void Runtime::State::note_use(const Resolution &resolution) const noexcept {

@@ -11,6 +11,7 @@
 
 #include <kiln/runtime.hpp>
 
+#include "load/host_kernels.hpp"
 #include "store/file_identity.hpp"
 #include "store/storage.hpp"
 #include "store/verification_records.hpp"
@@ -31,6 +32,8 @@ struct Runtime::State {
   mutable std::optional<DeviceReport> device_report;
 
   const store::LocalStore &writable() const { return storage->writable(); }
+  // storage->resolve, its errors typed as Runtime::resolve's: the remembered resolution, shared.
+  std::shared_ptr<const Resolution> resolved(const std::string &consumer, const std::string &name) const;
 
   // Device discovery, once (cuInit costs 100-235 ms). Never throws.
   const DeviceReport &devices() const;
@@ -50,6 +53,10 @@ struct Runtime::State {
                             KernelLoadReport *report, double resolve_ms) const;
   // resolve + load_images on one device: what kiln.host.kernels/1 hands plugins.
   KernelLibrary load_images_on(const std::string &consumer, const std::string &name, int device) const;
+  // load_images_on as the loader's kernel source, made once: each loaded plugin holds it through
+  // a shared_ptr that shares ownership of this State (no allocation per load), so the State
+  // outlives the Runtime as long as a plugin may ask for kernels.
+  load::KernelSource kernel_source;
 
   mutable std::mutex cache_mutex;  // guards images
 

@@ -26,8 +26,12 @@ struct Purpose {
 constexpr Purpose kCode{"refusing to run code from", "anyone could replace the code"};
 constexpr Purpose kData{"refusing to trust", "anyone could point an artifact name at other code or roll it back"};
 
+// kAskEuid: geteuid() only when the owner is not root (root-owned passes for everyone), so a
+// warm load of a root-owned store makes no such call; the rule is the same either way.
+constexpr uid_t kAskEuid = static_cast<uid_t>(-1);
+
 void check_stat(const std::string &path, const struct stat &info, bool must_be_file, const Purpose &purpose,
-                uid_t me = ::geteuid()) {
+                uid_t me = kAskEuid) {
   // A symlink inside a store could be redirected by whoever controls its target; chmod cannot
   // fix that, so it gets its own message. (The store root itself was resolved at start-up.)
   if (S_ISLNK(info.st_mode)) {
@@ -42,6 +46,7 @@ void check_stat(const std::string &path, const struct stat &info, bool must_be_f
                          ": it is not a regular file (a device, FIFO or directory in a store entry means the entry "
                          "was altered); republish the artifact");
   }
+  if (info.st_uid != 0 && me == kAskEuid) me = ::geteuid();
   if (info.st_uid != me && info.st_uid != 0) {
     throw IntegrityError(std::string(purpose.refusal) + " " + path + ": owned by uid " + std::to_string(info.st_uid) +
                          ", not by you (uid " + std::to_string(me) +
@@ -54,7 +59,7 @@ void check_stat(const std::string &path, const struct stat &info, bool must_be_f
 }
 
 void check_one(const std::string &path, bool must_be_file, const Purpose &purpose, FileIdentity *identity = nullptr,
-               uid_t me = ::geteuid()) {
+               uid_t me = kAskEuid) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + path);

@@ -128,8 +128,8 @@ Resolution Storage::resolve_entry(const std::string &consumer, const std::string
 }
 
 std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, const std::string &name) const {
-  validate_name("consumer", consumer);
-  validate_name("artifact name", name);
+  // The names are validated on a miss only: every remembered key was made of two valid names
+  // (neither holds '/' or NUL), so a key that matches one is made of those very names.
   std::string key = consumer;
   key += '/';
   key += name;
@@ -147,6 +147,8 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
     if (current && identify(cached->meta_file.c_str()) == cached->meta_id) return cached->resolution;
   }
 
+  validate_name("consumer", consumer);
+  validate_name("artifact name", name);
   // Every manifest's identity is taken before it is read: a change after that makes the
   // remembered identity stale, never the remembered resolution.
   auto fresh = std::make_shared<CachedResolution>();

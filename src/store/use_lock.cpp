@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <kiln/errors.hpp>
@@ -12,11 +13,13 @@
 namespace kiln::store {
 
 void hold_in_use(int fd, const std::string &file) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // from the first refusal: none on success
   while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK) return;  // a file system without flock: loads still work, gc cannot tell
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!deadline) deadline = now + std::chrono::seconds(1);
+    if (now >= *deadline) {
       throw IoError("cannot load " + file + ": kiln gc has held it for over a second (evicting it); load again");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

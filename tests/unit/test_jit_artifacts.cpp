@@ -630,6 +630,28 @@ TEST_CASE("host kernels: a host-only plugin loaded through a Runtime asks for ke
         KILN_ERR_INVALID_ARGUMENT);
 }
 
+TEST_CASE("host kernels: a loaded plugin still asks its Runtime's stores once that Runtime is gone") {
+  JitFixture fx;
+  std::optional<Runtime> runtime;
+  runtime.emplace(fx.options(false));
+  PublishRequest request;
+  request.consumer = "jit-tests";
+  request.name = "user";
+  request.artifact_file = KILN_TEST_PLUGIN_HOST_KERNELS_USER;
+  runtime->publish(request);
+  const Module module = runtime->load("jit-tests", "user");
+  const Instance instance = module.create_instance();
+  const auto *user = instance.interface<kiln_test_host_kernels_v1>(KILN_TEST_HOST_KERNELS_INTERFACE_ID);
+  REQUIRE(user != nullptr);
+  runtime.reset();  // the plugin's kernel source holds the Runtime's state (its stores) on
+  char message[1024] = "";
+  // The first request makes the service; the store answers (a freed one would not, under ASan).
+  CHECK(user->prepare(instance.handle(), "jit-tests", "nothing", "saxpy", 0, message, sizeof message) ==
+        KILN_ERR_UNSUPPORTED);
+  CHECK(contains(message, "no artifact \"nothing\""));
+  CHECK(contains(message, "it has: user"));
+}
+
 TEST_CASE("host kernels: a host-only plugin asks for a JIT kernel; without a driver: KILN_ERR_DEVICE" *
           kiln::test::skip_if(kiln::test::cuda_driver)) {
   HostKernelsUser host;
