@@ -54,7 +54,9 @@ std::string plan_text(const Recipe &recipe, const BuildPlan &plan) {
   return text;
 }
 
-int build(const Flags &flags, const BuildArgs &args) {
+}  // namespace
+
+int run_build(const Flags &flags, const BuildArgs &args) {
   Runtime runtime = make_runtime(flags);
   const Recipe recipe = Recipe::load(args.recipe);
   BuildSession session(flags, args);
@@ -69,14 +71,12 @@ int build(const Flags &flags, const BuildArgs &args) {
   return 0;
 }
 
-}  // namespace
-
 Verb add_build(CLI::App &app, const Flags &flags) {
   auto args = std::make_shared<BuildArgs>();
   CLI::App *command = app.add_subcommand("build", "build a recipe on miss (exactly once across processes)");
   add_recipe_options(*command, *args);
   command->add_flag("--plan", args->plan, "report what a build would do, without side effects");
-  return {command, [&flags, args] { return build(flags, *args); }};
+  return {command, [&flags, args] { return run_build(flags, *args); }};
 }
 
 }  // namespace kiln::cli

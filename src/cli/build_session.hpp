@@ -41,4 +41,7 @@ struct BuildSession {
 // "built consumer/name in 1.23 s", the keys, the entry and each remote's upload.
 std::string build_text(const BuildResult &result);
 
+// kiln build (and kiln remote pull, with args.remote_only): --plan, or the build and its result.
+int run_build(const Flags &flags, const BuildArgs &args);
+
 }  // namespace kiln::cli

@@ -60,16 +60,6 @@ int run_push(const Flags &flags, const PushArgs &args) {
   return failed ? 1 : 0;  // a remote that failed is no error of kiln's, but a script must see it
 }
 
-int run_pull(const Flags &flags, const BuildArgs &args) {
-  Runtime runtime = make_runtime(flags);
-  const Recipe recipe = Recipe::load(args.recipe);
-  BuildSession session(flags, args);
-  const BuildResult result = runtime.build(recipe, session.options);
-  session.finish();
-  emit(flags, cli::to_json(result), build_text(result));
-  return 0;
-}
-
 }  // namespace
 
 Verb add_remote(CLI::App &app, const Flags &flags) {
@@ -91,7 +81,7 @@ Verb add_remote(CLI::App &app, const Flags &flags) {
   return {command, [&flags, status, push, pull, push_args, pull_args] {
             if (*status) return run_status(flags);
             if (*push) return run_push(flags, *push_args);
-            return run_pull(flags, *pull_args);
+            return run_build(flags, *pull_args);
           }};
 }
 

@@ -5,6 +5,8 @@
 
 #include <kiln/errors.hpp>
 
+#include "support/text.hpp"
+
 namespace kiln::store {
 namespace {
 
@@ -13,22 +15,6 @@ bool is_name_char(char c) {
          c == '-';
 }
 
-// Printable form of hostile input for error messages (NUL, control and non-ASCII bytes escaped).
-std::string printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 80)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char *hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  if (text.size() > 80) out += "...";
-  return out;
-}
 
 const char *violation(std::string_view name) {
   if (name.empty()) return "is empty";
@@ -53,7 +39,7 @@ bool is_valid_name(std::string_view name) noexcept { return violation(name) == n
 
 void validate_name(std::string_view what, std::string_view name) {
   if (const char *why = violation(name)) {
-    throw UsageError(std::string(what) + " \"" + printable(name) + "\" " + why +
+    throw UsageError(std::string(what) + " \"" + support::printable(name) + "\" " + why +
                      ": use 1-64 characters of letters, digits, '.', '_' and '-', starting with a letter or "
                      "digit and not ending with '.' (e.g. \"hjcd-ik\")");
   }

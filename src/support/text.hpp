@@ -56,6 +56,24 @@ std::optional<T> parse_number(std::string_view text) {
   return value;
 }
 
+// Hostile input made fit for a message: control, NUL and non-ASCII bytes as \xNN, cut after
+// `max` bytes ("...").
+inline std::string printable(std::string_view text, std::size_t max = 80) {
+  static const char *hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text.substr(0, max)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  if (text.size() > max) out += "...";
+  return out;
+}
+
 // "text", naming an input in a message.
 inline std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
 

@@ -6,6 +6,8 @@
 
 #include <boost/filesystem/operations.hpp>
 
+#include <kiln/ext/example.h>
+
 #include "builder/toolchain.hpp"
 
 namespace kiln::test {
@@ -49,6 +51,14 @@ void BuildRecipeDir::edit(const std::string &file, const std::string &from, cons
   if (at == std::string::npos) throw std::logic_error(file + " has no \"" + from + "\" to edit");
   text.replace(at, from.size(), to);
   write_text(src() / file, text);
+}
+
+double two_units_answer(Runtime &runtime) {
+  Module module = runtime.load("build-tests", "two-units");
+  Instance instance = module.create_instance();
+  const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
+  if (table == nullptr) throw std::logic_error("build-tests/two-units offers no kiln_example_v1");
+  return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
 }
 
 }  // namespace kiln::test

@@ -35,4 +35,8 @@ class BuildRecipeDir {
   ScopedEnv nvcc_, log_;
 };
 
+// host_fma(2, 3, 1) of build-tests/two-units as `runtime` loads it: 7 + GEN_VALUE + COMMON_BASE *
+// SCALE, so the answer tells which sources and defines the loaded build came from.
+double two_units_answer(Runtime &runtime);
+
 }  // namespace kiln::test

@@ -20,6 +20,7 @@
 #include <kiln/runtime.hpp>
 
 #include "builder/toolchain.hpp"
+#include "support/build_recipe.hpp"
 #include "support/fixtures.hpp"
 
 using namespace kiln;
@@ -74,14 +75,6 @@ class BuildFixture {
     return counts;
   }
 
-  double answer(Runtime &runtime) const {
-    Module module = runtime.load("build-tests", "two-units");
-    Instance instance = module.create_instance();
-    const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
-    REQUIRE(table != nullptr);
-    return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);  // 7 + GEN_VALUE + COMMON_BASE * SCALE
-  }
-
   std::map<std::string, std::string> cli_env() const {
     return {{"KILN_CACHE_DIR", cache().string()},
             {"KILN_DEVICE", "sm_90"},
@@ -117,7 +110,7 @@ TEST_CASE("build: first build compiles each unit once and links; the result load
   Counts counts = fx.take();
   CHECK(counts.compiles == 2);
   CHECK(counts.links == 1);
-  CHECK(fx.answer(runtime) == doctest::Approx(7.0 + 3.0 + 200.0));
+  CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(7.0 + 3.0 + 200.0));
   const fs::path entry = first.entry_dir;
   CHECK(fs::exists(entry / "build.log"));
   CHECK(fs::exists(entry / "gen" / "gen_values.h"));  // generated headers stay with the entry
@@ -154,7 +147,7 @@ TEST_CASE("build: first build compiles each unit once and links; the result load
     counts = fx.take();
     CHECK(counts.compiles == 2);
     CHECK(counts.links == 1);
-    CHECK(fx.answer(runtime) == doctest::Approx(7.0 + 3.0 + 100.0));
+    CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(7.0 + 3.0 + 100.0));
   }
   SUBCASE("a define changed: rebuilt, new answer") {
     std::string text = read_text(fx.recipe_file());
@@ -163,13 +156,13 @@ TEST_CASE("build: first build compiles each unit once and links; the result load
     const BuildResult rebuilt = runtime.build(fx.recipe());
     CHECK(rebuilt.content_key != first.content_key);
     CHECK(fx.take().compiles == 2);
-    CHECK(fx.answer(runtime) == doctest::Approx(7.0 + 3.0 + 400.0));
+    CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(7.0 + 3.0 + 400.0));
   }
   SUBCASE("a generator input changed: regenerated and recompiled") {
     write_text(fx.src() / "values.txt", "5\n");
     runtime.build(fx.recipe());
     CHECK(fx.take().compiles == 2);
-    CHECK(fx.answer(runtime) == doctest::Approx(7.0 + 5.0 + 200.0));
+    CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(7.0 + 5.0 + 200.0));
   }
   SUBCASE("inputs changed but the compiler sees the same bytes: the entry is reused, nothing compiles") {
     write_text(fx.src() / "values.txt", "3\nthis line is not read by the generator\n");
@@ -228,7 +221,7 @@ TEST_CASE("build: a compile error is a BuildError carrying the log; nothing is p
   CHECK_THROWS_AS(runtime.resolve("build-tests", "two-units"), NotFoundError);
   write_text(fx.src() / "helper.cpp", "#include \"common.h\"\ndouble helper_value() { return COMMON_BASE * SCALE; }\n");
   CHECK(runtime.build(fx.recipe()).outcome == BuildResult::Outcome::built);
-  CHECK(fx.answer(runtime) == doctest::Approx(210.0));
+  CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(210.0));
 }
 
 TEST_CASE("build: 8 processes asking for one missing artifact cause exactly one compile per unit") {
@@ -255,7 +248,7 @@ TEST_CASE("build: 8 processes asking for one missing artifact cause exactly one 
   }
   CHECK(keys.size() == 1);
   Runtime runtime(fx.options());
-  CHECK(fx.answer(runtime) == doctest::Approx(210.0));
+  CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(210.0));
 }
 
 TEST_CASE("build: a build SIGKILLed midway leaves only staging; the next build succeeds and the store verifies") {
@@ -278,7 +271,7 @@ TEST_CASE("build: a build SIGKILLed midway leaves only staging; the next build s
   CHECK_THROWS_AS(Runtime(fx.options()).resolve("build-tests", "two-units"), NotFoundError);
   Runtime runtime(fx.options());
   CHECK(runtime.build(fx.recipe()).outcome == BuildResult::Outcome::built);
-  CHECK(fx.answer(runtime) == doctest::Approx(210.0));
+  CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(210.0));
   CHECK(entries_in(fx.cache()) == 1);  // the dead build's staging directory was swept
 }
 

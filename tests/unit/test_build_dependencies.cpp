@@ -69,13 +69,6 @@ TEST_CASE("depfile: what is recorded: $RECIPE-relative, absolute elsewhere; not 
 
 namespace {
 
-double host_fma_answer(Runtime &runtime) {
-  Module module = runtime.load("build-tests", "two-units");
-  Instance instance = module.create_instance();
-  const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
-  REQUIRE(table != nullptr);
-  return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
-}
 
 const UnitReport &unit_named(const BuildResult &result, const std::string &name) {
   for (const auto &unit : result.units) {
@@ -100,7 +93,7 @@ TEST_CASE("build: an undeclared header's edit is a stale hit naming it, and rebu
   const BuildResult first = runtime.build(fx.recipe());
   REQUIRE(first.outcome == BuildResult::Outcome::built);
   CHECK_FALSE(unit_named(first, "helper.cpp").cached);
-  const double before = host_fma_answer(runtime);
+  const double before = kiln::test::two_units_answer(runtime);
   CHECK(runtime.plan(fx.recipe()).state == "cached");
 
   write_text(fx.src() / "inc" / "extra.h", "#pragma once\n#define EXTRA 0.75\n");
@@ -116,7 +109,7 @@ TEST_CASE("build: an undeclared header's edit is a stale hit naming it, and rebu
   CHECK(second.content_key != first.content_key);
   CHECK(unit_named(second, "plugin.cu").cached);        // does not include extra.h
   CHECK_FALSE(unit_named(second, "helper.cpp").cached);  // does
-  CHECK(host_fma_answer(runtime) == doctest::Approx(before + 0.25));
+  CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(before + 0.25));
   CHECK(runtime.plan(fx.recipe()).state == "cached");
   CHECK(runtime.build(fx.recipe()).outcome == BuildResult::Outcome::hit);
 
@@ -126,7 +119,7 @@ TEST_CASE("build: an undeclared header's edit is a stale hit naming it, and rebu
   CHECK(third.outcome == BuildResult::Outcome::reused);
   CHECK(third.content_key == first.content_key);
   for (const auto &unit : third.units) CHECK(unit.cached);
-  CHECK(host_fma_answer(runtime) == doctest::Approx(before));
+  CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(before));
 
   // A header that is gone is a reason too (the build then fails in the compiler, as it should).
   fs::remove(fx.src() / "inc" / "extra.h");

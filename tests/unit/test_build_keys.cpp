@@ -11,6 +11,7 @@
 #include <kiln/runtime.hpp>
 
 #include "builder/toolchain.hpp"
+#include "support/build_recipe.hpp"
 #include "support/fixtures.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
@@ -60,14 +61,6 @@ class KeysFixture {
     for (std::string line; std::getline(lines, line);) compiles += line.rfind("-c ", 0) == 0 ? 1 : 0;
     write_text(dir_ / "nvcc.log", "");
     return compiles;
-  }
-
-  double answer(Runtime &runtime) const {
-    Module module = runtime.load("build-tests", "two-units");
-    Instance instance = module.create_instance();
-    const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
-    REQUIRE(table != nullptr);
-    return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
   }
 
  private:
@@ -122,7 +115,7 @@ TEST_CASE("object cache: a damaged cached object is compiled again, never linked
     CHECK(rebuilt.outcome == BuildResult::Outcome::built);
     CHECK(fx.take_compiles() == 2);  // helper.cpp (edited) and plugin.cu (damaged)
     for (const auto &unit : rebuilt.units) CHECK_FALSE(unit.cached);
-    CHECK(fx.answer(runtime) == doctest::Approx(7.0 + 3.0 + 200.0));
+    CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(7.0 + 3.0 + 200.0));
     bool named = false;
     for (const auto &warning : warnings) named = named || warning.find(object.string()) != std::string::npos;
     CHECK_MESSAGE(named, "a warning should name " << object.string());
@@ -132,7 +125,7 @@ TEST_CASE("object cache: a damaged cached object is compiled again, never linked
     write_text(fx.src() / "helper.cpp", read_text(fx.src() / "helper.cpp") + "\n// edited again\n");
     CHECK(runtime.build(fx.recipe()).outcome == BuildResult::Outcome::built);
     CHECK(fx.take_compiles() == 2);
-    CHECK(fx.answer(runtime) == doctest::Approx(7.0 + 3.0 + 200.0));
+    CHECK(kiln::test::two_units_answer(runtime) == doctest::Approx(7.0 + 3.0 + 200.0));
   }
   SUBCASE("intact objects are still reused") {
     write_text(fx.src() / "plugin.cu", read_text(fx.src() / "plugin.cu") + "\n// edited\n");

@@ -80,13 +80,6 @@ struct Fleet {
   }
 };
 
-double remote_answer(Runtime &runtime) {
-  Module module = runtime.load("build-tests", "two-units");
-  Instance instance = module.create_instance();
-  const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
-  REQUIRE(table != nullptr);
-  return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
-}
 
 std::unique_ptr<remote::Backend> backend_for(const std::string &spec) {
   return remote::make_backend(remote::parse_remote(spec, "test"));
@@ -114,7 +107,7 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
     REQUIRE(built.uploads.size() == 1);
     CHECK(built.uploads[0].status == "uploaded");
     CHECK(fleet.compiles() == 2);
-    const double expected = remote_answer(a);
+    const double expected = kiln::test::two_units_answer(a);
 
     // A killed transfer's leftover (an hour old) goes with the next transfer; a recent one stays.
     fs::create_directories(fleet.cache_b / "remote");
@@ -131,7 +124,7 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
     CHECK(fetched.input_key == built.input_key);
     CHECK_FALSE(fetched.remote.empty());
     CHECK(fleet.compiles() == 2);  // none on B
-    CHECK(remote_answer(b) == expected);
+    CHECK(kiln::test::two_units_answer(b) == expected);
     CHECK(fleet.logged_with("signed by " + pair.key_id));
     CHECK_FALSE(fs::exists(fleet.cache_b / "remote" / ".fetch-dead"));
     CHECK(fs::exists(fleet.cache_b / "remote" / ".upload-live"));

@@ -4,6 +4,8 @@
 
 #include <kiln/errors.hpp>
 
+#include "support/text.hpp"
+
 namespace kiln::store::remote {
 namespace {
 
@@ -14,23 +16,6 @@ bool remote_key_char(char c) {
          c == '-' || c == '/';
 }
 
-// Hostile input for a message: control and non-ASCII bytes escaped, long input cut.
-std::string remote_printable(const std::string &text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < 120; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char *hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  if (text.size() > 120) out += "...";
-  return out;
-}
 
 const char *remote_key_violation(const std::string &key) {
   if (key.empty()) return "is empty";
@@ -72,7 +57,7 @@ std::string redacted_url(const std::string &url) {
 
 void validate_key(const std::string &key) {
   if (const char *why = remote_key_violation(key)) {
-    throw UsageError("remote cache key \"" + remote_printable(key) + "\" " + why +
+    throw UsageError("remote cache key \"" + support::printable(key, 120) + "\" " + why +
                      ": use 1-400 characters of letters, digits, '.', '_', '-' and '/', with no empty, \".\" or "
                      "\"..\" part (e.g. \"cas/hjcd-ik/<content key>\")");
   }
@@ -82,7 +67,7 @@ std::unique_ptr<Backend> make_backend(const Endpoint &endpoint) {
   const std::string scheme = remote_scheme(endpoint.url);
   if (scheme == "http" || scheme == "https") return make_http_backend(endpoint);
   if (scheme == "redis") return make_redis_backend(endpoint);
-  throw UsageError("remote cache URL \"" + remote_printable(redacted_url(endpoint.url)) +
+  throw UsageError("remote cache URL \"" + support::printable(redacted_url(endpoint.url), 120) +
                    "\" is not supported: use http://host[:port]/prefix, https://host[:port]/prefix (credentials "
                    "as http://user:password@host/...) or redis://[:password@]host[:port][/db]");
 }

@@ -8,30 +8,25 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
 #include "store/unique_fd.hpp"
 #include "support/environment.hpp"
+#include "support/text.hpp"
 
 namespace kiln::store::remote {
 namespace {
 
-std::string trimmed(const std::string &text) {
-  const auto begin = text.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  const auto end = text.find_last_not_of(" \t\r");
-  return text.substr(begin, end - begin + 1);
-}
+std::string trimmed(std::string_view text) { return std::string(support::trim(text)); }
 
+// The non-empty items between separators, trimmed.
 std::vector<std::string> split_on(const std::string &text, char separator) {
   std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(text);
-  while (std::getline(in, part, separator)) {
-    part = trimmed(part);
-    if (!part.empty()) parts.push_back(part);
+  for (const auto part : support::split(text, separator)) {
+    if (!support::trim(part).empty()) parts.push_back(trimmed(part));
   }
   return parts;
 }
