@@ -30,8 +30,7 @@ set(CPACK_COMPONENT_DEV_DEPENDS runtime)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)  # kiln-dev: Depends kiln (= version)
 set(_kiln_dev_depends "nlohmann-json3-dev (>= 3.10)")
 if(NOT KILN_SHARED)  # a static libkiln brings what it links into the host program's link
-  string(APPEND _kiln_dev_depends ", libboost-filesystem-dev (>= 1.74), libarchive-dev, libsodium-dev,"
-                                  " libcurl4-openssl-dev | libcurl-dev, libhiredis-dev, pkg-config")
+  string(APPEND _kiln_dev_depends ", libboost-filesystem-dev (>= 1.74), libarchive-dev, libsodium-dev, pkg-config")
 endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${_kiln_dev_depends}")
 unset(_kiln_dev_depends)

@@ -122,3 +122,19 @@ TEST_CASE("remote config: loads never read it; a build or remote status reports 
   CHECK(runtime.list("nobody").empty());
   CHECK_THROWS_AS(runtime.remote_status(), UsageError);
 }
+
+TEST_CASE("remote config: without the backends' module, a build that would use a remote says where it looked") {
+  TempDir dir;
+  const auto result = kiln::test::run_kiln({"remote", "status"}, {{"KILN_CACHE_DIR", (dir / "cache").string()},
+                                                                  {"KILN_REMOTE", "http://127.0.0.1:1/kiln"},
+                                                                  {"KILN_REMOTE_MODULE", (dir / "absent.so").string()}});
+  CHECK(result.exit_code == 2);
+  CHECK(result.err.find("libkiln-remote.so is not installed (looked in: " + (dir / "absent.so").string() + ")") !=
+        std::string::npos);
+  CHECK(result.err.find("KILN_REMOTE=off") != std::string::npos);
+  // A load never needs it: no remote is asked for a plugin that is there, or absent.
+  const auto listed = kiln::test::run_kiln({"ls"}, {{"KILN_CACHE_DIR", (dir / "cache").string()},
+                                                    {"KILN_REMOTE", "http://127.0.0.1:1/kiln"},
+                                                    {"KILN_REMOTE_MODULE", (dir / "absent.so").string()}});
+  CHECK(listed.exit_code == 0);
+}

@@ -1,5 +1,5 @@
 // One remote cache server (issue 13), as ccache's storage/remote/: a small interface, one file
-// per kind of server (http_backend.cpp: GET/HEAD/PUT/MKCOL/DELETE against nginx's WebDAV module
+// per kind of server, in their own module (backends/, backend_module.hpp) -- (http_backend.cpp: GET/HEAD/PUT/MKCOL/DELETE against nginx's WebDAV module
 // or any server with those verbs; redis_backend.cpp: hiredis). The flow that decides what to ask
 // and what to trust lives above it (store/remote/remote_cache.hpp): a backend only moves bytes
 // and says truthfully whether it has a key.
@@ -83,10 +83,12 @@ class Backend {
   Endpoint endpoint_;
 };
 
-// UsageError (kiln/errors.hpp) for a URL the backend cannot use, naming it and the form expected.
+// Inside the backends' module (backends/, store/remote/backend_module.hpp): UsageError
+// (kiln/errors.hpp) for a URL the backend cannot use, naming it and the form expected.
 std::unique_ptr<Backend> make_http_backend(const Endpoint &endpoint);
 std::unique_ptr<Backend> make_redis_backend(const Endpoint &endpoint);
-// By the URL's scheme (http, https, redis); UsageError for any other.
+// In libkiln: by the URL's scheme (http, https, redis) through the module, loaded on first use;
+// UsageError for any other scheme, or when the module is missing (naming where it looked).
 std::unique_ptr<Backend> make_backend(const Endpoint &endpoint);
 
 // The key rule above, shared by every backend (each call validates its key before any request):
