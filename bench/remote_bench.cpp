@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,9 +38,11 @@ struct Servers {
   fs::path dir;
   std::string http, redis;
   bool started = false;
-  ~Servers() {
+  void stop() {
     if (started) std::system(("'" + std::string(KILN_BENCH_SERVERS_SCRIPT) + "' stop '" + dir.string() + "'").c_str());
+    started = false;
   }
+  ~Servers() { stop(); }
 };
 
 std::string env_file_value(const fs::path &file, const std::string &name) {
@@ -71,16 +74,15 @@ double build_into(const fs::path &cache, const kiln::Recipe &recipe, kiln::Build
   const kiln::BuildResult result = runtime.build(recipe, build);
   const double seconds = seconds_since(start);
   if (result.outcome != expected) {
-    std::fprintf(stderr, "kiln_bench_remote: %s: outcome %s, expected %s\n", what, kiln::to_string(result.outcome),
-                 kiln::to_string(expected));
-    std::exit(1);
+    throw std::runtime_error(std::string(what) + ": outcome " + kiln::to_string(result.outcome) + ", expected " +
+                             kiln::to_string(expected));
   }
   return seconds;
 }
 
 }  // namespace
 
-int main(int argc, char **argv) {
+static int bench_main(int argc, char **argv) {
   int runs = 10, build_runs = 2, clients = 32;
   std::string recipe_file = KILN_BENCH_IK_RECIPES "/iiwa14.json";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -203,7 +205,18 @@ int main(int argc, char **argv) {
   std::printf("    remote configured (a black hole, 1 s timeout)  %.3f ms\n", with_ms);
   std::printf("    no remote                                      %.3f ms\n", without_ms);
   std::printf("    ratio %.3f (a hit that asked the remote would take >= 1000 ms)\n", with_ms / without_ms);
+  servers.stop();  // before their directory goes: the script finds them by the pid files in it
   boost::system::error_code ignored;
   fs::remove_all(work, ignored);
   return 0;
+}
+
+// Errors end the run through bench_main's scope, so that the servers it started are stopped.
+int main(int argc, char **argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "kiln_bench_remote: %s\n", error.what());
+    return 1;
+  }
 }
