@@ -309,14 +309,20 @@ std::unique_ptr<BuildLease> RemoteCache::lease_or_wait(const Storage &storage, c
     if (!taken) return nullptr;  // the remote failed: build here
     if (*taken) {
       auto lease = std::make_unique<HeldLease>(kLeaseTtlSeconds, [this, slot, key, holder](bool release) {
-        with(*slot, (release ? "release " : "renew ") + key, [&](Backend &backend) {
-          if (release) {
+        if (release) {  // on the building thread, as the lease goes
+          with(*slot, "release " + key, [&](Backend &backend) {
             backend.release_lease(key, holder);
-          } else {
-            backend.renew_lease(key, holder, kLeaseTtlSeconds);
-          }
-          return true;
-        });
+            return true;
+          });
+          return;
+        }
+        // On the lease's own thread: silent (the log callback belongs to the caller's threads). A
+        // renewal that fails only lets another machine take over after the lease's ttl.
+        try {
+          std::lock_guard<std::mutex> guard(slot->mutex);
+          slot->backend->renew_lease(key, holder, kLeaseTtlSeconds);
+        } catch (const std::exception &) {
+        }
       });
       // A holder that finished between our miss and this lease has uploaded: take that.
       if (auto entry = fetch_input_key(storage, consumer, input_key)) {
