@@ -9,6 +9,7 @@
 
 #include "store/remote/remote_config.hpp"
 #include "support/fixtures.hpp"
+#include "support/plugin_store.hpp"
 
 using namespace kiln;
 using kiln::store::remote::load_config;
@@ -20,15 +21,8 @@ using kiln::test::write_text;
 
 namespace {
 
-std::string usage_message(const std::function<void()> &call) {
-  try {
-    call();
-  } catch (const UsageError &error) {
-    return error.what();
-  }
-  FAIL("no UsageError");
-  return "";
-}
+// The message of the UsageError a call throws (the case fails when it throws none).
+std::string remote_usage_message(const std::function<void()> &call) { return kiln::test::error_of<UsageError>(call); }
 
 }  // namespace
 
@@ -43,12 +37,12 @@ TEST_CASE("remote config: a remote's URL and attributes") {
   CHECK_FALSE(redis.read_only);
   CHECK(redis.redis_prefix == "fleet:");
 
-  CHECK(usage_message([] { parse_remote("ftp://host/kiln", "KILN_REMOTE"); }).find("KILN_REMOTE: remote \"ftp://host/kiln\" is not an http") == 0);
-  CHECK(usage_message([] { parse_remote("http://h/k;timeout=-1", "x"); }).find("timeout \"-1\" is not a number of seconds") != std::string::npos);
-  CHECK(usage_message([] { parse_remote("http://h/k;timeout=1e400", "x"); }).find("is not a number of seconds") != std::string::npos);
-  CHECK(usage_message([] { parse_remote("http://h/k;max-size=0", "x"); }).find("max-size \"0\"") != std::string::npos);
-  CHECK(usage_message([] { parse_remote("http://h/k;prefix=p", "x"); }).find("unknown attribute \"prefix=p\"") != std::string::npos);
-  CHECK(usage_message([] { parse_remote("http://h/k;readonly", "x"); }).find("known: read-only") != std::string::npos);
+  CHECK(remote_usage_message([] { parse_remote("ftp://host/kiln", "KILN_REMOTE"); }).find("KILN_REMOTE: remote \"ftp://host/kiln\" is not an http") == 0);
+  CHECK(remote_usage_message([] { parse_remote("http://h/k;timeout=-1", "x"); }).find("timeout \"-1\" is not a number of seconds") != std::string::npos);
+  CHECK(remote_usage_message([] { parse_remote("http://h/k;timeout=1e400", "x"); }).find("is not a number of seconds") != std::string::npos);
+  CHECK(remote_usage_message([] { parse_remote("http://h/k;max-size=0", "x"); }).find("max-size \"0\"") != std::string::npos);
+  CHECK(remote_usage_message([] { parse_remote("http://h/k;prefix=p", "x"); }).find("unknown attribute \"prefix=p\"") != std::string::npos);
+  CHECK(remote_usage_message([] { parse_remote("http://h/k;readonly", "x"); }).find("known: read-only") != std::string::npos);
 }
 
 TEST_CASE("remote config: kiln.conf lines, named by file and line when wrong") {
@@ -64,11 +58,11 @@ TEST_CASE("remote config: kiln.conf lines, named by file and line when wrong") {
   CHECK(config.lease_wait_s == doctest::Approx(30));
   CHECK(config.retry_after_s == doctest::Approx(5));
 
-  CHECK(usage_message([] { parse_config_text("remote = http://a/k\nremotes = x\n", "/c/kiln.conf"); })
+  CHECK(remote_usage_message([] { parse_config_text("remote = http://a/k\nremotes = x\n", "/c/kiln.conf"); })
             .find("/c/kiln.conf:2: unknown setting \"remotes\"") == 0);
-  CHECK(usage_message([] { parse_config_text("remote\n", "/c/kiln.conf"); }).find("/c/kiln.conf:1: \"remote\" is not `key = value`") == 0);
-  CHECK(usage_message([] { parse_config_text("trust =\n", "f"); }).find("f:1: trust has no value") == 0);
-  CHECK(usage_message([] { parse_config_text("remote = gopher://x\n", "f"); }).find("f:1: remote") == 0);
+  CHECK(remote_usage_message([] { parse_config_text("remote\n", "/c/kiln.conf"); }).find("/c/kiln.conf:1: \"remote\" is not `key = value`") == 0);
+  CHECK(remote_usage_message([] { parse_config_text("trust =\n", "f"); }).find("f:1: trust has no value") == 0);
+  CHECK(remote_usage_message([] { parse_config_text("remote = gopher://x\n", "f"); }).find("f:1: remote") == 0);
 }
 
 TEST_CASE("remote config: the environment replaces the file's setting; off turns remotes off") {
@@ -107,7 +101,7 @@ TEST_CASE("remote config: a kiln.conf others can write is refused (it names the 
   const auto file = dir / "kiln.conf";
   write_text(file, "remote = http://a:1/k\n");
   ::chmod(file.c_str(), 0666);
-  const std::string message = usage_message([&] { load_config(file); });
+  const std::string message = remote_usage_message([&] { load_config(file); });
   CHECK(message.find(file.string()) != std::string::npos);
   CHECK(message.find("chmod go-w") != std::string::npos);
 }
