@@ -79,22 +79,22 @@ std::vector<Reason> changed_dependencies(const std::map<std::string, std::string
 // Whether the entry `key` serves these inputs: its recorded identity is the current one, the
 // headers its units included are unchanged, its files are there.
 Hit check_entry(const store::Storage &storage, const Recipe &recipe, const std::string &input_key,
-                const std::string *key, const BuildIdentity &identity, const LogCallback &log) {
+                const std::string &key, const BuildIdentity &identity, const LogCallback &log) {
   const std::string &consumer = recipe.consumer;
   Hit hit;
   try {
-    const store::EntryRecords entry = storage.entry(consumer, *key, consumer + " build " + input_key);
+    const store::EntryRecords entry = storage.entry(consumer, key, consumer + " build " + input_key);
     std::map<std::string, std::string> fields(entry.identity.provenance.begin(), entry.identity.provenance.end());
     hit.stale = identity_differences(fields, identity.fields());
     for (auto &reason : changed_dependencies(fields, recipe)) hit.stale.push_back(std::move(reason));
-    const fs::path dir = storage.writable().layout(consumer).entry(*key);
+    const fs::path dir = storage.writable().layout(consumer).entry(key);
     if (!store::entry_files_present(dir, entry.meta)) hit.stale.push_back({"artifact_file", entry.meta.file, "(missing)", "entry damaged"});
   } catch (const IoError &) {
     throw;  // EACCES, EIO: the entry is not known to be stale, and no reason to compile
   } catch (const std::exception &error) {
-    hit.stale.push_back({"entry", *key, "(unreadable)", error.what()});
+    hit.stale.push_back({"entry", key, "(unreadable)", error.what()});
   }
-  hit.content_key = *key;
+  hit.content_key = key;
   hit.found = hit.stale.empty();
   if (!hit.found && log) {
     for (const auto &reason : hit.stale) log(LogLevel::info, "stale build of " + consumer + ": " + reason.to_string());
@@ -106,7 +106,7 @@ Hit lookup(const store::Storage &storage, const Recipe &recipe, const std::strin
            const BuildIdentity &identity, const LogCallback &log) {
   const auto key = storage.pointer(recipe.consumer, input_key, log);
   if (!key) return {};
-  return check_entry(storage, recipe, input_key, &*key, identity, log);
+  return check_entry(storage, recipe, input_key, *key, identity, log);
 }
 
 // The remotes a build asks (none with use_remote off, or when none is configured).
@@ -284,7 +284,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
     auto fetched = remote->fetch_input_key(storage, recipe.consumer, result.input_key);
     if (!fetched) lease = remote->lease_or_wait(storage, recipe.consumer, result.input_key, options.cancel, &fetched);
     if (fetched) {
-      const Hit hit = check_entry(storage, recipe, result.input_key, &fetched->content_key, identity, log);
+      const Hit hit = check_entry(storage, recipe, result.input_key, fetched->content_key, identity, log);
       if (hit.found) {
         result.remote = fetched->remote;
         return finish_hit(hit.content_key, BuildResult::Outcome::fetched);
@@ -346,24 +346,22 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
     if (!remote || outcome == BuildResult::Outcome::fetched) return;
     Resolution uploaded = storage.resolve_entry(recipe.consumer, result.content_key, recipe.name);
     uploaded.input_key = result.input_key;
-    result.uploads = remote->upload(uploaded, storage.writable().root());
+    result.uploads = remote->upload(storage, uploaded);
   };
-  const std::optional<std::string> known_key = backend->content_key(staged);
-  if (known_key && entry_serves(*known_key)) {
+  // An existing entry of the content key serves: only the pointers, then the upload.
+  const auto finish_served = [&] {
     finish_hit(result.content_key, served_outcome());
     upload(result.outcome);
     return result;
-  }
+  };
+  const std::optional<std::string> known_key = backend->content_key(staged);
+  if (known_key && entry_serves(*known_key)) return finish_served();
 
   check_cancel();
   if (context.abi_embedded && recipe.builds_plugin()) write_embedded_abi(context.abi_dir);
   Produced produced = backend->compile(staged, known_key.value_or(""),
                                        [&](const std::string &content_key) { return !entry_serves(content_key); });
-  if (produced.settled_on_existing) {
-    finish_hit(result.content_key, served_outcome());
-    upload(result.outcome);
-    return result;
-  }
+  if (produced.settled_on_existing) return finish_served();
   check_cancel();
   result.units = produced.units;
 

@@ -434,13 +434,8 @@ FetchedEntry read_entry_bundle(const store::Storage &target, const EntryBundleRe
     for (const auto &record : entry.records) recorded = recorded || record.input_key == request.input_key;
     if (!recorded) refuse("holds entry " + entry.content_key + ", which its signed index does not record for input key " + request.input_key);
   }
-  FetchedEntry fetched;
-  fetched.content_key = entry.content_key;
-  fetched.kind = entry.kind;
-  fetched.signed_by = report.signed_by;
-  fetched.verified_bytes = report.verified_bytes;
-  fetched.fresh = target.writable().commit_entry(std::move(*verified.stagings.front()), log);
-  return fetched;
+  target.writable().commit_entry(std::move(*verified.stagings.front()), log);  // an intact one there is kept
+  return {entry.content_key, report.signed_by};
 }
 
 }  // namespace kiln::bundle

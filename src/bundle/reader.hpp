@@ -2,7 +2,6 @@
 #pragma once
 
 #include <functional>
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,10 +33,7 @@ struct EntryBundleRequest {
 };
 struct FetchedEntry {
   std::string content_key;
-  std::string kind;
   std::string signed_by;  // empty when not checked
-  std::uint64_t verified_bytes = 0;
-  bool fresh = false;     // false: an intact entry was already there
 };
 FetchedEntry read_entry_bundle(const store::Storage &target, const EntryBundleRequest &request, const LogCallback &log);
 

@@ -25,8 +25,7 @@ json plan_json(const BuildPlan &plan) {
           {"steps", plan.steps}, {"units", plan.units}, {"units_cached", plan.units_cached}};
 }
 
-}  // namespace
-
+// "built consumer/name in 1.23 s", the keys, the entry and each remote's upload.
 std::string build_text(const BuildResult &result) {
   std::string text = std::string(kiln::to_string(result.outcome)) + " " + result.consumer + "/" + result.name + " in " +
                      fixed(result.seconds, 2) + " s" + (result.remote.empty() ? "" : " from " + result.remote) +
@@ -35,8 +34,6 @@ std::string build_text(const BuildResult &result) {
   for (const auto &upload : result.uploads) text += "  remote " + upload.remote + ": " + upload.status + "\n";
   return text;
 }
-
-namespace {
 
 std::string plan_text(const Recipe &recipe, const BuildPlan &plan) {
   std::string text = recipe.consumer + "/" + recipe.name + ": " + plan.state + "\n  input key   " + plan.input_key +

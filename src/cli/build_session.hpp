@@ -38,9 +38,6 @@ struct BuildSession {
   void finish() { progress->finish(); }
 };
 
-// "built consumer/name in 1.23 s", the keys, the entry and each remote's upload.
-std::string build_text(const BuildResult &result);
-
 // kiln build (and kiln remote pull, with args.remote_only): --plan, or the build and its result.
 int run_build(const Flags &flags, const BuildArgs &args);
 

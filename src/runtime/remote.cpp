@@ -51,7 +51,7 @@ std::vector<RemoteTransfer> Runtime::remote_push(const std::string &consumer, co
   std::vector<RemoteTransfer> transfers;
   for (const auto &name : pushed) {
     const auto resolution = state_->storage->resolve(consumer, name);
-    for (auto &transfer : remote->upload(*resolution, state_->writable().root())) transfers.push_back(std::move(transfer));
+    for (auto &transfer : remote->upload(*state_->storage, *resolution)) transfers.push_back(std::move(transfer));
   }
   return transfers;
 } catch (...) {

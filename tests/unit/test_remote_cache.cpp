@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -22,6 +21,7 @@
 
 #include "store/remote/backend.hpp"
 #include "store/remote/remote_cache.hpp"
+#include "store/storage.hpp"
 #include "support/build_recipe.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
@@ -109,11 +109,16 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
     CHECK(fleet.compiles() == 2);
     const double expected = kiln::test::two_units_answer(a);
 
-    // A killed transfer's leftover (an hour old) goes with the next transfer; a recent one stays.
-    fs::create_directories(fleet.cache_b / "remote");
-    write_text(fleet.cache_b / "remote" / ".fetch-dead", "partial");
-    fs::last_write_time(fleet.cache_b / "remote" / ".fetch-dead", std::time(nullptr) - 7200);
-    write_text(fleet.cache_b / "remote" / ".upload-live", "partial");
+    // A transfer's file lives in a staging directory: a killed transfer's (its lock free) goes
+    // with the next writer, a live one's (its lock held) stays.
+    const fs::path entries_b = fleet.cache_b / "consumers" / "build-tests" / "store";
+    const fs::path dead = entries_b / ".staging-v2-00000000deadbeef";
+    fs::create_directories(dead);
+    write_text(dead / store::kStagingLockFile, "");
+    write_text(dead / "transfer.kbundle", "partial");
+    const store::Storage live_writer({store::StoreLocation{fleet.cache_b, true, "test"}});
+    const store::Staging live = live_writer.stage("build-tests", {});
+    write_text(live.dir() / "transfer.kbundle", "partial");
     Runtime b(fleet.options(fleet.cache_b));
     const BuildPlan plan = b.plan(fleet.fx.recipe());
     CHECK(plan.state == "missing");
@@ -126,8 +131,8 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
     CHECK(fleet.compiles() == 2);  // none on B
     CHECK(kiln::test::two_units_answer(b) == expected);
     CHECK(fleet.logged_with("signed by " + pair.key_id));
-    CHECK_FALSE(fs::exists(fleet.cache_b / "remote" / ".fetch-dead"));
-    CHECK(fs::exists(fleet.cache_b / "remote" / ".upload-live"));
+    CHECK_FALSE(fs::exists(dead));
+    CHECK(fs::exists(live.dir() / "transfer.kbundle"));
     // B now has it locally: the next build is a hit that asks no remote.
     CHECK(b.build(fleet.fx.recipe()).outcome == BuildResult::Outcome::hit);
     CHECK(b.plan(fleet.fx.recipe()).source == "local");
@@ -326,7 +331,8 @@ TEST_CASE("remote: concurrent uploads of one entry agree" * kiln::test::skip_if(
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       const remote::RemoteCache cache(config, {});  // one per thread: as many processes would
-      results[i] = cache.upload(resolution, fleet.fx.cache());
+      const store::Storage storage({store::StoreLocation{fleet.fx.cache(), true, "test"}});
+      results[i] = cache.upload(storage, resolution);
     });
   }
   for (auto &thread : threads) thread.join();

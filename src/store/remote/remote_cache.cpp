@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <condition_variable>
 #include <map>
 #include <random>
@@ -48,40 +47,10 @@ std::string lease_holder_name() {
   return std::string(host[0] != '\0' ? host : "host") + ":" + std::to_string(::getpid()) + ":" + std::to_string(random());
 }
 
-void sweep_transfer_leftovers(const fs::path &dir);
-
-// A file of the writable cache's remote/ directory, removed when this goes. A process killed
-// mid-transfer leaves its file: one untouched for an hour is no live transfer's (each is bounded
-// by its remote's timeout) and is removed by the next transfer.
-class TransferFile {
- public:
-  explicit TransferFile(const fs::path &root, const std::string &what) {
-    const fs::path dir = root / "remote";
-    store::create_directories(dir);
-    sweep_transfer_leftovers(dir);
-    path_ = dir / ("." + what + "-" + unique_suffix());
-  }
-  ~TransferFile() {
-    boost::system::error_code ignored;
-    fs::remove(path_, ignored);
-  }
-  TransferFile(const TransferFile &) = delete;
-  TransferFile &operator=(const TransferFile &) = delete;
-  const fs::path &path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-void sweep_transfer_leftovers(const fs::path &dir) {
-  const std::time_t cutoff = std::time(nullptr) - 3600;
-  for (const auto &name : names_in(dir)) {
-    if (name.rfind(".fetch-", 0) != 0 && name.rfind(".upload-", 0) != 0) continue;
-    boost::system::error_code error;
-    const std::time_t modified = fs::last_write_time(dir / name, error);
-    if (!error && modified < cutoff) fs::remove(dir / name, error);
-  }
-}
+// Where a downloaded or uploaded bundle lives while it is checked or sent: a staging directory
+// of the writable cache (store/staging.hpp), so that it goes with the Staging, and what a killed
+// transfer leaves is swept as any dead writer's staging directory is, by its lock.
+fs::path transfer_file(const Staging &staging) { return staging.dir() / "transfer.kbundle"; }
 
 }  // namespace
 
@@ -139,10 +108,10 @@ std::optional<RemoteCache::Fetched> RemoteCache::fetch(const Storage &storage, c
   const auto body = with(slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
   if (!body || !*body) return std::nullopt;
   try {
-    TransferFile file(storage.writable().root(), "fetch");
-    write_staging_file(file.path(), **body, 0600);
+    const Staging transfer = storage.stage(consumer, log_);
+    write_staging_file(transfer_file(transfer), **body, 0600);
     const bundle::FetchedEntry entry = bundle::read_entry_bundle(
-        storage, {file.path().string(), consumer, content_key, input_key, config_.trusted_keys}, log_);
+        storage, {transfer_file(transfer).string(), consumer, content_key, input_key, config_.trusted_keys}, log_);
     if (log_) {
       log_(LogLevel::info, "fetched " + consumer + " entry " + entry.content_key + " from " + slot.url + " (" +
                                std::to_string((*body)->size()) + " bytes, " +
@@ -157,18 +126,23 @@ std::optional<RemoteCache::Fetched> RemoteCache::fetch(const Storage &storage, c
   }
 }
 
+std::optional<std::string> RemoteCache::pointer(Slot &slot, const std::string &consumer, const std::string &input_key) const {
+  const std::string key = ac_key(consumer, input_key);
+  const auto value = with(slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
+  if (!value || !*value) return std::nullopt;
+  if (!is_valid_key(**value)) {
+    if (log_) log_(LogLevel::warning, "remote " + slot.url + ": " + key + " holds no content key (ignored)");
+    return std::nullopt;
+  }
+  return **value;
+}
+
 std::optional<RemoteCache::Fetched> RemoteCache::fetch_input_key(const Storage &storage, const std::string &consumer,
                                                                  const std::string &input_key) const {
-  const std::string key = ac_key(consumer, input_key);
   for (const auto &slot : slots_) {
-    const auto pointer = with(*slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
-    if (!pointer || !*pointer) continue;
-    const std::string content_key = **pointer;
-    if (!is_valid_key(content_key)) {
-      if (log_) log_(LogLevel::warning, "remote " + slot->url + ": " + key + " holds no content key (ignored)");
-      continue;
-    }
-    if (auto fetched = fetch(storage, consumer, content_key, input_key, *slot)) return fetched;
+    const auto content_key = pointer(*slot, consumer, input_key);
+    if (!content_key) continue;
+    if (auto fetched = fetch(storage, consumer, *content_key, input_key, *slot)) return fetched;
   }
   return std::nullopt;
 }
@@ -182,15 +156,13 @@ std::optional<RemoteCache::Fetched> RemoteCache::fetch_content_key(const Storage
 }
 
 std::optional<std::string> RemoteCache::locate(const std::string &consumer, const std::string &input_key) const {
-  const std::string key = ac_key(consumer, input_key);
   for (const auto &slot : slots_) {
-    const auto pointer = with(*slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
-    if (pointer && *pointer && is_valid_key(**pointer)) return slot->url;
+    if (pointer(*slot, consumer, input_key)) return slot->url;
   }
   return std::nullopt;
 }
 
-std::vector<RemoteTransfer> RemoteCache::upload(const Resolution &resolution, const fs::path &work_dir) const {
+std::vector<RemoteTransfer> RemoteCache::upload(const Storage &storage, const Resolution &resolution) const {
   std::vector<RemoteTransfer> transfers;
   std::vector<Slot *> writable;
   for (const auto &slot : slots_) {
@@ -203,9 +175,9 @@ std::vector<RemoteTransfer> RemoteCache::upload(const Resolution &resolution, co
   };
   std::string bundle;
   try {
-    TransferFile file(work_dir, "upload");
-    bundle::write_entry_bundle(resolution, file.path().string(), config_.signing_key);
-    bundle = read_file(file.path(), FileOrigin::store);
+    const Staging transfer = storage.stage(resolution.consumer, log_);
+    bundle::write_entry_bundle(resolution, transfer_file(transfer).string(), config_.signing_key);
+    bundle = read_file(transfer_file(transfer), FileOrigin::store);
   } catch (const std::exception &error) {
     for (Slot *slot : writable) report(*slot, std::string("failed: ") + error.what(), 0);
     if (log_) log_(LogLevel::warning, "not uploading " + resolution.consumer + "/" + resolution.name + ": " + error.what());

@@ -64,7 +64,7 @@ class RemoteCache {
 
   // The entry `resolution` names, to every read-write remote: cas (unless present), then the
   // ac pointer when it has an input key. Never throws; each remote's outcome is reported.
-  std::vector<RemoteTransfer> upload(const Resolution &resolution, const boost::filesystem::path &work_dir) const;
+  std::vector<RemoteTransfer> upload(const Storage &storage, const Resolution &resolution) const;
 
   // Before building input_key: with no other machine building it, a lease on the first
   // read-write remote (or none where no remote offers one: build anyway). With another
@@ -82,6 +82,8 @@ class RemoteCache {
   struct Slot;
   template <class Call>
   auto with(Slot &slot, const std::string &what, Call call) const -> std::optional<decltype(call(std::declval<Backend &>()))>;
+  // The content key ac/<consumer>/<input_key> names on `slot`; nullopt: none, or not a key (logged).
+  std::optional<std::string> pointer(Slot &slot, const std::string &consumer, const std::string &input_key) const;
   std::optional<Fetched> fetch(const Storage &storage, const std::string &consumer, const std::string &content_key,
                                const std::string &input_key, Slot &slot) const;
 
