@@ -101,8 +101,9 @@ int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_byte
   return fd.release();
 }
 
-std::string read_file(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes) {
+std::string read_file(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes, struct stat *opened) {
   UniqueFd fd(open_regular(file, origin, max_bytes));
+  if (opened != nullptr && ::fstat(fd.get(), opened) != 0) throw_io("cannot stat", file, errno);
   std::string content;
   char buffer[65536];
   for (;;) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <sys/stat.h>
+
 #include <boost/filesystem/path.hpp>
 
 namespace kiln::store {
@@ -35,9 +37,10 @@ inline constexpr std::uint64_t kMaxJsonFileBytes = 64ull << 20;
 int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes = kNoSizeLimit);
 
 // Read a whole regular file (open_regular's rules and errors; also refused when it grows past
-// max_bytes while being read).
+// max_bytes while being read). `opened`, when given, receives the fstat of the descriptor read:
+// a caller checking the file's owner or mode checks the very file whose bytes it got.
 std::string read_file(const fs::path &file, FileOrigin origin = FileOrigin::store,
-                      std::uint64_t max_bytes = kNoSizeLimit);
+                      std::uint64_t max_bytes = kNoSizeLimit, struct stat *opened = nullptr);
 
 // Replace `file` with `content` atomically: readers see the old or the new bytes, never a mix,
 // and after return the new bytes survive a power cut. mode is the new file's permission bits.

@@ -1,6 +1,5 @@
 #include "store/remote/remote_config.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
-#include "store/unique_fd.hpp"
 #include "support/environment.hpp"
 #include "support/text.hpp"
 
@@ -150,16 +148,14 @@ RemoteConfig load_config(const fs::path &config_file) {
   std::string text;
   bool present = true;
   try {
-    UniqueFd fd(open_regular(config_file, FileOrigin::input, 1 << 20));
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) throw_io("cannot stat", config_file, errno);
+    text = read_file(config_file, FileOrigin::input, 1 << 20, &st);
     // It names the keys trusted to sign code that runs here: nobody else may edit it.
     if ((st.st_mode & 022) != 0 || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
       throw UsageError("kiln config " + config_file.string() + " is writable by group or others, or owned by another "
                        "user: it names the keys trusted to sign code (chmod go-w " + config_file.string() +
                        ", and own it yourself)");
     }
-    text = read_file(config_file, FileOrigin::input, 1 << 20);
   } catch (const NotFoundError &) {
     present = false;
   }
