@@ -11,6 +11,9 @@
 #include <kiln/plugin.h>
 
 namespace kiln {
+namespace load {
+class ReportPool;  // kiln's loader's, opaque here
+}  // namespace load
 
 // One image file of a device-image artifact (its entry's meta.json "images").
 struct ArtifactImage {
@@ -138,6 +141,11 @@ class Module {
   Module(std::shared_ptr<Instance::Library> library, std::unique_ptr<LoadReport> report);
   std::shared_ptr<Instance::Library> library_;
   std::unique_ptr<LoadReport> report_;
+  // Where the report goes when the Module ends: back to its Runtime, for that Runtime's next
+  // load of the same artifact (src/load/report_pool.hpp); none: freed.
+  std::shared_ptr<load::ReportPool> report_pool_;
+  std::uint64_t report_serial_ = 0;
+  int report_device_ = 0;
 };
 
 }  // namespace kiln

@@ -47,9 +47,11 @@ void log_escaped(const LogCallback &log, const std::string &file, const char *fu
   }
 }
 
-std::string bounded_string(const char *text, std::size_t max_size) {
+std::string_view bounded_view(const char *text, std::size_t max_size) noexcept {
   if (text == nullptr) return {};
-  return std::string(text, ::strnlen(text, max_size));
+  return std::string_view(text, ::strnlen(text, max_size));
 }
+
+std::string bounded_string(const char *text, std::size_t max_size) { return std::string(bounded_view(text, max_size)); }
 
 }  // namespace kiln::load

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include <kiln/log.hpp>
 
@@ -48,6 +49,8 @@ void call_plugin_quietly(const LogCallback &log, const std::string &file, const 
 // A NUL-terminated copy of a string the plugin owns, read no further than max_size bytes: a
 // string without its NUL must not make the host read on through the plugin's memory.
 std::string bounded_string(const char *text, std::size_t max_size = 256);
+// The same as a view of the plugin's bytes (nothing copied).
+std::string_view bounded_view(const char *text, std::size_t max_size = 256) noexcept;
 
 // The host's message buffer after a call: terminated by the host itself, whatever the plugin
 // wrote into it.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
@@ -23,6 +24,7 @@
 #include "load/verify.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
+#include "store/file_identity.hpp"
 
 namespace kiln {
 namespace {
@@ -36,6 +38,12 @@ Clock::time_point next_step(Clock::time_point start, double *ms) {
   const auto now = Clock::now();
   *ms = std::chrono::duration<double, std::milli>(now - start).count();
   return now;
+}
+
+// `target` = load::bounded_string(text), without building a string when it holds that already.
+void assign_bounded(std::string &target, const char *text) {
+  const std::string_view value = load::bounded_view(text);
+  if (target != value) target.assign(value.data(), value.size());
 }
 
 // A plugin listing more interface ids than this is broken (or lacks the terminating NULL).
@@ -149,19 +157,11 @@ void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolut
   }
 }
 
-}  // namespace
-
-Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_required, const LogCallback &log,
-                    std::shared_ptr<const load::KernelSource> kernels,
-                    const store::VerificationRecords *records) {
-  LoadReport &report = *owned_report;  // filled in place: the Module takes this very object
-  const Resolution &resolution = report.resolution;
-  const std::uint32_t abi_min =
-      abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
-
-  auto start = Clock::now();
-  // O_NOFOLLOW: a symlink planted in an entry is refused, never followed. O_NONBLOCK: a FIFO in
-  // its place is refused by the safety check below instead of hanging the host in open().
+// The plugin file opened and checked: O_NOFOLLOW (a symlink planted in an entry is refused,
+// never followed), O_NONBLOCK (a FIFO in its place is refused by the safety check instead of
+// hanging the host in open()), then the in-use lock and one fstat for both the safety check and
+// "not evicted meanwhile": kiln gc skips the file from the lock on until it is unmapped.
+int open_checked(const Resolution &resolution, store::FileIdentity *id) {
   store::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     const int error = errno;
@@ -175,15 +175,81 @@ Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_
     }
     throw IoError("cannot open artifact file " + resolution.file + ": " + std::strerror(error));
   }
-  // The lock first, then one fstat for both the safety check and "not evicted meanwhile": kiln
-  // gc skips the file from the lock on until it is unmapped.
   store::hold_in_use(fd.get(), resolution.file);
   std::uint64_t links = 0;
-  const store::FileIdentity id = store::check_fd_safe_to_execute(fd.get(), resolution.file, &links);
+  *id = store::check_fd_safe_to_execute(fd.get(), resolution.file, &links);
   store::check_not_evicted(links, resolution.file);
+  return fd.release();
+}
+
+// One reference on a descriptor of load/mapped_files.hpp, dropped unless released to the library.
+struct MappedReference {
+  int fd;
+  explicit MappedReference(int held) noexcept : fd(held) {}
+  MappedReference(const MappedReference &) = delete;
+  MappedReference &operator=(const MappedReference &) = delete;
+  ~MappedReference() { load::release_mapped_fd(fd); }
+  int release() noexcept { return std::exchange(fd, -1); }
+};
+
+// The descriptor kept by the last load of this resolution, when it still is the checked file:
+// the same device and inode, a link left (a replaced or evicted file has none), safe to
+// execute, and the in-use lock held. Then one reference is held on it (the caller's to drop)
+// and *id is its identity; -1 when there is none, and a fresh open follows. gc evicting the file
+// between the fstat and the lock leaves this load mapping verified bytes gc has just unlinked:
+// the Module works, and the entry is gone from the store as gc decided.
+int reuse_checked_fd(std::uint64_t resolution_serial, const std::string &file, store::FileIdentity *id) {
+  const load::KeptFd kept = load::reuse_kept_fd(resolution_serial);
+  if (kept.fd < 0) return -1;
+  const auto same_file = [&kept](const store::FileIdentity &seen) {
+    return seen.device == kept.device && seen.inode == kept.inode;
+  };
+  std::uint64_t links = 0;
+  try {
+    *id = store::check_fd_safe_to_execute(kept.fd, file, &links);
+  } catch (...) {
+    // Unsafe now (its mode changed): refused as a fresh open would be; a number that names
+    // another file (the host closed kiln's descriptor) is dropped, and a fresh open decides.
+    const auto seen = store::identify_fd(kept.fd);
+    const bool ours = seen && same_file(*seen);
+    load::forget_kept_fd(kept.fd, ours);
+    if (ours) throw;
+    return -1;
+  }
+  if (!same_file(*id) || links == 0) {
+    load::forget_kept_fd(kept.fd, same_file(*id));
+    return -1;
+  }
+  if (kept.idle && !store::try_hold_in_use(kept.fd)) {
+    load::release_mapped_fd(kept.fd);  // gc is evicting it: the fresh open waits and tells
+    return -1;
+  }
+  return kept.fd;
+}
+
+}  // namespace
+
+Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_required, const LogCallback &log,
+                    std::shared_ptr<const load::KernelSource> kernels,
+                    const store::VerificationRecords *records, ReportHome home) {
+  const std::uint64_t resolution_serial = home.serial;
+  LoadReport &report = *owned_report;  // filled in place: the Module takes this very object
+  const Resolution &resolution = report.resolution;
+  const std::uint32_t abi_min =
+      abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
+
+  auto start = Clock::now();
+  store::FileIdentity id;
+  // A warm load of a remembered resolution reuses the descriptor its last load kept; the
+  // reference taken on it is dropped if anything below throws before the library owns it.
+  MappedReference kept(reuse_checked_fd(resolution_serial, resolution.file, &id));
+  store::UniqueFd fd;
+  if (kept.fd < 0) {
+    fd.reset(open_checked(resolution, &id));
+  }
   // Store safety of its directories, digest and build stamp from the file's bytes: nothing of
   // the plugin runs (not even its constructors, which dlopen would) before all hold.
-  load::verify_before_dlopen(fd.get(), id, resolution, records, log);
+  load::verify_before_dlopen(kept.fd >= 0 ? kept.fd : fd.get(), id, resolution, records, log);
   start = next_step(start, &report.timings.verify_ms);
   auto library = std::make_shared<Instance::Library>();
   library->file = resolution.file;
@@ -191,7 +257,8 @@ Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_
   library->kernel_source = std::move(kernels);
   // Map the verified descriptor itself (or the one already mapping this inode: mapped_files.hpp
   // says why), so a file swapped in after the checks is never run.
-  library->mapped_fd = load::share_mapped_fd(fd, id.device, id.inode);
+  library->mapped_fd =
+      kept.fd >= 0 ? kept.release() : load::share_mapped_fd(fd, id.device, id.inode, resolution_serial);
   library->handle = ::dlopen(load::descriptor_name(library->mapped_fd).c_str(), RTLD_NOW | RTLD_LOCAL);
   library->mapped_probe = load::note_dlopen_name(library->mapped_fd, library->handle);
   if (library->handle == nullptr) {
@@ -241,16 +308,27 @@ Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_
   library->abi_version = answer.abi_version;
 
   report.abi_version = answer.abi_version;
-  report.plugin_id = load::bounded_string(library->entry->plugin_id);
-  report.plugin_version = load::bounded_string(library->entry->plugin_version);
-  report.interfaces.clear();
+  // A report given back by a Module of this file usually holds these already: compared, not
+  // rebuilt (load/report_pool.hpp).
+  assign_bounded(report.plugin_id, library->entry->plugin_id);
+  assign_bounded(report.plugin_version, library->entry->plugin_version);
+  std::size_t count = 0;
   if (const char *const *ids = library->entry->interface_ids) {
-    for (std::size_t i = 0; i < kMaxInterfaceIds && ids[i] != nullptr; ++i) {
-      report.interfaces.push_back(load::bounded_string(ids[i]));
+    for (; count < kMaxInterfaceIds && ids[count] != nullptr; ++count) {
+      if (count < report.interfaces.size()) {
+        assign_bounded(report.interfaces[count], ids[count]);
+      } else {
+        report.interfaces.push_back(load::bounded_string(ids[count]));
+      }
     }
   }
+  report.interfaces.resize(count);
   report.timings.bind_ms = ms_since(start);
-  return Module(std::move(library), std::move(owned_report));
+  Module module(std::move(library), std::move(owned_report));
+  module.report_pool_ = std::move(home.pool);
+  module.report_serial_ = home.serial;
+  module.report_device_ = home.device;
+  return module;
 }
 
 }  // namespace kiln

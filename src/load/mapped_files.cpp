@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -19,13 +20,21 @@ struct MappedFile {
   int fd = -1;
   std::size_t references = 0;  // Modules loaded through fd and not yet unloaded
   bool alias = false;          // glibc holds the library under another name: never closed
+  bool locked = true;          // holds the in-use flock; false only while kept idle (references 0)
+  std::uint64_t resolution = 0;   // Storage serial of the resolution last loaded through fd (0: none)
+  std::uint64_t released_at = 0;  // when it was last kept idle, to close the least recently used
 };
+
+// Idle descriptors kept for the next load of their resolution: a controller reloading a few
+// plugins reuses theirs; a host cycling through many keeps at most this many open.
+constexpr std::size_t kMaxIdle = 8;
 
 // A few files at a time (the plugins a process has loaded), searched linearly: unlike a map,
 // a load and unload of a file allocate nothing once the vector has grown.
 struct MappedFiles {
   std::mutex mutex;
   std::vector<MappedFile> files;
+  std::uint64_t clock = 0;  // counts idle keeps
 
   MappedFile *by_file(std::uint64_t device, std::uint64_t inode) {
     for (auto &file : files) {
@@ -38,6 +47,16 @@ struct MappedFiles {
       if (file.fd == fd) return &file;
     }
     return nullptr;
+  }
+  MappedFile *by_resolution(std::uint64_t resolution) {
+    for (auto &file : files) {
+      if (file.resolution == resolution) return &file;
+    }
+    return nullptr;
+  }
+  void remove(MappedFile *file) {
+    *file = files.back();  // order does not matter
+    files.pop_back();
   }
 };
 
@@ -99,18 +118,38 @@ DescriptorName descriptor_name(int fd) noexcept {
   return name;
 }
 
-int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64_t inode) {
+int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64_t inode,
+                    std::uint64_t resolution) {
   MappedFiles &files = mapped_files();
   std::lock_guard<std::mutex> lock(files.mutex);
   MappedFile *file = files.by_file(device, inode);
   if (file == nullptr) {
     files.files.reserve(files.files.size() + 1);  // may throw: before the descriptor is taken over
-    files.files.push_back({device, inode, verified.release(), 0, false});
+    files.files.push_back({device, inode, verified.release(), 0, false, true, 0, 0});
     file = &files.files.back();
+  } else if (!file->locked) {
+    // Kept idle, nothing loaded under its name: the verified descriptor, which holds the
+    // in-use lock, takes its place.
+    ::close(file->fd);
+    file->fd = verified.release();
+    file->locked = true;
   }
   verified.reset();  // another descriptor of this inode serves
   ++file->references;
+  if (resolution != 0) file->resolution = resolution;
   return file->fd;
+}
+
+KeptFd reuse_kept_fd(std::uint64_t resolution) noexcept {
+  if (resolution == 0) return {};
+  MappedFiles &files = mapped_files();
+  std::lock_guard<std::mutex> lock(files.mutex);
+  MappedFile *file = files.by_resolution(resolution);
+  if (file == nullptr) return {};
+  const bool idle = !file->locked;
+  file->locked = true;  // from here the caller's to take (release_mapped_fd lets it go)
+  ++file->references;
+  return {file->fd, file->device, file->inode, idle};
 }
 
 const void *note_dlopen_name(int fd, void *handle) noexcept {
@@ -126,17 +165,56 @@ const void *note_dlopen_name(int fd, void *handle) noexcept {
   return nullptr;
 }
 
+namespace {
+
+// One reference dropped (the caller holds the table's lock). The last one closes the descriptor,
+// or keeps it idle without its lock when a resolution may load it again, unless glibc still
+// has the library loaded under its name (kept mapped, an alias).
+void release(MappedFiles &files, MappedFile *file, const void *probe) noexcept {
+  if (file->references == 0) return;
+  if (--file->references != 0 || file->alias) return;
+  if (loaded_under(file->fd, probe)) return;
+  if (file->resolution == 0) {
+    ::close(file->fd);
+    files.remove(file);
+    return;
+  }
+  ::flock(file->fd, LOCK_UN);  // gc may evict it now; the next load takes the lock again
+  file->locked = false;
+  file->released_at = ++files.clock;
+  MappedFile *oldest = nullptr;
+  std::size_t idle = 0;
+  for (auto &other : files.files) {
+    if (other.locked) continue;
+    ++idle;
+    if (oldest == nullptr || other.released_at < oldest->released_at) oldest = &other;
+  }
+  if (idle > kMaxIdle) {
+    ::close(oldest->fd);
+    files.remove(oldest);
+  }
+}
+
+}  // namespace
+
 void release_mapped_fd(int fd, const void *probe) noexcept {
   if (fd < 0) return;
   MappedFiles &files = mapped_files();
   std::lock_guard<std::mutex> lock(files.mutex);
+  if (MappedFile *file = files.by_fd(fd)) release(files, file, probe);
+}
+
+void forget_kept_fd(int fd, bool still_ours) noexcept {
+  MappedFiles &files = mapped_files();
+  std::lock_guard<std::mutex> lock(files.mutex);
   MappedFile *file = files.by_fd(fd);
-  if (file == nullptr || file->references == 0) return;
-  if (--file->references != 0 || file->alias) return;
-  if (loaded_under(fd, probe)) return;
-  ::close(fd);
-  *file = files.files.back();  // order does not matter
-  files.files.pop_back();
+  if (file == nullptr) return;
+  if (!still_ours) {
+    files.remove(file);  // the number names another file now: not kiln's to close
+    return;
+  }
+  file->resolution = 0;  // no later load reuses it; closed at its last release
+  release(files, file, nullptr);
 }
 
 }  // namespace kiln::load

@@ -4,10 +4,19 @@
 // of an already loaded file (same device and inode) under another name returns the first
 // library and records the new name as its alias, which no public list shows. So <n> must never
 // name another file while a library is loaded under it, and aliases must not pile up: every load
-// of one file goes through one descriptor, the first one verified and still open. It is closed
-// when no Module holds it and dlopen(RTLD_NOLOAD) finds nothing loaded under its name; one whose
+// of one file goes through one descriptor, the first one verified and still open. One whose
 // library stays mapped (Module::keep_mapped, NODELETE) stays open and is reused by the next load
 // of that file, so swapping back and forth to such a plugin takes no new descriptor.
+//
+// When no Module holds it and nothing is loaded under its name any more, a descriptor loaded
+// for a remembered resolution is kept open, idle, without its in-use lock (gc may evict the
+// file), and the next load of that resolution reuses it: it takes the lock again and checks the
+// descriptor (an fstat: still the file, a link left, safe) instead of opening the file again,
+// which with the close costs more than the rest of kiln's work around dlopen. At most kMaxIdle
+// (8) are kept, the least recently used closed first; the others are closed at their last
+// unload. A resolution read again (its manifest or meta.json changed) has a new serial, so a
+// replaced entry is always opened afresh. The cost: a file gc evicted stays allocated until the
+// next load of its resolution or the idle descriptor's turn to close.
 //
 // Whether a library is still loaded under <n> is read from the loader's own records, no system
 // call (dlopen(RTLD_NOLOAD) of a name no longer loaded opens the file): nothing mapped any more
@@ -34,7 +43,28 @@ DescriptorName descriptor_name(int fd) noexcept;
 // Takes over the verified descriptor of the file (device, inode; `verified` holds nothing after)
 // and returns the descriptor to dlopen through: that one, now held here, or the one this file
 // already has (then the verified one is closed: it names the same inode). One reference a call.
-int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64_t inode);
+// resolution: the Storage serial of the resolution loaded (0: none), for reuse_kept_fd.
+int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64_t inode,
+                    std::uint64_t resolution = 0);
+
+// The descriptor an earlier load of `resolution` (a Storage serial: the same while the
+// manifest and entry it was read from are unchanged) went through, with a reference taken: the
+// warm load's file, without opening it. fd -1: none kept. The caller fstats it first (it must
+// still be the file, device and inode, with a link left, else forget_kept_fd), then, when it
+// was idle, takes the in-use lock (store::try_hold_in_use; busy: gc is evicting it, so
+// release_mapped_fd and open afresh). The fstat comes before the lock so that a number the host
+// closed and reused is never locked by kiln.
+struct KeptFd {
+  int fd = -1;
+  std::uint64_t device = 0, inode = 0;
+  bool idle = false;  // no in-use lock held: the caller takes it
+};
+KeptFd reuse_kept_fd(std::uint64_t resolution) noexcept;
+
+// A kept descriptor that no longer names its file: no later load reuses it, and the reference
+// reuse_kept_fd took is dropped. still_ours false: the number names another file (the host
+// closed kiln's descriptor): the entry is dropped and nothing is closed.
+void forget_kept_fd(int fd, bool still_ours) noexcept;
 
 // After dlopen through `fd` returned `handle`: whether glibc keeps it under another name.
 // Returns an address inside the library (its dynamic section) for release_mapped_fd, nullptr

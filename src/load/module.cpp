@@ -10,6 +10,7 @@
 #include "load/boundary.hpp"
 #include "load/library.hpp"
 #include "load/mapped_files.hpp"
+#include "load/report_pool.hpp"
 
 namespace kiln {
 namespace {
@@ -104,7 +105,9 @@ Module::Module(std::shared_ptr<Instance::Library> library, std::unique_ptr<LoadR
     : library_(std::move(library)), report_(std::move(report)) {}
 Module::Module(Module &&) noexcept = default;
 Module &Module::operator=(Module &&) noexcept = default;
-Module::~Module() = default;
+Module::~Module() {
+  if (report_pool_ && report_) report_pool_->give_back(report_serial_, report_device_, std::move(report_));
+}
 
 const LoadReport &Module::report() const noexcept { return *report_; }
 const kiln_plugin_entry &Module::entry() const noexcept { return *library_->entry; }

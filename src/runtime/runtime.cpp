@@ -1,5 +1,6 @@
 #include <kiln/runtime.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -25,10 +26,13 @@ namespace fs = boost::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // check -> Loader::open of a resolved plugin whose report holds its resolution and resolve time.
-// The report is the one the Module keeps: filled in place, never moved field by field.
-Module load_from_report(const std::shared_ptr<Runtime::State> &state, std::unique_ptr<LoadReport> owned_report,
-                        const LoadOptions &options) {
-  LoadReport &report = *owned_report;
+// The report is the one the Module keeps: filled in place, never moved field by field. One the
+// pool gave back for this resolution and device choice holds its compatibility already.
+// resolution_serial: the Storage's serial of a remembered resolution (0: none), under which the
+// loader keeps the artifact's descriptor and the pool the report.
+Module load_from_report(const std::shared_ptr<Runtime::State> &state, load::ReportPool::Taken taken,
+                        const LoadOptions &options, std::uint64_t resolution_serial = 0) {
+  LoadReport &report = *taken.report;
   const Resolution &r = report.resolution;
   const auto what = [&r] { return r.consumer + "/" + r.name; };  // for messages only: not built on success
   if (r.kind != "plugin") {
@@ -37,17 +41,20 @@ Module load_from_report(const std::shared_ptr<Runtime::State> &state, std::uniqu
   }
   const std::vector<DeviceIdentity> &effective = state->checked_devices();  // discovery (once) is not timed
   const auto start = Clock::now();
-  if (options.device >= 0) {
-    if (static_cast<std::size_t>(options.device) >= effective.size()) {
-      throw NotFoundError("device " + std::to_string(options.device) + " does not exist: " +
-                          std::to_string(effective.size()) + " device(s) present (" + state->devices().detail + ")");
-    }
-    report.device = effective[static_cast<std::size_t>(options.device)];
-  } else if (!effective.empty()) {
-    report.device = effective.front();
+  if (options.device >= 0 && static_cast<std::size_t>(options.device) >= effective.size()) {
+    throw NotFoundError("device " + std::to_string(options.device) + " does not exist: " +
+                        std::to_string(effective.size()) + " device(s) present (" + state->devices().detail + ")");
   }
-  report.compatibility =
-      check_compatibility(r.identity, HostRequirements::current(), report.device ? &*report.device : nullptr);
+  const int choice = std::max(options.device, -1);
+  if (taken.checked_device != choice) {  // else: this report was filled for the same device
+    if (!effective.empty()) {
+      report.device = effective[choice >= 0 ? static_cast<std::size_t>(choice) : 0];
+    } else {
+      report.device.reset();
+    }
+    report.compatibility =
+        check_compatibility(r.identity, HostRequirements::current(), report.device ? &*report.device : nullptr);
+  }
   if (!report.compatibility.ok) {
     throw IncompatibleError("artifact " + what() + " (" + r.content_key + ") on " +
                                 (report.device ? report.device->label() : std::string("this host")),
@@ -61,8 +68,8 @@ Module load_from_report(const std::shared_ptr<Runtime::State> &state, std::uniqu
   // Kernels a plugin asks for (kiln.host.kernels/1) come from this Runtime's stores; the source
   // shares ownership of the State, so it outlives the Runtime as long as the plugin needs it.
   std::shared_ptr<const load::KernelSource> kernels(state, &state->kernel_source);
-  Module module = Loader::open(std::move(owned_report), options.abi_required, state->options.log, std::move(kernels),
-                               state->verification_records.get());
+  Module module = Loader::open(std::move(taken.report), options.abi_required, state->options.log, std::move(kernels),
+                               state->verification_records.get(), {state->reports, resolution_serial, choice});
   state->note_use(module.report().resolution);
   return module;
 }
@@ -133,9 +140,9 @@ const DeviceReport &Runtime::devices() const { return state_->devices(); }
 
 void Runtime::log(LogLevel level, const std::string &message) const { state_->log(level, message); }
 
-std::shared_ptr<const Resolution> Runtime::State::resolved(const std::string &consumer, const std::string &name) const
-    try {
-  return storage->resolve(consumer, name);
+std::shared_ptr<const Resolution> Runtime::State::resolved(const std::string &consumer, const std::string &name,
+                                                           std::uint64_t *serial) const try {
+  return storage->resolve(consumer, name, serial);
 } catch (...) {
   support::rethrow_typed("resolving " + consumer + "/" + name);
 }
@@ -155,10 +162,14 @@ Compatibility Runtime::check(const Resolution &resolution, const DeviceIdentity 
 
 Module Runtime::load(const std::string &consumer, const std::string &name, const LoadOptions &options) const try {
   const auto start = Clock::now();
-  auto report = std::make_unique<LoadReport>();
-  report->resolution = *state_->resolved(consumer, name);  // one copy, into the report the Module keeps
-  report->timings.resolve_ms = ms_since(start);
-  return load_from_report(state_, std::move(report), options);
+  std::uint64_t serial = 0;
+  const std::shared_ptr<const Resolution> resolution = state_->resolved(consumer, name, &serial);
+  // Into the report the Module keeps: one a Module of this resolution gave back holds it already;
+  // another one given back is refilled in the storage its strings have.
+  load::ReportPool::Taken taken = state_->reports->take(serial);
+  if (!taken.resolved) taken.report->resolution = *resolution;
+  taken.report->timings.resolve_ms = ms_since(start);
+  return load_from_report(state_, std::move(taken), options, serial);
 } catch (...) {
   support::rethrow_typed("loading " + consumer + "/" + name);
 }
@@ -180,10 +191,10 @@ Module Runtime::load_entry(const std::string &consumer, const std::string &name,
 }
 
 Module Runtime::load_resolved(Resolution resolution, const LoadOptions &options, double resolve_ms) const {
-  auto report = std::make_unique<LoadReport>();
-  report->resolution = std::move(resolution);
-  report->timings.resolve_ms = resolve_ms;
-  return load_from_report(state_, std::move(report), options);
+  load::ReportPool::Taken taken = state_->reports->take(0);
+  taken.report->resolution = std::move(resolution);
+  taken.report->timings.resolve_ms = resolve_ms;
+  return load_from_report(state_, std::move(taken), options);
 }
 
 void Runtime::State::note_use(const Resolution &resolution) const noexcept {

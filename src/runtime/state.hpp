@@ -12,6 +12,7 @@
 #include <kiln/runtime.hpp>
 
 #include "load/host_kernels.hpp"
+#include "load/report_pool.hpp"
 #include "store/file_identity.hpp"
 #include "store/storage.hpp"
 #include "store/verification_records.hpp"
@@ -33,7 +34,8 @@ struct Runtime::State {
 
   const store::LocalStore &writable() const { return storage->writable(); }
   // storage->resolve, its errors typed as Runtime::resolve's: the remembered resolution, shared.
-  std::shared_ptr<const Resolution> resolved(const std::string &consumer, const std::string &name) const;
+  std::shared_ptr<const Resolution> resolved(const std::string &consumer, const std::string &name,
+                                             std::uint64_t *serial = nullptr) const;
 
   // Device discovery, once (cuInit costs 100-235 ms). Never throws.
   const DeviceReport &devices() const;
@@ -57,6 +59,8 @@ struct Runtime::State {
   // a shared_ptr that shares ownership of this State (no allocation per load), so the State
   // outlives the Runtime as long as a plugin may ask for kernels.
   load::KernelSource kernel_source;
+  // The reports of this Runtime's unloaded Modules, for its next loads (load/report_pool.hpp).
+  std::shared_ptr<load::ReportPool> reports = std::make_shared<load::ReportPool>();
 
   mutable std::mutex cache_mutex;  // guards images
 

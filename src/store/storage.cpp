@@ -1,6 +1,9 @@
 #include "store/storage.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <atomic>
 #include <set>
 
 #include <boost/filesystem/operations.hpp>
@@ -14,6 +17,12 @@
 
 namespace kiln::store {
 namespace {
+
+// Unique in the process, never 0: resolutions of every Runtime meet in the loader's one table.
+std::uint64_t next_resolution_serial() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
 
 std::string searched(const std::vector<StoreInfo> &stores) {
   std::string text;
@@ -127,7 +136,8 @@ Resolution Storage::resolve_entry(const std::string &consumer, const std::string
                       searched(infos_) + "): name a content key `kiln ls " + consumer + "` lists, or publish it first");
 }
 
-std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, const std::string &name) const {
+std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, const std::string &name,
+                                                   std::uint64_t *serial) const {
   // The names are validated on a miss only: every remembered key was made of two valid names
   // (neither holds '/' or NUL), so a key that matches one is made of those very names.
   std::string key = consumer;
@@ -142,9 +152,18 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
   if (cached) {
     bool current = true;
     for (std::size_t i = 0; current && i < cached->manifest_files.size(); ++i) {
-      current = identify(cached->manifest_files[i].c_str()) == cached->manifest_ids[i];
+      if (!cached->manifest_held[i]) {
+        current = identify(cached->manifest_files[i].c_str()) == cached->manifest_ids[i];
+      } else if (const auto held = cached->manifest_fds[i].lock()) {
+        current = identify_linked_fd(held->get()) == cached->manifest_ids[i];
+      } else {
+        current = false;
+      }
     }
-    if (current && identify(cached->meta_file.c_str()) == cached->meta_id) return cached->resolution;
+    if (current && identify(cached->meta_file.c_str()) == cached->meta_id) {
+      if (serial != nullptr) *serial = cached->serial;
+      return cached->resolution;
+    }
   }
 
   validate_name("consumer", consumer);
@@ -156,12 +175,18 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
   std::vector<std::string> known;
   for (const auto &layer : layers_) {
     fresh->manifest_files.push_back(layer->layout(consumer).manifest().string());
-    fresh->manifest_ids.push_back(identify(fresh->manifest_files.back().c_str()));
+    const std::string &manifest_file = fresh->manifest_files.back();
+    const auto held = held_manifest(manifest_file);
+    fresh->manifest_fds.push_back(held);
+    fresh->manifest_held.push_back(held != nullptr);
+    fresh->manifest_ids.push_back(held ? identify_linked_fd(held->get()) : identify(manifest_file.c_str()));
     Resolution resolution = resolve_in(*layer, consumer, name, &consumer_seen, &known);
     if (resolution.content_key.empty()) continue;
     fresh->meta_file = (fs::path(resolution.entry_dir) / kMetaFile).string();
     const auto meta_id = identify(fresh->meta_file.c_str());
     fresh->resolution = std::make_shared<const Resolution>(std::move(resolution));
+    fresh->serial = next_resolution_serial();
+    if (serial != nullptr) *serial = meta_id ? fresh->serial : 0;  // 0: not remembered, nothing to key
     if (meta_id) {
       fresh->meta_id = *meta_id;
       std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -177,6 +202,21 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
   for (const auto &item : known) list += (list.empty() ? "" : ", ") + item;
   throw NotFoundError("no artifact \"" + name + "\" in consumer \"" + consumer + "\" (it has: " +
                       (list.empty() ? "nothing" : list) + "; searched " + searched(infos_) + ")");
+}
+
+std::shared_ptr<const UniqueFd> Storage::held_manifest(const std::string &file) const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  auto found = held_manifests_.find(file);
+  // Still the file there (a link left)? Then it serves; else a descriptor of the file there now.
+  if (found != held_manifests_.end() && identify_linked_fd(found->second->get())) return found->second;
+  if (found == held_manifests_.end() && held_manifests_.size() >= kMaxHeldManifests) return nullptr;
+  auto fd = std::make_shared<const UniqueFd>(::open(file.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (fd->get() < 0) {
+    if (found != held_manifests_.end()) held_manifests_.erase(found);
+    return nullptr;  // none there (yet): checked by path
+  }
+  held_manifests_[file] = fd;
+  return fd;
 }
 
 Resolution Storage::resolve_writable(const std::string &consumer, const std::string &name) const {

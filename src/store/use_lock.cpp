@@ -26,6 +26,13 @@ void hold_in_use(int fd, const std::string &file) {
   }
 }
 
+bool try_hold_in_use(int fd) noexcept {
+  for (;;) {
+    if (::flock(fd, LOCK_SH | LOCK_NB) == 0) return true;
+    if (errno != EINTR) return errno != EWOULDBLOCK;  // no flock on this file system: as hold_in_use
+  }
+}
+
 void check_not_evicted(std::uint64_t links, const std::string &file) {
   if (links == 0) {
     throw NotFoundError(file + " was evicted by kiln gc while this load opened it; load again (a build or publish "

@@ -18,6 +18,10 @@ namespace kiln::store {
 // this returns (the loader's safety check makes it: one fstat serves both).
 void hold_in_use(int fd, const std::string &file);
 
+// The same without waiting, for a descriptor kept open across loads (load/mapped_files.hpp):
+// false only while another descriptor holds the lock exclusively (gc evicting the file).
+bool try_hold_in_use(int fd) noexcept;
+
 // Throws NotFoundError when `links` (st_nlink of the held descriptor) is 0: gc evicted the
 // file between the loader's open and its lock.
 void check_not_evicted(std::uint64_t links, const std::string &file);

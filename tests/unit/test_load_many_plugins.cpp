@@ -91,6 +91,7 @@ TEST_CASE("load: plugins kept loaded never answer for another plugin loaded afte
     // What a hot swap does with a plugin whose device code the CUDA runtime registered: every
     // load of it goes through the one descriptor kept open with its mapping.
     runtime.load("many", "a").keep_mapped();
+    { const Module other = runtime.load("many", "b"); }  // b's descriptor is kept for its next load
     const std::size_t before = open_descriptors();
     for (int round = 0; round < 50; ++round) {
       const Module again = runtime.load("many", "a");
