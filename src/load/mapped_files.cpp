@@ -170,7 +170,7 @@ namespace {
 // One reference dropped (the caller holds the table's lock). The last one closes the descriptor,
 // or keeps it idle without its lock when a resolution may load it again, unless glibc still
 // has the library loaded under its name (kept mapped, an alias).
-void release(MappedFiles &files, MappedFile *file, const void *probe) noexcept {
+void drop_reference(MappedFiles &files, MappedFile *file, const void *probe) noexcept {
   if (file->references == 0) return;
   if (--file->references != 0 || file->alias) return;
   if (loaded_under(file->fd, probe)) return;
@@ -201,7 +201,7 @@ void release_mapped_fd(int fd, const void *probe) noexcept {
   if (fd < 0) return;
   MappedFiles &files = mapped_files();
   std::lock_guard<std::mutex> lock(files.mutex);
-  if (MappedFile *file = files.by_fd(fd)) release(files, file, probe);
+  if (MappedFile *file = files.by_fd(fd)) drop_reference(files, file, probe);
 }
 
 void forget_kept_fd(int fd, bool still_ours) noexcept {
@@ -214,7 +214,7 @@ void forget_kept_fd(int fd, bool still_ours) noexcept {
     return;
   }
   file->resolution = 0;  // no later load reuses it; closed at its last release
-  release(files, file, nullptr);
+  drop_reference(files, file, nullptr);
 }
 
 }  // namespace kiln::load

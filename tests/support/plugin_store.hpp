@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <boost/filesystem/operations.hpp>
+
+#include <kiln/ext/example.h>
 #include <kiln/runtime.hpp>
 
 #include "support/fixtures.hpp"
@@ -33,6 +36,21 @@ inline PublishResult publish_plugin(Runtime &runtime, const std::string &file, c
   request.artifact_file = file;
   if (!archs.empty()) request.archs = Arch::parse_list(archs);
   return runtime.publish(request);
+}
+
+// How many descriptors this process has open (/proc/self/fd).
+inline std::size_t open_descriptors() {
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto &entry : boost::filesystem::directory_iterator("/proc/self/fd")) ++count;
+  return count;
+}
+
+// host_fma(2, 3, 1) through an instance of a loaded copy of a host-only test plugin: 7.
+inline double example_fma(const Module &module) {
+  Instance instance = module.create_instance();
+  const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
+  REQUIRE(table != nullptr);
+  return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
 }
 
 // A plugin file published as <consumer>/solver into a temporary store and loaded: the store, the

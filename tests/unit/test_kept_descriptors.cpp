@@ -26,12 +26,6 @@ using namespace kiln::test;
 
 namespace {
 
-std::size_t open_descriptors() {
-  std::size_t count = 0;
-  for ([[maybe_unused]] const auto &entry : fs::directory_iterator("/proc/self/fd")) ++count;
-  return count;
-}
-
 // The descriptor of this process that names `file`, -1 when none does.
 int descriptor_naming(const std::string &file) {
   for (const auto &entry : fs::directory_iterator("/proc/self/fd")) {
@@ -50,13 +44,6 @@ bool lockable_exclusively(const std::string &file) {
   return free;
 }
 
-double fma_of(const Module &module) {
-  Instance instance = module.create_instance();
-  const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
-  REQUIRE(table != nullptr);
-  return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
-}
-
 }  // namespace
 
 TEST_CASE("kept descriptors: reloading takes no new descriptor; idle, the file is free for gc, loaded it is held") {
@@ -72,7 +59,7 @@ TEST_CASE("kept descriptors: reloading takes no new descriptor; idle, the file i
   for (int round = 0; round < 20; ++round) {
     const Module module = runtime.load("tests", "example");
     CHECK(module.report().resolution.content_key == key);
-    CHECK(fma_of(module) == 7.0);
+    CHECK(example_fma(module) == 7.0);
     CHECK_FALSE(lockable_exclusively(file));  // loaded: gc must skip it
   }
   CHECK(open_descriptors() == before);
@@ -118,7 +105,7 @@ TEST_CASE("kept descriptors: an artifact file replaced in its entry is opened af
     fs::permissions(fs::path(file).parent_path(), fs::perms(0555));
     {
       const Module again = runtime.load("tests", "example");
-      CHECK(fma_of(again) == 7.0);
+      CHECK(example_fma(again) == 7.0);
     }
     CHECK(open_descriptors() == before);  // the old one closed, the new one kept
   }
@@ -142,7 +129,7 @@ TEST_CASE("kept descriptors: a republished entry (another file under the name) i
   const std::string second = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE).content_key;
   const Module module = runtime.load("tests", "example");
   CHECK(module.report().resolution.content_key == second);
-  CHECK(fma_of(module) == 7.0);
+  CHECK(example_fma(module) == 7.0);
 }
 
 TEST_CASE("kept descriptors: a descriptor the host closed and reused for another file is left alone") {
@@ -165,7 +152,7 @@ TEST_CASE("kept descriptors: a descriptor the host closed and reused for another
   }
   {
     const Module again = runtime.load("tests", "example");
-    CHECK(fma_of(again) == 7.0);
+    CHECK(example_fma(again) == 7.0);
   }
   CHECK(::fcntl(kept, F_GETFD) >= 0);  // kiln closed nothing of the host's
   CHECK(fs::read_symlink("/proc/self/fd/" + std::to_string(kept)).string() == own_file);
@@ -189,7 +176,7 @@ TEST_CASE("kept descriptors: at most 8 stay open however many plugins were loade
     runtime.publish(request);
     const Module module = runtime.load("tests", request.name);
     files.push_back(module.report().resolution.file);
-    CHECK(fma_of(module) == 7.0);
+    CHECK(example_fma(module) == 7.0);
   }
   CHECK(open_descriptors() <= before + 8 + 1);  // and the consumer's manifest (store/storage.hpp)
   for (std::size_t i = 0; i < files.size(); ++i) {

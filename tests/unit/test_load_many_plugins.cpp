@@ -14,28 +14,12 @@
 #include <kiln/ext/example.h>
 #include <kiln/runtime.hpp>
 
-#include "support/fixtures.hpp"
+#include "support/plugin_store.hpp"
 
 using namespace kiln;
 using kiln::test::TempDir;
-
-namespace {
-
-// host_fma of a loaded copy of the host-only test plugin.
-double fma_of(const Module &module) {
-  Instance instance = module.create_instance();
-  const auto *table = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
-  REQUIRE(table != nullptr);
-  return table->host_fma(instance.handle(), 2.0, 3.0, 1.0);
-}
-
-std::size_t open_descriptors() {
-  std::size_t count = 0;
-  for ([[maybe_unused]] const auto &entry : boost::filesystem::directory_iterator("/proc/self/fd")) ++count;
-  return count;
-}
-
-}  // namespace
+using kiln::test::example_fma;
+using kiln::test::open_descriptors;
 
 TEST_CASE("load: plugins kept loaded never answer for another plugin loaded after them") {
   TempDir dir;
@@ -61,8 +45,8 @@ TEST_CASE("load: plugins kept loaded never answer for another plugin loaded afte
     const Module a = runtime.load("many", "a");
     const Module b = runtime.load("many", "b");
     CHECK(b.report().resolution.content_key == keys["b"]);
-    CHECK(fma_of(a) == 7.0);
-    CHECK(fma_of(b) == 7.0);
+    CHECK(example_fma(a) == 7.0);
+    CHECK(example_fma(b) == 7.0);
   }
   SUBCASE("the same plugin loaded twice, the first copy dropped, then another plugin") {
     std::optional<Module> first = runtime.load("many", "a");
@@ -72,7 +56,7 @@ TEST_CASE("load: plugins kept loaded never answer for another plugin loaded afte
     CHECK(b.report().resolution.content_key == keys["b"]);
     const Module c = runtime.load("many", "c");
     CHECK(c.report().resolution.content_key == keys["c"]);
-    CHECK(fma_of(second) == 7.0);
+    CHECK(example_fma(second) == 7.0);
   }
   SUBCASE("the same plugin loaded twice, the second copy dropped, then another plugin") {
     // glibc keeps the second load's name as an alias of the first library: the second copy's
@@ -83,9 +67,9 @@ TEST_CASE("load: plugins kept loaded never answer for another plugin loaded afte
     for (const char *name : {"b", "c"}) {
       const Module other = runtime.load("many", name);
       CHECK(other.report().resolution.content_key == keys[name]);
-      CHECK(fma_of(other) == 7.0);
+      CHECK(example_fma(other) == 7.0);
     }
-    CHECK(fma_of(first) == 7.0);
+    CHECK(example_fma(first) == 7.0);
   }
   SUBCASE("a plugin kept mapped, loaded and unloaded again and again, takes no new descriptor") {
     // What a hot swap does with a plugin whose device code the CUDA runtime registered: every
@@ -98,7 +82,7 @@ TEST_CASE("load: plugins kept loaded never answer for another plugin loaded afte
       const Module other = runtime.load("many", "b");
       CHECK(again.report().resolution.content_key == keys["a"]);
       CHECK(other.report().resolution.content_key == keys["b"]);
-      CHECK(fma_of(again) == 7.0);
+      CHECK(example_fma(again) == 7.0);
     }
     CHECK(open_descriptors() == before);
   }
@@ -108,7 +92,7 @@ TEST_CASE("load: plugins kept loaded never answer for another plugin loaded afte
     void *own = ::dlopen(runtime.resolve("many", "a").file.c_str(), RTLD_NOW | RTLD_LOCAL);
     REQUIRE(own != nullptr);
     std::optional<Module> through_kiln = runtime.load("many", "a");
-    CHECK(fma_of(*through_kiln) == 7.0);
+    CHECK(example_fma(*through_kiln) == 7.0);
     through_kiln.reset();
     for (const char *name : {"b", "c", "b"}) {
       const Module other = runtime.load("many", name);
