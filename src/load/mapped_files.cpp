@@ -5,6 +5,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <charconv>
 #include <cstring>
 
@@ -23,7 +26,17 @@ struct MappedFile {
   bool locked = true;          // holds the in-use flock; false only while kept idle (references 0)
   std::uint64_t resolution = 0;   // Storage serial of the resolution last loaded through fd (0: none)
   std::uint64_t released_at = 0;  // when it was last kept idle, to close the least recently used
+  std::uint32_t generation = 0;   // fork_generation when this process took it (older: inherited)
 };
+
+// Counts fork()s in this process's line: a descriptor inherited from the parent shares its open
+// file description, and with it the parent's in-use flock. The child must never unlock it (that
+// would release the parent's lock) nor reuse it idle: it closes its copy instead.
+std::atomic<std::uint32_t> fork_generation{0};
+void note_fork() noexcept { fork_generation.fetch_add(1, std::memory_order_relaxed); }
+bool inherited(const MappedFile &file) noexcept {
+  return file.generation != fork_generation.load(std::memory_order_relaxed);
+}
 
 // Idle descriptors kept for the next load of their resolution: a controller reloading a few
 // plugins reuses theirs; a host cycling through many keeps at most this many open.
@@ -61,7 +74,10 @@ struct MappedFiles {
 };
 
 MappedFiles &mapped_files() {
-  static MappedFiles *files = new MappedFiles;  // never destroyed: unloads may run at exit
+  static MappedFiles *files = [] {
+    ::pthread_atfork(nullptr, nullptr, &note_fork);
+    return new MappedFiles;  // never destroyed: unloads may run at exit
+  }();
   return *files;
 }
 
@@ -125,14 +141,16 @@ int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64
   MappedFile *file = files.by_file(device, inode);
   if (file == nullptr) {
     files.files.reserve(files.files.size() + 1);  // may throw: before the descriptor is taken over
-    files.files.push_back({device, inode, verified.release(), 0, false, true, 0, 0});
+    files.files.push_back(
+        {device, inode, verified.release(), 0, false, true, 0, 0, fork_generation.load(std::memory_order_relaxed)});
     file = &files.files.back();
   } else if (!file->locked) {
-    // Kept idle, nothing loaded under its name: the verified descriptor, which holds the
-    // in-use lock, takes its place.
+    // Kept idle (here or in the parent before a fork), nothing loaded under its name: the
+    // verified descriptor, which holds the in-use lock, takes its place.
     ::close(file->fd);
     file->fd = verified.release();
     file->locked = true;
+    file->generation = fork_generation.load(std::memory_order_relaxed);
   }
   verified.reset();  // another descriptor of this inode serves
   ++file->references;
@@ -145,7 +163,7 @@ KeptFd reuse_kept_fd(std::uint64_t resolution) noexcept {
   MappedFiles &files = mapped_files();
   std::lock_guard<std::mutex> lock(files.mutex);
   MappedFile *file = files.by_resolution(resolution);
-  if (file == nullptr) return {};
+  if (file == nullptr || inherited(*file)) return {};  // the parent's: a fresh open of our own
   const bool idle = !file->locked;
   file->locked = true;  // from here the caller's to take (release_mapped_fd lets it go)
   ++file->references;
@@ -174,7 +192,7 @@ void drop_reference(MappedFiles &files, MappedFile *file, const void *probe) noe
   if (file->references == 0) return;
   if (--file->references != 0 || file->alias) return;
   if (loaded_under(file->fd, probe)) return;
-  if (file->resolution == 0) {
+  if (file->resolution == 0 || inherited(*file)) {
     ::close(file->fd);
     files.remove(file);
     return;

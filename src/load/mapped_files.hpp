@@ -16,7 +16,9 @@
 // (8) are kept, the least recently used closed first; the others are closed at their last
 // unload. A resolution read again (its manifest or meta.json changed) has a new serial, so a
 // replaced entry is always opened afresh. The cost: a file gc evicted stays allocated until the
-// next load of its resolution or the idle descriptor's turn to close.
+// next load of its resolution or the idle descriptor's turn to close. A child process never
+// reuses or unlocks a descriptor it inherited through fork() (it shares the parent's open file
+// description, so unlocking it would release the parent's in-use lock): it closes its copy.
 //
 // Whether a library is still loaded under <n> is read from the loader's own records, no system
 // call (dlopen(RTLD_NOLOAD) of a name no longer loaded opens the file): nothing mapped any more

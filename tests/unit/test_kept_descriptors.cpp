@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -183,4 +184,38 @@ TEST_CASE("kept descriptors: at most 8 stay open however many plugins were loade
     CAPTURE(i);
     CHECK((descriptor_naming(files[i]) >= 0) == (i >= files.size() - 8));
   }
+}
+
+TEST_CASE("kept descriptors: a forked child that unloads its copy of a loaded plugin leaves the parent's in-use lock "
+          "held") {
+  TempDir dir;
+  Runtime runtime(store_options(dir));
+  publish_plugin(runtime, KILN_TEST_PLUGIN_HOST_ONLY);
+  const std::string file = runtime.resolve("tests", "example").file;
+  { const Module warm = runtime.load("tests", "example"); }  // kept idle: the next load reuses it
+  std::optional<Module> loaded = runtime.load("tests", "example");
+  REQUIRE_FALSE(lockable_exclusively(file));
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The child's copy shares the parent's open file description (and its flock): unloading it,
+    // loading and unloading again must not release the parent's lock.
+    int status = 0;
+    try {
+      loaded.reset();
+      { const Module again = runtime.load("tests", "example"); }
+      { const Module once_more = runtime.load("tests", "example"); }
+    } catch (...) {
+      status = 3;
+    }
+    ::_exit(status);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(lockable_exclusively(file));  // still in use by this process: gc must skip it
+  CHECK(example_fma(*loaded) == 7.0);
+  loaded.reset();
+  CHECK(lockable_exclusively(file));
 }
