@@ -31,10 +31,4 @@ std::optional<FileIdentity> identify_fd(int fd) {
   return identity_of(info);
 }
 
-std::optional<FileIdentity> identify_linked_fd(int fd) {
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || info.st_nlink == 0) return std::nullopt;
-  return identity_of(info);
-}
-
 }  // namespace kiln::store

@@ -29,9 +29,6 @@ struct FileIdentity {
 std::optional<FileIdentity> identify(const boost::filesystem::path &file);  // nullopt when absent
 std::optional<FileIdentity> identify(const char *file);                      // the same, no path object
 std::optional<FileIdentity> identify_fd(int fd);
-// The same, nullopt once the file has no name left (replaced by a rename, or removed): what a
-// descriptor held on a file that is replaced by rename tells in one fstat.
-std::optional<FileIdentity> identify_linked_fd(int fd);
 FileIdentity identity_of(const struct stat &info);
 
 }  // namespace kiln::store

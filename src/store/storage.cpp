@@ -1,7 +1,5 @@
 #include "store/storage.hpp"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <atomic>
 #include <set>
@@ -152,13 +150,7 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
   if (cached) {
     bool current = true;
     for (std::size_t i = 0; current && i < cached->manifest_files.size(); ++i) {
-      if (!cached->manifest_held[i]) {
-        current = identify(cached->manifest_files[i].c_str()) == cached->manifest_ids[i];
-      } else if (const auto held = cached->manifest_fds[i].lock()) {
-        current = identify_linked_fd(held->get()) == cached->manifest_ids[i];
-      } else {
-        current = false;
-      }
+      current = identify(cached->manifest_files[i].c_str()) == cached->manifest_ids[i];
     }
     if (current && identify(cached->meta_file.c_str()) == cached->meta_id) {
       if (serial != nullptr) *serial = cached->serial;
@@ -175,11 +167,7 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
   std::vector<std::string> known;
   for (const auto &layer : layers_) {
     fresh->manifest_files.push_back(layer->layout(consumer).manifest().string());
-    const std::string &manifest_file = fresh->manifest_files.back();
-    const auto held = held_manifest(manifest_file);
-    fresh->manifest_fds.push_back(held);
-    fresh->manifest_held.push_back(held != nullptr);
-    fresh->manifest_ids.push_back(held ? identify_linked_fd(held->get()) : identify(manifest_file.c_str()));
+    fresh->manifest_ids.push_back(identify(fresh->manifest_files.back().c_str()));
     Resolution resolution = resolve_in(*layer, consumer, name, &consumer_seen, &known);
     if (resolution.content_key.empty()) continue;
     fresh->meta_file = (fs::path(resolution.entry_dir) / kMetaFile).string();
@@ -202,21 +190,6 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
   for (const auto &item : known) list += (list.empty() ? "" : ", ") + item;
   throw NotFoundError("no artifact \"" + name + "\" in consumer \"" + consumer + "\" (it has: " +
                       (list.empty() ? "nothing" : list) + "; searched " + searched(infos_) + ")");
-}
-
-std::shared_ptr<const UniqueFd> Storage::held_manifest(const std::string &file) const {
-  std::lock_guard<std::mutex> lock(cache_mutex_);
-  auto found = held_manifests_.find(file);
-  // Still the file there (a link left)? Then it serves; else a descriptor of the file there now.
-  if (found != held_manifests_.end() && identify_linked_fd(found->second->get())) return found->second;
-  if (found == held_manifests_.end() && held_manifests_.size() >= kMaxHeldManifests) return nullptr;
-  auto fd = std::make_shared<const UniqueFd>(::open(file.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (fd->get() < 0) {
-    if (found != held_manifests_.end()) held_manifests_.erase(found);
-    return nullptr;  // none there (yet): checked by path
-  }
-  held_manifests_[file] = fd;
-  return fd;
 }
 
 Resolution Storage::resolve_writable(const std::string &consumer, const std::string &name) const {

@@ -21,7 +21,6 @@
 #include <kiln/runtime.hpp>
 
 #include "store/local_store.hpp"
-#include "store/unique_fd.hpp"
 
 namespace kiln::store {
 
@@ -125,18 +124,8 @@ class Storage {
   mutable bool remote_configured_ = false;
   mutable std::shared_ptr<const remote::RemoteCache> remote_;
 
-  // A descriptor (O_PATH) of a manifest as it was when opened, shared by the resolutions read
-  // from it: a manifest is replaced by rename, so an fstat of it (a link left, the same identity)
-  // says "unchanged" without a path lookup. The manifest's path stays checked through the entry's
-  // meta.json, which is stat'ed by path (a moved store or consumer directory is seen there).
-  std::shared_ptr<const UniqueFd> held_manifest(const std::string &file) const;
-
   struct CachedResolution {
     std::vector<std::string> manifest_files;  // every layer consulted, in order
-    // The held descriptor each identity was taken from; empty: checked by path. Expired: the
-    // table holds a newer one (the manifest changed), so this resolution is stale.
-    std::vector<std::weak_ptr<const UniqueFd>> manifest_fds;
-    std::vector<bool> manifest_held;
     std::vector<std::optional<FileIdentity>> manifest_ids;
     std::string meta_file;
     FileIdentity meta_id;
@@ -145,10 +134,6 @@ class Storage {
   };
   mutable std::mutex cache_mutex_;
   mutable std::map<std::string, std::shared_ptr<const CachedResolution>> resolutions_;  // "consumer/name"
-  // The latest descriptor of each manifest resolved (a few per process: one per consumer and
-  // layer); past kMaxHeldManifests, manifests are checked by path.
-  static constexpr std::size_t kMaxHeldManifests = 32;
-  mutable std::map<std::string, std::shared_ptr<const UniqueFd>> held_manifests_;  // under cache_mutex_
 };
 
 }  // namespace kiln::store
