@@ -13,6 +13,7 @@
 #include "store/digest.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
+#include "store/safety.hpp"
 #include "store/unique_fd.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
@@ -51,11 +52,12 @@ std::uint64_t byte_count(const json &object, const char *key, const fs::path &fi
 
 }  // namespace
 
-EntryMeta read_entry_meta(const fs::path &entry_dir) {
+EntryMeta read_entry_meta(const fs::path &entry_dir, FileIdentity *checked) {
   const fs::path file = entry_dir / kMetaFile;
   std::string content;
   try {
-    content = read_file(file, FileOrigin::store, kMaxJsonFileBytes);
+    content = checked != nullptr ? read_store_record(file, kMaxJsonFileBytes, checked)
+                                 : read_file(file, FileOrigin::store, kMaxJsonFileBytes);
   } catch (const NotFoundError &) {
     throw IntegrityError("store entry " + entry_dir.string() +
                          " has no meta.json: the manifest names an entry that is missing or incomplete; republish "

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "store/file_identity.hpp"
 #include "store/layout.hpp"
 
 namespace kiln::store {
@@ -29,7 +30,9 @@ struct EntryMeta {
 // too large, too deep, a field of the wrong type or out of range; for kind "images" also: no
 // image, an image with a bad name, digest, kind or arch), IncompatibleError for another
 // artifact schema, IoError when it cannot be read (EACCES, EIO): that is no sign of damage.
-EntryMeta read_entry_meta(const fs::path &entry_dir);
+// `checked`, when given: meta.json must also pass the store's owner and mode rules on the
+// descriptor read (store/safety.hpp read_store_record), and receives that descriptor's identity.
+EntryMeta read_entry_meta(const fs::path &entry_dir, FileIdentity *checked = nullptr);
 // The same for meta.json's text already read (`entry_dir` names the entry in messages).
 EntryMeta parse_entry_meta(const std::string &text, const fs::path &entry_dir);
 std::string serialize_entry_meta(const EntryMeta &meta);

@@ -83,15 +83,17 @@ std::string unique_suffix() {
   return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(random() % 1000000007);
 }
 
-int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes) {
+int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes, struct stat *opened,
+                 int extra_flags) {
   // O_NONBLOCK: opening a FIFO without a writer (or a device) returns at once instead of hanging;
   // it changes nothing for a regular file.
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extra_flags));
   if (fd.get() < 0) {
     if (errno == ENOENT) throw NotFoundError("no file " + file.string());
     throw_io("cannot open", file, errno);
   }
-  struct stat info {};
+  struct stat own {};
+  struct stat &info = opened != nullptr ? *opened : own;
   if (::fstat(fd.get(), &info) != 0) throw_io("cannot stat", file, errno);
   if (!S_ISREG(info.st_mode)) refuse(file, origin, std::string("is ") + kind_of(info.st_mode) + ", not a regular file");
   if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
@@ -101,9 +103,9 @@ int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_byte
   return fd.release();
 }
 
-std::string read_file(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes, struct stat *opened) {
-  UniqueFd fd(open_regular(file, origin, max_bytes));
-  if (opened != nullptr && ::fstat(fd.get(), opened) != 0) throw_io("cannot stat", file, errno);
+std::string read_file(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes, struct stat *opened,
+                      int extra_flags) {
+  UniqueFd fd(open_regular(file, origin, max_bytes, opened, extra_flags));
   std::string content;
   char buffer[65536];
   for (;;) {

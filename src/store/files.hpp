@@ -33,14 +33,17 @@ inline constexpr std::uint64_t kMaxJsonFileBytes = 64ull << 20;
 // Opens a file for reading without ever blocking (a FIFO or a device in its place would hang
 // the host) and refuses anything but a regular file, or one larger than max_bytes. Returns the
 // descriptor (the caller owns it). Throws NotFoundError when absent, IoError when it cannot be
-// opened (EACCES, EIO ...), and the origin's type for a wrong kind or size; all name the path.
-int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes = kNoSizeLimit);
+// opened (EACCES, EIO, ELOOP for a link under O_NOFOLLOW ...), and the origin's type for a wrong
+// kind or size; all name the path. `opened`, when given, receives the descriptor's fstat;
+// `extra_flags` are or'ed into open's (O_NOFOLLOW).
+int open_regular(const fs::path &file, FileOrigin origin, std::uint64_t max_bytes = kNoSizeLimit,
+                 struct stat *opened = nullptr, int extra_flags = 0);
 
 // Read a whole regular file (open_regular's rules and errors; also refused when it grows past
 // max_bytes while being read). `opened`, when given, receives the fstat of the descriptor read:
 // a caller checking the file's owner or mode checks the very file whose bytes it got.
 std::string read_file(const fs::path &file, FileOrigin origin = FileOrigin::store,
-                      std::uint64_t max_bytes = kNoSizeLimit, struct stat *opened = nullptr);
+                      std::uint64_t max_bytes = kNoSizeLimit, struct stat *opened = nullptr, int extra_flags = 0);
 
 // Replace `file` with `content` atomically: readers see the old or the new bytes, never a mix,
 // and after return the new bytes survive a power cut. mode is the new file's permission bits.

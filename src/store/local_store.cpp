@@ -17,26 +17,38 @@ namespace kiln::store {
 
 LocalStore::LocalStore(StoreLocation location) : location_(std::move(location)) {}
 
-std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer) const {
-  const ConsumerLayout paths = layout(consumer);
-  const fs::path file = paths.manifest();
-  const auto id = identify(file);
-  if (!id) return nullptr;
+std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer,
+                                                     std::optional<FileIdentity> *used) const {
+  const fs::path file = layout(consumer).manifest();
+  std::optional<FileIdentity> remembered;
   {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    const auto hit = manifests_.find(consumer);
+    if (hit != manifests_.end()) remembered = hit->second.id;
+  }
+  if (remembered) {
+    // Owner and mode were checked when this identity was read (chmod and chown change ctime),
+    // so a warm hit needs no more than this stat: an others-writable manifest could roll an
+    // artifact back.
+    const auto id = identify(file);
+    if (used != nullptr) *used = id;
+    if (!id) return nullptr;
     std::lock_guard<std::mutex> lock(cache_mutex_);
     const auto hit = manifests_.find(consumer);
     if (hit != manifests_.end() && hit->second.id == *id) return hit->second.manifest;
   }
-  // Owner and mode are checked whenever the identity is new (chmod and chown change ctime), so
-  // a warm hit needs no more than the stat above: an others-writable manifest could roll an
-  // artifact back.
-  FileIdentity checked_id;
-  check_store_file_safe(file.string(), &checked_id);
-  auto parsed = read_manifest(file, consumer);
-  if (!parsed) return nullptr;
-  auto shared = std::make_shared<const Manifest>(std::move(*parsed));
+  FileIdentity read_id;
+  std::string text;
+  try {
+    text = read_store_record(file, kMaxJsonFileBytes, &read_id);
+  } catch (const NotFoundError &) {
+    if (used != nullptr) used->reset();
+    return nullptr;
+  }
+  auto shared = std::make_shared<const Manifest>(parse_manifest(text, file, consumer));
+  if (used != nullptr) *used = read_id;
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  manifests_[consumer] = {checked_id, shared};
+  manifests_[consumer] = {read_id, shared};
   return shared;
 }
 
@@ -46,29 +58,25 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
   const fs::path identity_file = entry_dir / kIdentityFile;
   // meta.json stands for the whole entry: entries are written once, under their key, and a
   // replaced entry has a new meta.json inode.
-  const auto meta_id = identify(entry_dir / kMetaFile);
-  if (meta_id) {
+  bool remembered = false;
+  {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    const auto hit = entries_.find(entry_dir.string());
-    if (hit != entries_.end() && hit->second.meta_id == *meta_id) return hit->second;
+    remembered = entries_.count(entry_dir.string()) != 0;
   }
-  EntryRecords fresh;
-  // Both files under the artifact's own rules (owner, mode, no symlink), before they are read;
-  // an absent one is reported by its reader below.
-  const auto check_file = [](const fs::path &file) {
-    FileIdentity checked;
-    try {
-      check_store_file_safe(file.string(), &checked);
-    } catch (const NotFoundError &) {
+  if (remembered) {
+    if (const auto meta_id = identify(entry_dir / kMetaFile)) {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      const auto hit = entries_.find(entry_dir.string());
+      if (hit != entries_.end() && hit->second.meta_id == *meta_id) return hit->second;
     }
-    return checked;
-  };
-  const FileIdentity checked_meta = check_file(entry_dir / kMetaFile);
-  check_file(identity_file);
-  fresh.meta = read_entry_meta(entry_dir);
+  }
+  // Both files under the artifact's own rules (owner, mode, no symlink), checked on the
+  // descriptors their bytes are read from.
+  EntryRecords fresh;
+  fresh.meta = read_entry_meta(entry_dir, &fresh.meta_id);
   std::string identity_text;
   try {
-    identity_text = read_file(identity_file, FileOrigin::store, kMaxJsonFileBytes);
+    identity_text = read_store_record(identity_file, kMaxJsonFileBytes, nullptr);
   } catch (const NotFoundError &) {
     throw IntegrityError("store entry " + entry_dir.string() + " has no identity.json; republish or rebuild " + what);
   }
@@ -77,11 +85,8 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
     throw IntegrityError("store entry " + entry_dir.string() + " says content key " + fresh.meta.content_key +
                          " but sits under " + content_key + ": the store was altered; republish or rebuild " + what);
   }
-  if (meta_id) {
-    fresh.meta_id = checked_meta;
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    entries_[entry_dir.string()] = fresh;
-  }
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  entries_[entry_dir.string()] = fresh;
   return fresh;
 }
 

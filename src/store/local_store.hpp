@@ -41,12 +41,18 @@ class LocalStore {
 
   // ---- Reading: no lock (manifests and pointers are replaced by rename, entries never change).
   // Parsed files are remembered while their identity (inode, size, times) is unchanged, so a
-  // warm read is one stat call.
+  // warm read is one stat call; a cold one is one open, checked (owner, mode, no link) and
+  // identified on its descriptor (store/safety.hpp read_store_record), and no stat.
 
   // nullptr when the consumer has no manifest in this store; typed errors when it is damaged.
-  std::shared_ptr<const Manifest> manifest(const std::string &consumer) const;
-  // An entry's records; IntegrityError when missing or damaged (`what` names the artifact in
-  // the message), IoError when it cannot be read.
+  // `used`, when given, receives the identity of the manifest file the answer came from (nullopt:
+  // none): a cold read's is its descriptor's, so a caller remembering the answer by it never
+  // pairs an older answer with a newer file.
+  std::shared_ptr<const Manifest> manifest(const std::string &consumer,
+                                           std::optional<FileIdentity> *used = nullptr) const;
+  // An entry's records (meta_id: the identity of the meta.json they came from); IntegrityError
+  // when missing or damaged (`what` names the artifact in the message), IoError when it cannot
+  // be read.
   EntryRecords entry(const std::string &consumer, const std::string &content_key, const std::string &what) const;
   // The content key bykey/<input_key> points at; nullopt when there is none or it is damaged
   // (logged: a damaged pointer is rebuilt over, never followed).

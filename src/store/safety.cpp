@@ -1,5 +1,6 @@
 #include "store/safety.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <cstring>
 
 #include <kiln/errors.hpp>
+
+#include "store/files.hpp"
 
 namespace kiln::store {
 namespace {
@@ -97,6 +100,22 @@ void check_safe_to_execute(const boost::filesystem::path &file, const boost::fil
 void check_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, kCode, identity); }
 
 void check_store_file_safe(const std::string &file, FileIdentity *identity) { check_one(file, true, kData, identity); }
+
+std::string read_store_record(const boost::filesystem::path &file, std::uint64_t max_bytes, FileIdentity *identity) {
+  struct stat info {};
+  std::string content;
+  try {
+    content = read_file(file, FileOrigin::store, max_bytes, &info, O_NOFOLLOW);
+  } catch (const IoError &) {
+    // O_NOFOLLOW refused a link (ELOOP): say what it is and how to fix it, as a check of the path would.
+    struct stat link {};
+    if (::lstat(file.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) check_stat(file.string(), link, true, kData);
+    throw;
+  }
+  check_stat(file.string(), info, true, kData);
+  if (identity != nullptr) *identity = identity_of(info);
+  return content;
+}
 
 FileIdentity check_fd_safe_to_execute(int fd, const std::string &file, std::uint64_t *links) {
   struct stat info {};

@@ -34,6 +34,13 @@ void check_file_safe(const std::string &file, FileIdentity *identity);
 // artifact back. Throws IntegrityError naming the path and the fix; NotFoundError when absent.
 void check_store_file_safe(const std::string &file, FileIdentity *identity);
 
+// The bytes of such a file (at most max_bytes), read through a descriptor that passed those
+// rules itself: opened without following a link (a symlink gets the rule's own message), a
+// regular file, owned by you or root, not writable by others. `identity` is the descriptor's:
+// what was checked is what was read, in one open and no stat of the path. NotFoundError when
+// absent; the open's own typed errors (a FIFO, a device, too large, EACCES) name the path.
+std::string read_store_record(const boost::filesystem::path &file, std::uint64_t max_bytes, FileIdentity *identity);
+
 // The same for a file already opened with O_NOFOLLOW as `fd` (the descriptor that will be
 // loaded): its fstat replaces the file's lstat.
 void check_safe_to_execute(int fd, const boost::filesystem::path &file, const boost::filesystem::path &store_root);

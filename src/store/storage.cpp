@@ -61,8 +61,9 @@ std::shared_ptr<const remote::RemoteCache> Storage::remote() const {
 }
 
 Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,
-                               bool *consumer_seen, std::vector<std::string> *known) const {
-  const auto manifest = layer.manifest(consumer);
+                               bool *consumer_seen, std::vector<std::string> *known,
+                               std::optional<FileIdentity> *manifest_id, FileIdentity *meta_id) const {
+  const auto manifest = layer.manifest(consumer, manifest_id);
   if (!manifest) return {};
   if (consumer_seen != nullptr) *consumer_seen = true;
   const auto found = manifest->artifacts.find(name);
@@ -72,13 +73,14 @@ Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consu
     }
     return {};
   }
-  return entry_resolution(layer, consumer, name, found->second);
+  return entry_resolution(layer, consumer, name, found->second, meta_id);
 }
 
 Resolution Storage::entry_resolution(const LocalStore &layer, const std::string &consumer, const std::string &name,
-                                     const ManifestRecord &record) const {
+                                     const ManifestRecord &record, FileIdentity *meta_id) const {
   const std::string what = consumer + "/" + name;
   const EntryRecords entry = layer.entry(consumer, record.content_key, what);
+  if (meta_id != nullptr) *meta_id = entry.meta_id;
   Resolution resolution;
   resolution.consumer = consumer;
   resolution.name = name;
@@ -160,26 +162,23 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
 
   validate_name("consumer", consumer);
   validate_name("artifact name", name);
-  // Every manifest's identity is taken before it is read: a change after that makes the
-  // remembered identity stale, never the remembered resolution.
+  // Remembered under the identities of the very files read (their descriptors'): a change
+  // after a read makes the remembered identity stale, never the remembered resolution.
   auto fresh = std::make_shared<CachedResolution>();
   bool consumer_seen = false;
   std::vector<std::string> known;
   for (const auto &layer : layers_) {
     fresh->manifest_files.push_back(layer->layout(consumer).manifest().string());
-    fresh->manifest_ids.push_back(identify(fresh->manifest_files.back().c_str()));
-    Resolution resolution = resolve_in(*layer, consumer, name, &consumer_seen, &known);
+    fresh->manifest_ids.emplace_back();
+    Resolution resolution =
+        resolve_in(*layer, consumer, name, &consumer_seen, &known, &fresh->manifest_ids.back(), &fresh->meta_id);
     if (resolution.content_key.empty()) continue;
     fresh->meta_file = (fs::path(resolution.entry_dir) / kMetaFile).string();
-    const auto meta_id = identify(fresh->meta_file.c_str());
     fresh->resolution = std::make_shared<const Resolution>(std::move(resolution));
     fresh->serial = next_resolution_serial();
-    if (serial != nullptr) *serial = meta_id ? fresh->serial : 0;  // 0: not remembered, nothing to key
-    if (meta_id) {
-      fresh->meta_id = *meta_id;
-      std::lock_guard<std::mutex> lock(cache_mutex_);
-      resolutions_[key] = fresh;
-    }
+    if (serial != nullptr) *serial = fresh->serial;
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    resolutions_[key] = fresh;
     return fresh->resolution;
   }
   if (!consumer_seen) {

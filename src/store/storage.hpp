@@ -110,10 +110,13 @@ class Storage {
   void on_rename(RenameObserver observer) { on_rename_ = std::move(observer); }
 
  private:
+  // manifest_id / meta_id, when given: the identities of the manifest and meta.json the answer
+  // was read from (LocalStore's), for remembering it.
   Resolution resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,
-                        bool *consumer_seen, std::vector<std::string> *known) const;
+                        bool *consumer_seen, std::vector<std::string> *known,
+                        std::optional<FileIdentity> *manifest_id = nullptr, FileIdentity *meta_id = nullptr) const;
   Resolution entry_resolution(const LocalStore &layer, const std::string &consumer, const std::string &name,
-                              const ManifestRecord &record) const;
+                              const ManifestRecord &record, FileIdentity *meta_id = nullptr) const;
 
   std::vector<std::unique_ptr<LocalStore>> layers_;
   std::vector<StoreInfo> infos_;
