@@ -72,14 +72,20 @@ RemoteCache::RemoteCache(RemoteConfig config, LogCallback log) : config_(std::mo
 RemoteCache::~RemoteCache() = default;
 
 template <class Call>
-auto RemoteCache::with(Slot &slot, const std::string &what, Call call) const
+auto RemoteCache::with(Slot &slot, const std::string &what, Call call, std::string *why) const
     -> std::optional<decltype(call(std::declval<Backend &>()))> {
   FailedRemotes &failed = failed_remotes();
   {
     std::lock_guard<std::mutex> guard(failed.mutex);
     const auto it = failed.skip_until.find(slot.url);
     if (it != failed.skip_until.end()) {
-      if (Clock::now() < it->second) return std::nullopt;
+      if (Clock::now() < it->second) {
+        if (why != nullptr) {
+          *why = "skipped: it failed less than " + std::to_string(static_cast<long long>(config_.retry_after_s)) +
+                 " s ago (retry_after; the log says why)";
+        }
+        return std::nullopt;
+      }
       failed.skip_until.erase(it);
     }
   }
@@ -87,6 +93,7 @@ auto RemoteCache::with(Slot &slot, const std::string &what, Call call) const
     std::lock_guard<std::mutex> guard(slot.mutex);
     return call(*slot.backend);
   } catch (const RemoteError &error) {
+    if (why != nullptr) *why = error.what();
     {
       std::lock_guard<std::mutex> guard(failed.mutex);
       failed.skip_until[slot.url] =
@@ -185,19 +192,24 @@ std::vector<RemoteTransfer> RemoteCache::upload(const Storage &storage, const Re
   }
   const std::string entry = cas_key(resolution.consumer, resolution.content_key);
   for (Slot *slot : writable) {
-    const auto wrote = with(*slot, "PUT " + entry, [&](Backend &backend) { return backend.put_new(entry, bundle); });
+    std::string why;
+    const auto wrote = with(
+        *slot, "PUT " + entry, [&](Backend &backend) { return backend.put_new(entry, bundle); }, &why);
     if (!wrote) {
-      report(*slot, "failed: the remote did not answer (see the log)", 0);
+      report(*slot, "failed: " + why, 0);
       continue;
     }
     if (!resolution.input_key.empty()) {
       const std::string pointer = ac_key(resolution.consumer, resolution.input_key);
-      const auto pointed = with(*slot, "PUT " + pointer, [&](Backend &backend) {
-        if (backend.put_new(pointer, resolution.content_key)) return std::string();
-        return backend.get(pointer).value_or("");
-      });
+      const auto pointed = with(
+          *slot, "PUT " + pointer,
+          [&](Backend &backend) {
+            if (backend.put_new(pointer, resolution.content_key)) return std::string();
+            return backend.get(pointer).value_or("");
+          },
+          &why);
       if (!pointed) {
-        report(*slot, "failed: the remote did not take the input-key pointer (see the log)", 0);
+        report(*slot, "failed: the entry went up, its input-key pointer did not: " + why, 0);
         continue;
       }
       if (!pointed->empty() && *pointed != resolution.content_key && log_) {

@@ -80,8 +80,11 @@ class RemoteCache {
 
  private:
   struct Slot;
+  // call(backend) on the slot, unless it failed within retry_after; nullopt when skipped or when
+  // the call failed (logged, the slot skipped from now on), and then why into *why when given.
   template <class Call>
-  auto with(Slot &slot, const std::string &what, Call call) const -> std::optional<decltype(call(std::declval<Backend &>()))>;
+  auto with(Slot &slot, const std::string &what, Call call, std::string *why = nullptr) const
+      -> std::optional<decltype(call(std::declval<Backend &>()))>;
   // The content key ac/<consumer>/<input_key> names on `slot`; nullopt: none, or not a key (logged).
   std::optional<std::string> pointer(Slot &slot, const std::string &consumer, const std::string &input_key) const;
   std::optional<Fetched> fetch(const Storage &storage, const std::string &consumer, const std::string &content_key,

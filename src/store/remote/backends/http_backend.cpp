@@ -2,10 +2,11 @@
 // request so that no option of one request leaks into the next while its connection cache (keep
 // alive) and DNS cache stay.
 //
-// Leases on HTTP need MKCOL of lease/<consumer>/<input key>/, whose parent collections must
-// exist (a WebDAV server answers 409 otherwise; nginx's create_full_put_path helps PUT only).
-// On a 409 this backend creates the missing parents with MKCOL, top down from the prefix (405,
-// "exists", is fine), then retries once: the cost is paid once per consumer, not per lease.
+// A PUT of cas/<consumer>/<key> and a lease's MKCOL of lease/<consumer>/<input key>/ need their
+// parent collections to exist: a WebDAV server (RFC 4918) answers 409 otherwise, unless it makes
+// them itself as nginx's create_full_put_path does for PUT. On a 409 this backend creates the
+// missing parents with MKCOL, top down from the prefix (405, "exists", is fine), then retries
+// once: the cost is paid once per consumer, not per upload or lease.
 #include "store/remote/backend.hpp"
 
 #include <curl/curl.h>
@@ -213,7 +214,11 @@ class HttpBackend final : public Backend {
     const long head = request("HEAD", key, url).status;
     if (head == 200 || head == 204) return false;
     if (head != 404) throw_status("HEAD", key, head);
-    const long put = request("PUT", key, url, &value).status;
+    long put = request("PUT", key, url, &value).status;
+    if (put == 409) {  // RFC 4918: the collections above must exist (nginx's create_full_put_path makes them)
+      create_parents(key);
+      put = request("PUT", key, url, &value).status;
+    }
     if (put == 200 || put == 201 || put == 204) return true;
     throw_status("PUT", key, put);
   }
