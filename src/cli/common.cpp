@@ -90,4 +90,22 @@ std::string kernel_load_text(const std::string &verb, const KernelLoadReport &re
   return text;
 }
 
+std::string remote_status_text(const RemoteStatus &status, const std::string &indent) {
+  std::string text = indent + "config       " + (status.config_file.empty() ? std::string("(none)") : status.config_file) + "\n";
+  if (status.remotes.empty()) text += indent + "remotes      none (set KILN_REMOTE or `remote = URL` in kiln.conf)\n";
+  for (const auto &remote : status.remotes) {
+    text += indent + "remote       " + remote.url + (remote.read_only ? " (read-only)" : " (read-write)") + ": " +
+            remote.state + " -- " + remote.detail +
+            (remote.state == "skipped" ? "" : ", " + fixed(remote.round_trip_ms, 1) + " ms") + "\n";
+  }
+  for (const auto &key : status.trusted_keys) text += indent + "trusted key  " + key + "\n";
+  if (status.trusted_keys.empty() && !status.remotes.empty()) {
+    text += indent + "trusted key  none: remote entries are checked for damage only, not for who signed them\n";
+  }
+  if (!status.remotes.empty()) {
+    text += indent + "signing key  " + (status.signing_key.empty() ? std::string("none: uploads are unsigned") : status.signing_key) + "\n";
+  }
+  return text;
+}
+
 }  // namespace kiln::cli

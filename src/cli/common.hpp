@@ -35,6 +35,9 @@ std::string arch_list(const std::vector<Arch> &archs);  // "sm_90,compute_90"
 std::string device_line(const DeviceIdentity &device);
 std::string image_text(const ArtifactImage &image);
 std::string kernels_text(const Resolution &resolution);
+// The configuration and each remote cache's answer, a line each, every line prefixed by `indent`
+// (kiln remote status, kiln doctor).
+std::string remote_status_text(const RemoteStatus &status, const std::string &indent = "");
 // "loaded"/"ensured" consumer/name of a device-image artifact: entry, kernels, per device, timings.
 std::string kernel_load_text(const std::string &verb, const KernelLoadReport &report);
 

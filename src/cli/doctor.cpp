@@ -1,6 +1,7 @@
-// kiln doctor: driver, devices, declared device, stores (the writable cache tried) and build
-// toolchain. A cache that cannot take a file is reported (a robot may load from read-only
-// layers only), not an error.
+// kiln doctor: driver, devices, declared device, stores (the writable cache tried), build
+// toolchain and remote caches (each asked for a round trip). A cache that cannot take a file, a
+// remote that does not answer or a malformed remote configuration is reported (a robot may load
+// from read-only layers only, and loads never ask a remote), not an error.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -72,6 +73,19 @@ json cache_writable(const std::string &root) {
           {"detail", exists ? "writable" : "does not exist yet; " + dir.string() + " lets kiln create it"}};
 }
 
+// The remote caches as `kiln remote status` reports them; a configuration builds would refuse
+// (malformed, others-writable, the backends' module missing) is shown with its error instead.
+void remote_report(const Runtime &runtime, json &out, std::string &text) {
+  try {
+    const RemoteStatus status = runtime.remote_status();
+    out = cli::to_json(status);
+    text = "remote caches:\n" + remote_status_text(status, "  ");
+  } catch (const Error &error) {
+    out = {{"error", error_json(error)}};
+    text = std::string("remote caches: ") + error.what() + " (builds refuse to start until this is fixed; loads never read it)\n";
+  }
+}
+
 int doctor(const Flags &flags) {
   Runtime runtime = make_runtime(flags);
   const DeviceReport &devices = runtime.devices();
@@ -86,12 +100,16 @@ int doctor(const Flags &flags) {
     cache_line = "writable cache " + store.root + ": " + check["detail"].get<std::string>() +
                  (check["writable"].get<bool>() ? "" : " (builds and publishes fail; loads from the layers still work)") + "\n";
   }
+  json remotes;
+  std::string remote_text;
+  remote_report(runtime, remotes, remote_text);
   const std::string abi = std::to_string(KILN_ABI_VERSION_MAJOR) + "." + std::to_string(KILN_ABI_VERSION_MINOR);
   const json out = {{"kiln_version", kVersion},
                     {"abi_version", abi},
                     {"driver", kiln::to_json(devices)},
                     {"stores", stores},
-                    {"toolchain", to_json(toolchain)}};
+                    {"toolchain", to_json(toolchain)},
+                    {"remotes", remotes}};
   std::string text = "kiln " + std::string(kVersion) + " (plugin ABI " + abi + ")\n";
   text += "driver: " + std::string(kiln::to_string(devices.state)) + " - " + devices.detail + "\n";
   for (const auto &device : devices.devices) text += device_line(device);
@@ -108,6 +126,7 @@ int doctor(const Flags &flags) {
   text += tool_line("nvrtc", toolchain.nvrtc, "");
   text += tool_line("nvjitlink", toolchain.nvjitlink, "");
   text += tool_line("nvfatbin", toolchain.nvfatbin, "");
+  text += remote_text;
   emit(flags, out, text);
   return 0;
 }

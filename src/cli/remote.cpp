@@ -15,25 +15,7 @@ using nlohmann::json;
 int run_status(const Flags &flags) {
   const Runtime runtime = make_runtime(flags);
   const RemoteStatus status = runtime.remote_status();
-  json remotes = json::array();
-  std::string text = "config       " + (status.config_file.empty() ? std::string("(none)") : status.config_file) + "\n";
-  if (status.remotes.empty()) text += "remotes      none (set KILN_REMOTE or `remote = URL` in kiln.conf)\n";
-  for (const auto &remote : status.remotes) {
-    remotes.push_back({{"url", remote.url}, {"read_only", remote.read_only}, {"connect_timeout_s", remote.connect_timeout_s},
-                       {"timeout_s", remote.timeout_s}, {"state", remote.state}, {"detail", remote.detail},
-                       {"round_trip_ms", remote.round_trip_ms}});
-    text += "remote       " + remote.url + (remote.read_only ? " (read-only)" : " (read-write)") + ": " + remote.state +
-            " -- " + remote.detail + (remote.state == "skipped" ? "" : ", " + fixed(remote.round_trip_ms, 1) + " ms") + "\n";
-  }
-  for (const auto &key : status.trusted_keys) text += "trusted key  " + key + "\n";
-  if (status.trusted_keys.empty()) text += "trusted key  none: remote entries are checked for damage only, not for who signed them\n";
-  text += "signing key  " + (status.signing_key.empty() ? std::string("none: uploads are unsigned") : status.signing_key) + "\n";
-  emit(flags,
-       {{"config_file", status.config_file.empty() ? json(nullptr) : json(status.config_file)},
-        {"remotes", remotes},
-        {"trusted_keys", status.trusted_keys},
-        {"signing_key", status.signing_key.empty() ? json(nullptr) : json(status.signing_key)}},
-       text);
+  emit(flags, cli::to_json(status), remote_status_text(status));
   bool any_down = false;
   for (const auto &remote : status.remotes) any_down = any_down || remote.state != "ok";
   return any_down ? 1 : 0;

@@ -120,6 +120,19 @@ nlohmann::json to_json(const RemoteTransfer &transfer) {
           {"bytes", transfer.bytes}};
 }
 
+nlohmann::json to_json(const RemoteStatus &status) {
+  json remotes = json::array();
+  for (const auto &remote : status.remotes) {
+    remotes.push_back({{"url", remote.url}, {"read_only", remote.read_only}, {"connect_timeout_s", remote.connect_timeout_s},
+                       {"timeout_s", remote.timeout_s}, {"state", remote.state}, {"detail", remote.detail},
+                       {"round_trip_ms", remote.round_trip_ms}});
+  }
+  return {{"config_file", status.config_file.empty() ? json(nullptr) : json(status.config_file)},
+          {"remotes", remotes},
+          {"trusted_keys", status.trusted_keys},
+          {"signing_key", status.signing_key.empty() ? json(nullptr) : json(status.signing_key)}};
+}
+
 nlohmann::json to_json(const BuildResult &result) {
   json units = json::array(), uploads = json::array();
   for (const auto &unit : result.units) {

@@ -62,3 +62,44 @@ TEST_CASE("cli: doctor names the nvcc, host compiler and cmake a build would use
   CHECK(toolchain["cmake"]["version"] == "cmake version 9.8.7");
   CHECK_FALSE(boost::filesystem::exists(fx.cache() / "toolchain.json"));  // doctor writes nothing
 }
+
+TEST_CASE("cli: doctor reports the remote caches: none, one that does not answer, a configuration builds refuse") {
+  TempDir dir;
+  std::map<std::string, std::string> env = {{"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_DEVICE", "sm_90"}};
+
+  env["KILN_REMOTE"] = "off";
+  auto result = run_kiln({"doctor", "--json"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  json remotes = json::parse(result.out)["remotes"];
+  CHECK(remotes["config_file"].is_null());
+  CHECK(remotes["remotes"].empty());
+  result = run_kiln({"doctor"}, env);
+  CHECK(contains(result.out, "remote caches:\n  config       (none)\n  remotes      none (set KILN_REMOTE"));
+
+  // Port 1 of the loopback refuses at once: the remote is down, and doctor still succeeds.
+  env["KILN_REMOTE"] = "http://127.0.0.1:1/kiln;read-only;connect-timeout=2";
+  result = run_kiln({"doctor", "--json"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  remotes = json::parse(result.out)["remotes"];
+  REQUIRE(remotes["remotes"].size() == 1);
+  CHECK(remotes["remotes"][0]["url"] == "http://127.0.0.1:1/kiln");
+  CHECK(remotes["remotes"][0]["read_only"] == true);
+  CHECK(remotes["remotes"][0]["state"] == "down");
+  CHECK_FALSE(remotes["remotes"][0]["detail"].get<std::string>().empty());
+  result = run_kiln({"doctor"}, env);
+  CHECK(contains(result.out, "  remote       http://127.0.0.1:1/kiln (read-only): down -- "));
+  CHECK(contains(result.out, "  trusted key  none: remote entries are checked for damage only"));
+
+  // What a build would refuse is reported with its error, not raised.
+  env["KILN_REMOTE"] = "http://127.0.0.1:1/kiln;colour=blue";
+  result = run_kiln({"doctor", "--json"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const json error = json::parse(result.out)["remotes"]["error"];
+  CHECK(error["kind"] == "usage");
+  CHECK(contains(error["message"].get<std::string>(), "colour"));
+  result = run_kiln({"doctor"}, env);
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.out, "remote caches: "));
+  CHECK(contains(result.out, "colour"));
+  CHECK(contains(result.out, "builds refuse to start until this is fixed"));
+}
