@@ -183,6 +183,7 @@ py::dict to_dict(const BuildPlan &plan) {
   out["input_key"] = text(plan.input_key);
   out["content_key"] = plan.content_key ? py::object(text(*plan.content_key)) : py::none();
   out["state"] = text(plan.state);
+  out["source"] = text(plan.source);
   out["stale_reasons"] = reasons_list(plan.stale_reasons);
   out["archs"] = archs_list(plan.archs);
   out["backend"] = text(plan.backend);
@@ -215,6 +216,10 @@ py::dict to_dict(const BuildResult &result) {
   }
   out["units"] = units;
   out["seconds"] = result.seconds;
+  out["remote"] = result.remote.empty() ? py::object(py::none()) : py::object(text(result.remote));
+  py::list uploads;
+  for (const auto &upload : result.uploads) uploads.append(to_dict(upload));
+  out["uploads"] = uploads;
   return out;
 }
 
@@ -253,6 +258,39 @@ py::dict to_dict(const ToolchainReport &toolchain) {
   for (int cc : toolchain.nvrtc_archs) archs.append(cc);
   out["nvrtc_archs"] = archs;
   out["jit_identity"] = text(toolchain.jit_identity);
+  return out;
+}
+
+py::dict to_dict(const RemoteStatus &status) {
+  py::dict out;
+  out["config_file"] = status.config_file.empty() ? py::object(py::none()) : py::object(text(status.config_file));
+  py::list remotes;
+  for (const auto &remote : status.remotes) {
+    py::dict item;
+    item["url"] = text(remote.url);
+    item["read_only"] = remote.read_only;
+    item["connect_timeout_s"] = remote.connect_timeout_s;
+    item["timeout_s"] = remote.timeout_s;
+    item["state"] = text(remote.state);
+    item["detail"] = text(remote.detail);
+    item["round_trip_ms"] = remote.round_trip_ms;
+    remotes.append(item);
+  }
+  out["remotes"] = remotes;
+  out["trusted_keys"] = strings(status.trusted_keys);
+  out["signing_key"] = status.signing_key.empty() ? py::object(py::none()) : py::object(text(status.signing_key));
+  return out;
+}
+
+py::dict to_dict(const RemoteTransfer &transfer) {
+  py::dict out;
+  out["consumer"] = text(transfer.consumer);
+  out["name"] = text(transfer.name);
+  out["content_key"] = text(transfer.content_key);
+  out["input_key"] = text(transfer.input_key);
+  out["remote"] = text(transfer.remote);
+  out["status"] = text(transfer.status);
+  out["bytes"] = transfer.bytes;
   return out;
 }
 

@@ -206,6 +206,25 @@ std::unique_ptr<Runtime> make_runtime(const py::object &cache_dir, const py::obj
   return std::make_unique<Runtime>(std::move(options));
 }
 
+// doctor()'s remotes: what remote_status() says, or {'error': why} for a configuration a build
+// would refuse (doctor reports; it does not raise).
+py::dict remotes_report(const Runtime &runtime) {
+  std::optional<RemoteStatus> status;
+  std::string error;
+  {
+    py::gil_scoped_release release;
+    try {
+      status = runtime.remote_status();
+    } catch (const Error &refused) {
+      error = refused.what();
+    }
+  }
+  if (status) return to_dict(*status);
+  py::dict out;
+  out["error"] = text(error);
+  return out;
+}
+
 }  // namespace
 
 void bind_runtime(py::module_ &m) {
@@ -286,9 +305,11 @@ void bind_runtime(py::module_ &m) {
             for (const auto &store : runtime.stores()) stores.append(to_dict(store));
             out["stores"] = stores;
             out["toolchain"] = to_dict(*toolchain);
+            out["remotes"] = remotes_report(runtime);
             return out;
           },
-          "What `kiln doctor` reports: version, devices, stores, toolchain.")
+          "What `kiln doctor` reports: version, devices, stores, toolchain, remotes (each asked for a round trip; "
+          "a configuration builds would refuse is {'error': message} here, not an exception).")
       .def(
           "resolve",
           [](const Runtime &runtime, const std::string &consumer, const std::string &name) {
@@ -393,6 +414,35 @@ void bind_runtime(py::module_ &m) {
           py::arg("base_dir") = py::none(),
           "build() if needed, then load what was built (without a toolchain: the prepared artifact of the "
           "recipe's consumer/name). Returns a kiln.Module.")
+      .def(
+          "remote_status",
+          [](const Runtime &runtime) {
+            std::optional<RemoteStatus> status;
+            {
+              py::gil_scoped_release release;
+              status = runtime.remote_status();
+            }
+            return to_dict(*status);
+          },
+          "The remote caches (README 'Sharing a cache across machines'), each asked for a round trip, as "
+          "`kiln remote status`: {config_file, remotes: [{url, read_only, state, detail, round_trip_ms ...}], "
+          "trusted_keys, signing_key}. kiln.UsageError for a malformed configuration.")
+      .def(
+          "remote_push",
+          [](const Runtime &runtime, const std::string &consumer, const std::vector<std::string> &names) {
+            std::vector<RemoteTransfer> transfers;
+            {
+              py::gil_scoped_release release;
+              transfers = runtime.remote_push(consumer, names);
+            }
+            py::list out;
+            for (const auto &transfer : transfers) out.append(to_dict(transfer));
+            return out;
+          },
+          py::arg("consumer"), py::arg("names") = std::vector<std::string>{},
+          "Upload artifacts of consumer (names: default every one) to every read-write remote, as `kiln remote "
+          "push`: [{consumer, name, content_key, remote, status, bytes}]; a remote that failed is a transfer whose "
+          "status starts with 'failed', not an exception. kiln.UsageError when no remote is configured.")
       .def("__repr__", [](const Runtime &runtime) {
         std::string out = "<kiln.Runtime stores:";
         for (const auto &store : runtime.stores()) out += " " + store.root + (store.writable ? " (writable)" : "");
