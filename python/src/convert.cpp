@@ -261,37 +261,8 @@ py::dict to_dict(const ToolchainReport &toolchain) {
   return out;
 }
 
-py::dict to_dict(const RemoteStatus &status) {
-  py::dict out;
-  out["config_file"] = status.config_file.empty() ? py::object(py::none()) : py::object(text(status.config_file));
-  py::list remotes;
-  for (const auto &remote : status.remotes) {
-    py::dict item;
-    item["url"] = text(remote.url);
-    item["read_only"] = remote.read_only;
-    item["connect_timeout_s"] = remote.connect_timeout_s;
-    item["timeout_s"] = remote.timeout_s;
-    item["state"] = text(remote.state);
-    item["detail"] = text(remote.detail);
-    item["round_trip_ms"] = remote.round_trip_ms;
-    remotes.append(item);
-  }
-  out["remotes"] = remotes;
-  out["trusted_keys"] = strings(status.trusted_keys);
-  out["signing_key"] = status.signing_key.empty() ? py::object(py::none()) : py::object(text(status.signing_key));
-  return out;
-}
+py::dict to_dict(const RemoteStatus &status) { return from_json(kiln::to_json(status)); }
 
-py::dict to_dict(const RemoteTransfer &transfer) {
-  py::dict out;
-  out["consumer"] = text(transfer.consumer);
-  out["name"] = text(transfer.name);
-  out["content_key"] = text(transfer.content_key);
-  out["input_key"] = text(transfer.input_key);
-  out["remote"] = text(transfer.remote);
-  out["status"] = text(transfer.status);
-  out["bytes"] = transfer.bytes;
-  return out;
-}
+py::dict to_dict(const RemoteTransfer &transfer) { return from_json(kiln::to_json(transfer)); }
 
 }  // namespace kiln::python

@@ -78,7 +78,7 @@ json cache_writable(const std::string &root) {
 void remote_report(const Runtime &runtime, json &out, std::string &text) {
   try {
     const RemoteStatus status = runtime.remote_status();
-    out = cli::to_json(status);
+    out = kiln::to_json(status);
     text = "remote caches:\n" + remote_status_text(status, "  ");
   } catch (const Error &error) {
     out = {{"error", error_json(error)}};

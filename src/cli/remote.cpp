@@ -3,6 +3,8 @@
 // would fetch, never compiling).
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "build_session.hpp"
 #include "report_json.hpp"
 #include "verbs.hpp"
@@ -15,7 +17,7 @@ using nlohmann::json;
 int run_status(const Flags &flags) {
   const Runtime runtime = make_runtime(flags);
   const RemoteStatus status = runtime.remote_status();
-  emit(flags, cli::to_json(status), remote_status_text(status));
+  emit(flags, kiln::to_json(status), remote_status_text(status));
   bool any_down = false;
   for (const auto &remote : status.remotes) any_down = any_down || remote.state != "ok";
   return any_down ? 1 : 0;
@@ -33,7 +35,7 @@ int run_push(const Flags &flags, const PushArgs &args) {
   std::string text;
   bool failed = false;
   for (const auto &transfer : transfers) {
-    items.push_back(cli::to_json(transfer));
+    items.push_back(kiln::to_json(transfer));
     failed = failed || transfer.status.rfind("failed", 0) == 0;
     text += transfer.consumer + "/" + transfer.name + " " + transfer.content_key + " -> " + transfer.remote + ": " +
             transfer.status + (transfer.bytes > 0 ? " (" + std::to_string(transfer.bytes) + " bytes)" : "") + "\n";

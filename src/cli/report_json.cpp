@@ -114,31 +114,12 @@ std::string json_text(const json &value) {
   return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-nlohmann::json to_json(const RemoteTransfer &transfer) {
-  return {{"consumer", transfer.consumer}, {"name", transfer.name},     {"content_key", transfer.content_key},
-          {"input_key", transfer.input_key}, {"remote", transfer.remote}, {"status", transfer.status},
-          {"bytes", transfer.bytes}};
-}
-
-nlohmann::json to_json(const RemoteStatus &status) {
-  json remotes = json::array();
-  for (const auto &remote : status.remotes) {
-    remotes.push_back({{"url", remote.url}, {"read_only", remote.read_only}, {"connect_timeout_s", remote.connect_timeout_s},
-                       {"timeout_s", remote.timeout_s}, {"state", remote.state}, {"detail", remote.detail},
-                       {"round_trip_ms", remote.round_trip_ms}});
-  }
-  return {{"config_file", status.config_file.empty() ? json(nullptr) : json(status.config_file)},
-          {"remotes", remotes},
-          {"trusted_keys", status.trusted_keys},
-          {"signing_key", status.signing_key.empty() ? json(nullptr) : json(status.signing_key)}};
-}
-
 nlohmann::json to_json(const BuildResult &result) {
   json units = json::array(), uploads = json::array();
   for (const auto &unit : result.units) {
     units.push_back({{"name", unit.name}, {"cached", unit.cached}, {"seconds", unit.seconds}});
   }
-  for (const auto &upload : result.uploads) uploads.push_back(to_json(upload));
+  for (const auto &upload : result.uploads) uploads.push_back(kiln::to_json(upload));
   return {{"consumer", result.consumer}, {"name", result.name}, {"outcome", kiln::to_string(result.outcome)},
           {"input_key", result.input_key}, {"content_key", result.content_key}, {"entry", result.entry_dir},
           {"archs", arch_list(result.archs)}, {"units", units}, {"seconds", result.seconds},

@@ -17,8 +17,6 @@ nlohmann::json to_json(const KernelLoadTimings &timings);
 nlohmann::json to_json(const KernelLoadReport &report);
 nlohmann::json to_json(const StoreInfo &store);
 nlohmann::json to_json(const BuildResult &result);
-nlohmann::json to_json(const RemoteTransfer &transfer);
-nlohmann::json to_json(const RemoteStatus &status);
 nlohmann::json error_json(const std::exception &error);
 
 // JSON text for stdout that never throws: bytes that are not UTF-8 (a Latin-1 store path, a
