@@ -11,6 +11,7 @@
 
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include <boost/filesystem/operations.hpp>
 
@@ -18,6 +19,7 @@
 
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
+#include "support/preconditions.hpp"
 
 using namespace kiln;
 using kiln::test::error_of;
@@ -51,6 +53,18 @@ bool can_chown_away() {
 }
 
 fs::path manifest_of(const TempDir &dir) { return dir / "cache" / "consumers" / "tests" / "manifest.json"; }
+
+// strace, and the right to trace a child (ptrace; a container may forbid it), for watching what a
+// fresh process does with the store's files.
+std::optional<std::string> no_strace() {
+  if (kiln::test::run_shell("command -v strace").exit_code != 0) {
+    return std::string("strace is not installed (Debian: strace; scripts/install-deps installs it)");
+  }
+  if (kiln::test::run_shell("strace -f -o /dev/null true").exit_code != 0) {
+    return std::string("strace cannot trace a child here (ptrace not permitted)");
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -139,6 +153,39 @@ TEST_CASE("load checks: manifest.json, meta.json and identity.json obey the arti
         error_of<IntegrityError>([&] { Runtime(kiln::test::store_options(dir, std::nullopt)).load("tests", "example"); });
     CHECK(has(linked, "is a symlink"));
     CHECK_FALSE(has(linked, "chmod"));
+  }
+}
+
+TEST_CASE("load checks: a cold load checks manifest.json, meta.json and identity.json on the descriptor it reads, "
+          "never by a path of its own" * kiln::test::skip_if(no_strace)) {
+  // A check by path (stat/lstat) beside the read could pass a file that is then replaced before
+  // the open: every access to the three files is their one O_NOFOLLOW open, whose descriptor
+  // the rules are checked on (the CLI's load makes two cold Runtimes: a probe, then the timed one).
+  TempDir dir;
+  PublishResult published;
+  {
+    Runtime runtime(kiln::test::store_options(dir, std::nullopt));
+    published = kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_HOST_ONLY);
+  }
+  const fs::path trace = dir / "trace";
+  const auto result = kiln::test::run_shell("env KILN_CACHE_DIR=" + (dir / "cache").string() +
+                                            " KILN_STORE_PATH= KILN_DEVICE=sm_90 strace -f -e trace=%file -o " +
+                                            trace.string() + " " + kiln::test::kiln_cli_command() + " load tests example");
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string traced = kiln::test::read_text(trace);
+  for (const fs::path &file : {manifest_of(dir), fs::path(published.entry_dir) / "meta.json",
+                               fs::path(published.entry_dir) / "identity.json"}) {
+    CAPTURE(file);
+    std::istringstream lines(traced);
+    int opens = 0, others = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (!has(line, "\"" + file.string() + "\"")) continue;
+      const bool checked_open = has(line, "openat(") && has(line, "O_NOFOLLOW") && has(line, "O_NONBLOCK");
+      (checked_open ? opens : others) += 1;
+      if (!checked_open) MESSAGE(line);
+    }
+    CHECK(opens >= 1);
+    CHECK(others == 0);
   }
 }
 
