@@ -1,35 +1,23 @@
 // kiln export: chosen artifacts of a consumer into one (signed) bundle file.
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "verbs.hpp"
 
 namespace kiln::cli {
 namespace {
 
-nlohmann::json entry_json(const BundleEntry &entry) {
-  return {{"consumer", entry.consumer}, {"name", entry.name},           {"content_key", entry.content_key},
-          {"kind", entry.kind},         {"input_key", entry.input_key}, {"bytes", entry.bytes},
-          {"status", entry.status}};
-}
-
 int run_export(const Flags &flags, const ExportRequest &request) {
   const Runtime runtime = make_runtime(flags);
   const ExportReport report = runtime.export_bundle(request);
-  nlohmann::json entries = nlohmann::json::array();
   std::string text = "exported " + std::to_string(report.entries.size()) + " artifact(s) to " + report.bundle + "\n";
   for (const auto &entry : report.entries) {
-    entries.push_back(entry_json(entry));
     text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "\n";
   }
   text += "  " + std::to_string(report.bundle_bytes) + " bytes (" + std::to_string(report.content_bytes) +
           " uncompressed), " + (report.signed_by.empty() ? "unsigned" : "signed by " + report.signed_by) + "\n";
-  emit(flags,
-       {{"bundle", report.bundle},
-        {"entries", entries},
-        {"content_bytes", report.content_bytes},
-        {"bundle_bytes", report.bundle_bytes},
-        {"signed_by", report.signed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.signed_by)}},
-       text);
+  emit(flags, kiln::to_json(report), text);
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // kiln gc: evict least-recently-used entries and object-cache files from the writable cache.
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -20,12 +22,8 @@ int gc(const Flags &flags, const GcArgs &args) {
   options.include_named = args.include_named;
   options.dry_run = args.dry_run;
   const GcReport report = runtime.gc(options);
-  nlohmann::json items = nlohmann::json::array();
   std::string text;
   for (const auto &item : report.items) {
-    items.push_back({{"kind", item.kind},       {"consumer", item.consumer}, {"path", item.path},
-                     {"content_key", item.content_key}, {"bytes", item.bytes}, {"last_used", item.last_used},
-                     {"outcome", item.outcome}});
     text += item.outcome + "  " + item.kind + "  " + item.path + "  (" + std::to_string(item.bytes) + " bytes)\n";
   }
   const auto mb = [](std::uint64_t bytes) { return fixed(static_cast<double>(bytes) / 1e6, 1) + " MB"; };
@@ -33,16 +31,8 @@ int gc(const Flags &flags, const GcArgs &args) {
           std::to_string(report.entries_seen) + " entries and " + std::to_string(report.objects_evicted) + " of " +
           std::to_string(report.objects_seen) + " objects in " + report.cache + ": " + mb(report.bytes_before) +
           " -> " + mb(report.bytes_after) + " in " + fixed(report.seconds, 3) + " s\n";
-  const nlohmann::json out = {{"cache", report.cache},
-                              {"dry_run", args.dry_run},
-                              {"bytes_before", report.bytes_before},
-                              {"bytes_after", report.bytes_after},
-                              {"entries_seen", report.entries_seen},
-                              {"objects_seen", report.objects_seen},
-                              {"entries_evicted", report.entries_evicted},
-                              {"objects_evicted", report.objects_evicted},
-                              {"seconds", report.seconds},
-                              {"items", items}};
+  nlohmann::json out = kiln::to_json(report);
+  out["dry_run"] = args.dry_run;
   emit(flags, out, text);
   return 0;
 }

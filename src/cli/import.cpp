@@ -1,6 +1,8 @@
 // kiln import: a bundle's artifacts into the writable cache or a directory (--into).
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -9,24 +11,13 @@ namespace {
 int run_import(const Flags &flags, const ImportRequest &request) {
   Runtime runtime = make_runtime(flags);
   const ImportReport report = runtime.import_bundle(request);
-  nlohmann::json entries = nlohmann::json::array();
   std::string text = "imported " + report.bundle + " into " + report.store_root + "\n";
   for (const auto &entry : report.entries) {
-    entries.push_back({{"consumer", entry.consumer}, {"name", entry.name}, {"content_key", entry.content_key},
-                       {"kind", entry.kind}, {"input_key", entry.input_key}, {"bytes", entry.bytes},
-                       {"status", entry.status}});
     text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "  " + entry.status + "\n";
   }
   text += "  " + std::to_string(report.verified_bytes) + " bytes verified, " +
           (report.signature_verified ? "signed by " + report.signed_by : std::string("signature not checked")) + "\n";
-  emit(flags,
-       {{"bundle", report.bundle},
-        {"store_root", report.store_root},
-        {"entries", entries},
-        {"verified_bytes", report.verified_bytes},
-        {"signature_verified", report.signature_verified},
-        {"signed_by", report.signed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.signed_by)}},
-       text);
+  emit(flags, kiln::to_json(report), text);
   return 0;
 }
 

@@ -2,6 +2,8 @@
 // Exit 0 when no damage is left, 6 (integrity) when some is (README "Exit codes").
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -11,12 +13,6 @@ struct VerifyArgs {
   std::string store;
   bool repair = false;
 };
-
-nlohmann::json finding_json(const StoreFinding &finding) {
-  return {{"kind", finding.kind},         {"severity", finding.severity}, {"store", finding.store},
-          {"consumer", finding.consumer}, {"path", finding.path},         {"detail", finding.detail},
-          {"repair", finding.repair},     {"repaired", finding.repaired}};
-}
 
 int verify(const Flags &flags, const VerifyArgs &args) {
   Runtime runtime = make_runtime(flags);
@@ -28,12 +24,10 @@ int verify(const Flags &flags, const VerifyArgs &args) {
   const double mb_per_s = report.seconds > 0 ? mb / report.seconds : 0;
   std::size_t counts[3] = {0, 0, 0};  // damage, stale, info
   std::size_t repaired = 0;
-  nlohmann::json findings = nlohmann::json::array();
   std::string text;
   for (const auto &finding : report.findings) {
     counts[finding.severity == "damage" ? 0 : finding.severity == "stale" ? 1 : 2]++;
     repaired += finding.repaired ? 1 : 0;
-    findings.push_back(finding_json(finding));
     text += finding.severity + "  " + finding.kind + "  " + finding.path + "\n    " + finding.detail + "\n";
     if (!finding.repair.empty()) text += "    repair: " + finding.repair + "\n";
   }
@@ -45,12 +39,7 @@ int verify(const Flags &flags, const VerifyArgs &args) {
           std::to_string(counts[2]) + " info" + (args.repair ? ", " + std::to_string(repaired) + " repaired" : "") +
           (left > 0 ? "; damage left: " + std::to_string(left) + (args.repair ? "" : " (kiln verify --repair)") : "") +
           "\n";
-  const nlohmann::json out = {{"stores", report.stores},       {"consumers", report.consumers},
-                              {"entries", report.entries},     {"files", report.files},
-                              {"bytes", report.bytes},         {"seconds", report.seconds},
-                              {"findings", findings},          {"damage_left", left},
-                              {"repaired", repaired},          {"clean", report.findings.empty()}};
-  emit(flags, out, text);
+  emit(flags, kiln::to_json(report), text);
   return left > 0 ? static_cast<int>(ErrorKind::integrity) : 0;
 }
 

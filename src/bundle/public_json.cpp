@@ -1,0 +1,42 @@
+// include/kiln/json.hpp: the JSON forms of the bundle reports (kiln/bundle.hpp), as `kiln export
+// --json`, `kiln import --json` and the Python binding give them.
+#include <kiln/json.hpp>
+
+namespace kiln {
+
+using nlohmann::json;
+
+namespace {
+
+json entries_json(const std::vector<BundleEntry> &entries) {
+  json out = json::array();
+  for (const auto &entry : entries) {
+    out.push_back({{"consumer", entry.consumer}, {"name", entry.name},           {"content_key", entry.content_key},
+                   {"kind", entry.kind},         {"input_key", entry.input_key}, {"bytes", entry.bytes},
+                   {"status", entry.status}});
+  }
+  return out;
+}
+
+json key_id(const std::string &signed_by) { return signed_by.empty() ? json(nullptr) : json(signed_by); }
+
+}  // namespace
+
+json to_json(const ExportReport &report) {
+  return {{"bundle", report.bundle},
+          {"entries", entries_json(report.entries)},
+          {"content_bytes", report.content_bytes},
+          {"bundle_bytes", report.bundle_bytes},
+          {"signed_by", key_id(report.signed_by)}};
+}
+
+json to_json(const ImportReport &report) {
+  return {{"bundle", report.bundle},
+          {"store_root", report.store_root},
+          {"entries", entries_json(report.entries)},
+          {"verified_bytes", report.verified_bytes},
+          {"signature_verified", report.signature_verified},
+          {"signed_by", key_id(report.signed_by)}};
+}
+
+}  // namespace kiln
