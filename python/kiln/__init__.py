@@ -30,6 +30,7 @@ from ._kiln import (  # noqa: F401  (the public API, re-exported)
     TrajOptResult,
     UsageError,
     __version__,
+    generate_keypair,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "TrajOptResult",
     "UsageError",
     "__version__",
+    "generate_keypair",
 ]
 
 # The classes live in kiln._kiln; they are documented, printed and found as kiln.<name>.

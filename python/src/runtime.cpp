@@ -16,6 +16,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <kiln/json.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
@@ -206,6 +207,17 @@ std::unique_ptr<Runtime> make_runtime(const py::object &cache_dir, const py::obj
   return std::make_unique<Runtime>(std::move(options));
 }
 
+// work() with the GIL released, its JSON result as Python values.
+template <class Work>
+py::object released(Work work) {
+  nlohmann::json result;
+  {
+    py::gil_scoped_release release;
+    result = work();
+  }
+  return from_json(result);
+}
+
 // doctor()'s remotes: what remote_status() says, or {'error': why} for a configuration a build
 // would refuse (doctor reports; it does not raise).
 py::dict remotes_report(const Runtime &runtime) {
@@ -228,6 +240,19 @@ py::dict remotes_report(const Runtime &runtime) {
 }  // namespace
 
 void bind_runtime(py::module_ &m) {
+  m.def(
+      "generate_keypair",
+      [](const py::object &path) {
+        const KeyPair pair = generate_keypair(fs_path(path));
+        py::dict out;
+        out["secret_file"] = text(pair.secret_file);
+        out["public_file"] = text(pair.public_file);
+        out["key_id"] = text(pair.key_id);
+        return out;
+      },
+      py::arg("path"),
+      "A new Ed25519 key pair for signing bundles, as `kiln keygen`: PATH.key (secret, mode 0600) and PATH.pub; "
+      "{secret_file, public_file, key_id}. kiln.UsageError when either exists (a key is never overwritten).");
   py::class_<Recipe>(m, "Recipe",
                      "A parsed, validated recipe (README 'Build on miss'). Runtime.plan/build/ensure also take "
                      "a path or a dict directly.")
@@ -443,6 +468,74 @@ void bind_runtime(py::module_ &m) {
           "Upload artifacts of consumer (names: default every one) to every read-write remote, as `kiln remote "
           "push`: [{consumer, name, content_key, remote, status, bytes}]; a remote that failed is a transfer whose "
           "status starts with 'failed', not an exception. kiln.UsageError when no remote is configured.")
+      .def(
+          "verify",
+          [](const Runtime &runtime, const py::object &store_dir, bool repair) {
+            VerifyOptions options;
+            if (!store_dir.is_none()) options.store_dir = fs_path(store_dir);
+            options.repair = repair;
+            return released([&] { return kiln::to_json(runtime.verify(options)); });
+          },
+          py::kw_only(), py::arg("store_dir") = py::none(), py::arg("repair") = false,
+          "Check every store (or store_dir) as `kiln verify`: {findings: [{kind, severity, path, detail, repair, "
+          "repaired}], damage_left, clean, entries, bytes ...}. Damage is reported, not raised; repair=True repairs "
+          "what can be repaired in writable stores.")
+      .def(
+          "gc",
+          [](const Runtime &runtime, const py::object &max_size, const py::object &older_than, bool include_named,
+             bool dry_run) {
+            GcOptions options;
+            if (!max_size.is_none()) {
+              options.max_bytes = py::isinstance<py::str>(max_size) ? parse_size(max_size.cast<std::string>())
+                                                                    : max_size.cast<std::uint64_t>();
+            }
+            if (!older_than.is_none()) options.older_than = parse_age(older_than.cast<std::string>());
+            options.include_named = include_named;
+            options.dry_run = dry_run;
+            auto out = released([&] { return kiln::to_json(runtime.gc(options)); });
+            out["dry_run"] = dry_run;
+            return out;
+          },
+          py::kw_only(), py::arg("max_size") = py::none(), py::arg("older_than") = py::none(),
+          py::arg("include_named") = false, py::arg("dry_run") = false,
+          "Evict least recently used entries and objects from the writable cache, as `kiln gc`: max_size bytes or "
+          "'2G', older_than '30d'; never one in use. {items: [{kind, path, bytes, outcome}], entries_evicted ...}.")
+      .def(
+          "export_bundle",
+          [](const Runtime &runtime, const std::string &consumer, const py::object &output,
+             const std::vector<std::string> &names, const py::object &sign) {
+            ExportRequest request;
+            request.consumer = consumer;
+            request.names = names;
+            request.output = fs_path(output);
+            if (!sign.is_none()) request.signing_key = fs_path(sign);
+            return released([&] { return kiln::to_json(runtime.export_bundle(request)); });
+          },
+          py::arg("consumer"), py::arg("output"), py::arg("names") = std::vector<std::string>{}, py::kw_only(),
+          py::arg("sign") = py::none(),
+          "Write artifacts of consumer (names: default every one) into one bundle file, as `kiln export` (sign= a "
+          "PATH.key of kiln.generate_keypair): {bundle, entries, bundle_bytes, signed_by}.")
+      .def(
+          "import_bundle",
+          [](Runtime &runtime, const py::object &bundle, const py::object &into, const py::object &trust,
+             bool allow_unsigned) {
+            ImportRequest request;
+            request.bundle = fs_path(bundle);
+            if (!into.is_none()) request.into = fs_path(into);
+            if (!trust.is_none()) {
+              if (is_path_like(trust)) {
+                request.trusted_keys.push_back(fs_path(trust));
+              } else {
+                for (const py::handle key : trust) request.trusted_keys.push_back(fs_path(key));
+              }
+            }
+            request.allow_unsigned = allow_unsigned;
+            return released([&] { return kiln::to_json(runtime.import_bundle(request)); });
+          },
+          py::arg("bundle"), py::kw_only(), py::arg("into") = py::none(), py::arg("trust") = py::none(),
+          py::arg("allow_unsigned") = false,
+          "Bring a bundle's artifacts in, verified, all or nothing, as `kiln import`: into= a store directory "
+          "(default the writable cache), trust= PATH.pub or a list of them: {store_root, entries, signed_by ...}.")
       .def("__repr__", [](const Runtime &runtime) {
         std::string out = "<kiln.Runtime stores:";
         for (const auto &store : runtime.stores()) out += " " + store.root + (store.writable ? " (writable)" : "");
