@@ -1,5 +1,6 @@
-// kiln: JSON forms of the public identity types, remote-cache, store-maintenance and bundle
-// reports, as identity.json records them and as kiln's --json output prints them. Keys are snake_case; archs are written as their names ("sm_90").
+// kiln: JSON forms of the public identity types and of the remote-cache, store-maintenance and
+// bundle reports, as identity.json records them and as kiln's --json output prints them. Keys
+// are snake_case; archs are written as their names ("sm_90").
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -218,7 +218,7 @@ py::dict to_dict(const BuildResult &result) {
   out["seconds"] = result.seconds;
   out["remote"] = result.remote.empty() ? py::object(py::none()) : py::object(text(result.remote));
   py::list uploads;
-  for (const auto &upload : result.uploads) uploads.append(to_dict(upload));
+  for (const auto &upload : result.uploads) uploads.append(from_json(kiln::to_json(upload)));
   out["uploads"] = uploads;
   return out;
 }
@@ -260,9 +260,5 @@ py::dict to_dict(const ToolchainReport &toolchain) {
   out["jit_identity"] = text(toolchain.jit_identity);
   return out;
 }
-
-py::dict to_dict(const RemoteStatus &status) { return from_json(kiln::to_json(status)); }
-
-py::dict to_dict(const RemoteTransfer &transfer) { return from_json(kiln::to_json(transfer)); }
 
 }  // namespace kiln::python

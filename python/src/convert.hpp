@@ -42,8 +42,6 @@ py::dict to_dict(const BuildResult &result);
 py::dict to_dict(const BuildEvent &event);
 py::dict to_dict(const ToolStatus &tool);
 py::dict to_dict(const ToolchainReport &toolchain);
-py::dict to_dict(const RemoteStatus &status);
-py::dict to_dict(const RemoteTransfer &transfer);
 py::list reasons_list(const std::vector<Reason> &reasons);
 
 }  // namespace kiln::python

@@ -231,7 +231,7 @@ py::dict remotes_report(const Runtime &runtime) {
       error = refused.what();
     }
   }
-  if (status) return to_dict(*status);
+  if (status) return from_json(kiln::to_json(*status));
   py::dict out;
   out["error"] = text(error);
   return out;
@@ -441,28 +441,18 @@ void bind_runtime(py::module_ &m) {
           "recipe's consumer/name). Returns a kiln.Module.")
       .def(
           "remote_status",
-          [](const Runtime &runtime) {
-            std::optional<RemoteStatus> status;
-            {
-              py::gil_scoped_release release;
-              status = runtime.remote_status();
-            }
-            return to_dict(*status);
-          },
+          [](const Runtime &runtime) { return released([&] { return kiln::to_json(runtime.remote_status()); }); },
           "The remote caches (README 'Sharing a cache across machines'), each asked for a round trip, as "
           "`kiln remote status`: {config_file, remotes: [{url, read_only, state, detail, round_trip_ms ...}], "
           "trusted_keys, signing_key}. kiln.UsageError for a malformed configuration.")
       .def(
           "remote_push",
           [](const Runtime &runtime, const std::string &consumer, const std::vector<std::string> &names) {
-            std::vector<RemoteTransfer> transfers;
-            {
-              py::gil_scoped_release release;
-              transfers = runtime.remote_push(consumer, names);
-            }
-            py::list out;
-            for (const auto &transfer : transfers) out.append(to_dict(transfer));
-            return out;
+            return released([&] {
+              nlohmann::json transfers = nlohmann::json::array();
+              for (const auto &transfer : runtime.remote_push(consumer, names)) transfers.push_back(kiln::to_json(transfer));
+              return transfers;
+            });
           },
           py::arg("consumer"), py::arg("names") = std::vector<std::string>{},
           "Upload artifacts of consumer (names: default every one) to every read-write remote, as `kiln remote "
