@@ -16,6 +16,7 @@
 #include <kiln/version.hpp>
 
 #include "store/digest.hpp"
+#include "store/remote/lease_holder.hpp"
 
 namespace kiln::test {
 
@@ -101,6 +102,17 @@ CommandResult run_kiln(const std::vector<std::string> &args, const std::map<std:
 bool is_mapped(const fs::path &file) {
   const std::string maps = read_text("/proc/self/maps");
   return maps.find(fs::canonical(file).string()) != std::string::npos;
+}
+
+std::string gone_lease_holder() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) throw std::runtime_error("gone_lease_holder: fork or waitpid failed");
+  std::string name = store::remote::lease_holder_name();
+  const std::string mine = ":" + std::to_string(::getpid()) + ":";
+  name.replace(name.find(mine), mine.size(), ":" + std::to_string(child) + ":");
+  return name;
 }
 
 void forge_entry(const fs::path &store, const std::string &consumer, const std::string &name,

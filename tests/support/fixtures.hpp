@@ -64,6 +64,11 @@ void write_text(const fs::path &file, const std::string &text);
 // Whether any mapping of this process comes from `file` (is it dlopen'ed right now?).
 bool is_mapped(const fs::path &file);
 
+// The name lease_holder_name() gives this process, with the pid of a process that is gone (a
+// child of this one, exited and reaped): what a build SIGKILLed while holding a remote build
+// lease leaves in the lease.
+std::string gone_lease_holder();
+
 // Write a store entry by hand, as a damaged or hostile store would hold it: `file` copied in
 // as the artifact with a correct digest, the identity given, and the manifest pointing at it.
 void forge_entry(const fs::path &store, const std::string &consumer, const std::string &name,

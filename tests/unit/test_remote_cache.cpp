@@ -352,6 +352,29 @@ TEST_CASE("remote: concurrent uploads of one entry agree" * kiln::test::skip_if(
   }
 }
 
+TEST_CASE("remote: a lease left by a killed build of this machine is taken over at once, not after 30 s" *
+          kiln::test::skip_if(kiln::test::no_remote_servers)) {
+  for (const bool redis : {false, true}) {
+    CAPTURE(redis);
+    Fleet fleet;
+    const Remotes remotes = fresh_remotes();
+    const std::string url = redis ? remotes.redis : remotes.http;
+    ScopedEnv remote_env("KILN_REMOTE", url), sign("KILN_REMOTE_SIGN", std::nullopt);
+    Runtime a(fleet.options(fleet.fx.cache()));
+    const std::string key = "lease/build-tests/" + a.plan(fleet.fx.recipe()).input_key;
+    // What a build SIGKILLed while holding the lease leaves: the lease, its holder gone.
+    const auto server = backend_for(url);
+    REQUIRE(server->acquire_lease(key, kiln::test::gone_lease_holder(), 30));
+    const BuildResult built = a.build(fleet.fx.recipe());
+    CHECK(built.outcome == BuildResult::Outcome::built);
+    CHECK(fleet.logged_with("a process of this machine that is gone; taking it over"));
+    CHECK_FALSE(fleet.logged_with("was not renewed"));
+    REQUIRE(built.uploads.size() == 1);
+    CHECK(built.uploads[0].status == "uploaded");
+    CHECK_FALSE(server->current_lease(key).has_value());  // the build's own lease, released
+  }
+}
+
 TEST_CASE("remote: kiln remote status, push and pull" * kiln::test::skip_if(kiln::test::no_remote_servers)) {
   Fleet fleet;
   const Remotes remotes = fresh_remotes();

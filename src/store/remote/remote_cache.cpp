@@ -1,11 +1,8 @@
 #include "store/remote/remote_cache.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <map>
-#include <random>
 #include <thread>
 
 #include <boost/filesystem/operations.hpp>
@@ -16,6 +13,7 @@
 #include "bundle/writer.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
+#include "store/remote/lease_holder.hpp"
 #include "store/storage.hpp"
 #include "support/elapsed.hpp"
 
@@ -38,14 +36,6 @@ FailedRemotes &failed_remotes() {
 std::string cas_key(const std::string &consumer, const std::string &content_key) { return "cas/" + consumer + "/" + content_key; }
 std::string ac_key(const std::string &consumer, const std::string &input_key) { return "ac/" + consumer + "/" + input_key; }
 std::string lease_key(const std::string &consumer, const std::string &input_key) { return "lease/" + consumer + "/" + input_key; }
-
-// host:pid:random -- unique across the machines and processes sharing a remote.
-std::string lease_holder_name() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  std::random_device random;
-  return std::string(host[0] != '\0' ? host : "host") + ":" + std::to_string(::getpid()) + ":" + std::to_string(random());
-}
 
 // Where a downloaded or uploaded bundle lives while it is checked or sent: a staging directory
 // of the writable cache (store/staging.hpp), so that it goes with the Staging, and what a killed
@@ -326,25 +316,33 @@ std::unique_ptr<BuildLease> RemoteCache::lease_or_wait(const Storage &storage, c
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
+    // A holder that is a gone process of this machine (a killed or crashed build: no 30 s wait for
+    // it), or that was not renewed for a whole ttl by our own clock (HTTP leases do not expire).
+    // Breaking races only with another waiter doing the same: then both build.
     const auto now = Clock::now();
-    if (!told && log_) {
-      log_(LogLevel::info, consumer + " " + input_key + ": another machine builds it (" + (**current).substr(0, 120) +
-                               " on " + slot->url + "); waiting for its upload");
-      told = true;
-    }
     if (seen != **current) {
       seen = **current;
       seen_since = now;
-    } else if (now - seen_since > std::chrono::milliseconds(static_cast<long long>(kLeaseTtlSeconds * 1000))) {
-      // Not renewed for a whole ttl by our own clock: its holder died (HTTP leases do not expire).
-      if (log_) log_(LogLevel::warning, "remote " + slot->url + ": lease " + key + " was not renewed for " +
-                                            std::to_string(static_cast<int>(kLeaseTtlSeconds)) + " s; taking it over");
+    }
+    const bool gone = lease_holder_gone(**current);
+    if (gone || now - seen_since > std::chrono::milliseconds(static_cast<long long>(kLeaseTtlSeconds * 1000))) {
+      if (log_) {
+        log_(LogLevel::warning, "remote " + slot->url + ": lease " + key + " " +
+                                    (gone ? "is held by " + (**current).substr(0, 120) + ", a process of this machine that is gone"
+                                          : "was not renewed for " + std::to_string(static_cast<int>(kLeaseTtlSeconds)) + " s") +
+                                    "; taking it over");
+      }
       with(*slot, "break lease " + key, [&](Backend &backend) {
         backend.break_lease(key);
         return true;
       });
       seen.reset();
       continue;
+    }
+    if (!told && log_) {
+      log_(LogLevel::info, consumer + " " + input_key + ": another machine builds it (" + (**current).substr(0, 120) +
+                               " on " + slot->url + "); waiting for its upload");
+      told = true;
     }
     if (now - start > std::chrono::milliseconds(static_cast<long long>(config_.lease_wait_s * 1000))) {
       if (log_) log_(LogLevel::warning, consumer + " " + input_key + ": waited " + std::to_string(config_.lease_wait_s) +
