@@ -166,7 +166,7 @@ Scenario import_scenario(bool into) {
     }
     check_verify(t, false);
   };
-  s.after_next = [into](const Workspace &ws) {
+  s.after_next = [into](const Workspace &ws, const Outcome &) {
     const Workspace t = target(ws, into);
     if (into) {
       const StoreCheck check = check_store(t, names(true));

@@ -157,7 +157,7 @@ void after_kill(const Workspace &ws) {
   }
 }
 
-void after_next(const Workspace &ws) {
+void after_next(const Workspace &ws, const Outcome &) {
   const Template &t = damaged_store();
   const StoreCheck check = check_store(ws, kNames);
   CHECK_MESSAGE(check.ok(), "after the next repair:\n" << check.report());

@@ -1,6 +1,7 @@
 // The checks every crash scenario runs after a kill and after the next run (crash_scenarios.hpp).
 #include "reliability/crash_scenarios.hpp"
 
+#include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
 #include "store/manifest.hpp"
@@ -35,6 +36,19 @@ Verified verify_store(const Workspace &ws) {
   return verified;
 }
 
+std::string what_landed(const Workspace &ws, const Named &named) {
+  if (named_in_manifest(ws, named)) return "named (manifest updated)";
+  bool staging = false;
+  boost::system::error_code error;
+  for (fs::directory_iterator it(ws.store() / "consumers" / named.consumer / "store", error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name[0] != '.') return "entry committed, not yet named";
+    staging = staging || name.rfind(".staging-", 0) == 0;
+  }
+  return staging ? "staging directories only" : "nothing visible";
+}
+
 std::map<std::string, int> check_after_kill(const Scenario &scenario, const Workspace &ws) {
   std::map<std::string, int> leftovers;
   if (scenario.default_checks) {
@@ -46,7 +60,8 @@ std::map<std::string, int> check_after_kill(const Scenario &scenario, const Work
   return leftovers;
 }
 
-std::map<std::string, int> check_after_next(const Scenario &scenario, const Workspace &ws, const Op &op) {
+std::map<std::string, int> check_after_next(const Scenario &scenario, const Workspace &ws, const Op &op,
+                                            const Outcome &next) {
   std::map<std::string, int> leftovers;
   if (scenario.default_checks) {
     const StoreCheck check = check_store(ws, scenario.names);
@@ -55,7 +70,7 @@ std::map<std::string, int> check_after_next(const Scenario &scenario, const Work
     CHECK_MESSAGE(named_in_manifest(ws, {op.consumer, op.name}), op.label << " did not name " << op.name);
     leftovers = counted(check);
   }
-  if (scenario.after_next) scenario.after_next(ws);
+  if (scenario.after_next) scenario.after_next(ws, next);
   return leftovers;
 }
 

@@ -90,68 +90,6 @@ std::vector<Scenario> scenarios() {
   return all;
 }
 
-// Why a scenario cannot run here, or empty.
-std::string missing_toolchain(Backend backend) {
-  if (backend == Backend::nvrtc && !toolchains().nvrtc) return "NVRTC not found: " + toolchains().nvrtc_detail;
-  if (backend == Backend::real_nvcc && toolchains().nvcc.empty()) return "no nvcc (CUDA_HOME, /usr/local/cuda)";
-  if (backend == Backend::real_nvcc && !long_run()) return "the real-nvcc scenario runs in the long variant (scripts/reliability)";
-  return "";
-}
-
-// Kills each scenario at each of its points at every pass and checks what is left.
-void run_scenarios(const std::vector<Scenario> &all, const char *what) {
-  OrphanReaper reaper;
-  const double start = now_seconds();
-  std::map<std::string, int> kills_at;
-  int kills = 0, reruns = 0;
-  std::map<std::string, int> leftovers_after_kill, leftovers_after_next;
-  for (const Scenario &scenario : all) {
-    if (const std::string why = missing_toolchain(scenario.needs); !why.empty()) {
-      say("SKIPPED crash scenario \"%s\": %s", scenario.title.c_str(), why.c_str());
-      MESSAGE("SKIPPED crash scenario \"" << scenario.title << "\": " << why);
-      continue;
-    }
-    int scenario_kills = 0;
-    for (const std::string &point : scenario.points) {
-      REQUIRE_MESSAGE(kiln::support::is_fault_point(point.c_str()), point);
-      for (int nth = 1;; ++nth) {
-        INFO("scenario \"" << scenario.title << "\", KILN_FAULT=" << point << ":" << nth);
-        REQUIRE(nth <= 32);  // a point passed more often than that is a runaway loop
-        TempDir dir;
-        const Workspace ws(dir.path());
-        scenario.setup(ws);
-        const Op op = scenario.op(ws);
-        Op armed = op;
-        armed.env["KILN_FAULT"] = point + ":" + std::to_string(nth);
-        const Outcome outcome = run(armed.argv, armed.env, ws.root());
-        reaper.end_orphans();
-        if (!outcome.killed()) {
-          // Passed fewer than nth times: the command ran through, unharmed by the arming.
-          CHECK_MESSAGE(nth > 1, "fault point " << point << " is never reached by \"" << scenario.title << "\"");
-          CHECK_MESSAGE(outcome.ok(), outcome.describe());
-          break;
-        }
-        ++kills, ++scenario_kills, ++kills_at[point];
-
-        for (const auto &[kind, count] : check_after_kill(scenario, ws)) leftovers_after_kill[kind] += count;
-        const Outcome next = run(op.argv, op.env, ws.root());
-        ++reruns;
-        CHECK_MESSAGE(next.ok(), "the next " << op.label << " after the kill: " << next.describe());
-        for (const auto &[kind, count] : check_after_next(scenario, ws, op)) leftovers_after_next[kind] += count;
-      }
-    }
-    say("crash scenario \"%s\": %d kills at %zu fault points", scenario.title.c_str(), scenario_kills,
-        scenario.points.size());
-  }
-  say("crash points (%s): %d kills at %zu fault points (%d reruns all succeeding) in %.1f s", what, kills,
-      kills_at.size(), reruns, now_seconds() - start);
-  for (const auto &[point, count] : kills_at) say("  %-28s %d kills", point.c_str(), count);
-  for (const auto &[kind, count] : leftovers_after_kill) {
-    say("  leftovers after the kills: %-20s %d (after the next command: %d)", kind.c_str(), count,
-        leftovers_after_next[kind]);
-  }
-}
-
 std::vector<Scenario> import_and_repair() {
   std::vector<Scenario> all = import_scenarios();
   for (auto &scenario : repair_scenarios()) all.push_back(std::move(scenario));
@@ -177,11 +115,11 @@ TEST_SUITE("crash") {
 
   TEST_CASE("crash points: builds, publishes, the sweep and gc are killed at each fault point, at every pass; the "
             "store stays whole") {
-    run_scenarios(scenarios(), "builds, publishes, sweep, gc");
+    kill_at_fault_points(scenarios(), "builds, publishes, sweep, gc");
   }
 
   TEST_CASE("crash points: import and verify --repair are killed at each fault point, at every pass; the store "
             "stays whole and the next run finishes the job") {
-    run_scenarios(import_and_repair(), "import, verify --repair");
+    kill_at_fault_points(import_and_repair(), "import, verify --repair");
   }
 }
