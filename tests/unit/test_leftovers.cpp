@@ -21,9 +21,11 @@
 #include "store/manifest.hpp"
 #include "store/sweep.hpp"
 #include "support/fixtures.hpp"
+#include "support/locks_held_elsewhere.hpp"
 #include "support/plugin_store.hpp"
 
 using namespace kiln;
+using kiln::test::LocksHeldElsewhere;
 using kiln::test::TempDir;
 namespace fs = boost::filesystem;
 
@@ -42,51 +44,6 @@ fs::path leave_temp(const fs::path &file, const std::string &suffix,
   fs::last_write_time(temp, std::time(nullptr) - age.count());
   return temp;
 }
-
-// Another process holding open file description locks on `files` until killed (async-signal-safe
-// calls only in the child).
-class LocksHeldElsewhere {
- public:
-  explicit LocksHeldElsewhere(const std::vector<fs::path> &files) {
-    std::vector<std::string> paths;
-    for (const auto &file : files) {
-      fs::create_directories(file.parent_path());
-      paths.push_back(file.string());
-    }
-    int ready[2];
-    REQUIRE(::pipe(ready) == 0);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      char ok = 1;
-      for (const auto &path : paths) {
-        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        struct flock lock {};
-        lock.l_type = F_WRLCK;
-        lock.l_whence = SEEK_SET;
-        if (fd < 0 || ::fcntl(fd, F_OFD_SETLK, &lock) != 0) ok = 0;
-      }
-      (void)!::write(ready[1], &ok, 1);
-      for (;;) ::pause();
-    }
-    char ok = 0;
-    REQUIRE(::read(ready[0], &ok, 1) == 1);
-    REQUIRE(ok == 1);
-    ::close(ready[0]);
-    ::close(ready[1]);
-  }
-  ~LocksHeldElsewhere() { kill(); }
-  LocksHeldElsewhere(const LocksHeldElsewhere &) = delete;
-  LocksHeldElsewhere &operator=(const LocksHeldElsewhere &) = delete;
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 }  // namespace
 

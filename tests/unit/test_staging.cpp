@@ -22,6 +22,7 @@
 #include "store/local_store.hpp"
 #include "store/sweep.hpp"
 #include "support/fixtures.hpp"
+#include "support/locks_held_elsewhere.hpp"
 #include "support/plugin_store.hpp"
 
 using namespace kiln;
@@ -30,46 +31,6 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-
-// Another process holding the lock inside `staging` (".staging.lock", an open file description
-// lock), as a build running in a container that shares the cache would. The child makes only
-// async-signal-safe calls.
-class LockHolder {
- public:
-  explicit LockHolder(const fs::path &staging) {
-    const std::string lock_file = (staging / ".staging.lock").string();
-    int ready[2];
-    REQUIRE(::pipe(ready) == 0);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-      struct flock lock {};
-      lock.l_type = F_WRLCK;
-      lock.l_whence = SEEK_SET;
-      const char ok = (fd >= 0 && ::fcntl(fd, F_OFD_SETLK, &lock) == 0) ? 1 : 0;
-      (void)!::write(ready[1], &ok, 1);
-      for (;;) ::pause();
-    }
-    char ok = 0;
-    REQUIRE(::read(ready[0], &ok, 1) == 1);
-    REQUIRE(ok == 1);
-    ::close(ready[0]);
-    ::close(ready[1]);
-  }
-  ~LockHolder() { kill(); }
-  LockHolder(const LockHolder &) = delete;
-  LockHolder &operator=(const LockHolder &) = delete;
-
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 // Is the lock inside `staging` held by someone, as seen from a fresh process?
 bool held_from_another_process(const fs::path &staging) {
@@ -97,7 +58,8 @@ TEST_CASE("staging: a live build's staging directory is never swept, whatever pi
   const fs::path live = entries / ".staging-999999999-1-2";
   fs::create_directories(live);
   kiln::test::write_text(live / "half.so", "being written");
-  LockHolder holder(live);
+  // Its writer, in a container sharing the cache, holds the lock inside it.
+  kiln::test::LocksHeldElsewhere holder({live / store::kStagingLockFile});
 
   kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");  // sweeps before publishing
   CHECK(fs::exists(live / "half.so"));
