@@ -9,12 +9,9 @@
 //   after `kiln remote push` another machine must fetch the entry without compiling.
 #include <algorithm>
 #include <memory>
-#include <random>
 
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
-
-#include <unistd.h>
 
 #include "reliability/crash_scenarios.hpp"
 #include "store/entry.hpp"
@@ -29,11 +26,6 @@
 namespace kiln::reliability {
 namespace {
 
-std::string fresh_tag() {
-  std::random_device random;
-  return std::to_string(::getpid()) + "-" + std::to_string(random());
-}
-
 // The entry the fetch scenarios download: crash/built (stand-in nvcc, variant 0) built once per
 // run, signed, and uploaded to a namespace of each server of its own.
 struct RemoteSource {
@@ -46,10 +38,9 @@ struct RemoteSource {
 const RemoteSource &remote_source() {
   static const std::unique_ptr<RemoteSource> made = [] {
     auto out = std::make_unique<RemoteSource>();
-    const auto &servers = test::remote_servers();
-    const std::string tag = "crash-" + fresh_tag();
-    out->http = servers.http_url + "/" + tag;
-    out->redis = servers.redis_url + ";prefix=" + tag + ":";
+    const test::RemoteNamespaces remotes = test::fresh_remote_namespaces();
+    out->http = remotes.http;
+    out->redis = remotes.redis;
     const Workspace ws(out->dir / "source");
     must(run(ws.kiln({"keygen", "-o", (out->dir / "vendor").string()}), ws.env(), ws.root()), "kiln keygen");
     out->key = out->dir / "vendor.key";

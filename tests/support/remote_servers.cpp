@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
+
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -59,6 +62,13 @@ const RemoteServers &remote_servers() {
   const auto &state = remote_servers_state();
   REQUIRE_MESSAGE(!state.missing, state.missing.value_or(""));
   return state.servers;
+}
+
+RemoteNamespaces fresh_remote_namespaces() {
+  const RemoteServers &servers = remote_servers();
+  std::random_device random;
+  const std::string tag = "t" + std::to_string(random()) + std::to_string(::getpid());
+  return {servers.http_url + "/" + tag, servers.redis_url + ";prefix=" + tag + ":"};
 }
 
 }  // namespace kiln::test

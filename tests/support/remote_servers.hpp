@@ -20,9 +20,17 @@ struct RemoteServers {
   std::string dir;        // where they keep their files (tests/remote/servers DIR)
 };
 
+// A namespace of each server no other caller sees (an HTTP prefix, a Redis key prefix), as
+// KILN_REMOTE specs: a case's (or suite's) own remotes, never holding another's entries.
+struct RemoteNamespaces {
+  std::string http, redis;
+};
+
 // nullopt when the servers run, else why not.
 std::optional<std::string> no_remote_servers();
 // The servers; only in a case guarded by no_remote_servers (otherwise a failed REQUIRE).
 const RemoteServers &remote_servers();
+// Fresh namespaces of those servers (the same guard).
+RemoteNamespaces fresh_remote_namespaces();
 
 }  // namespace kiln::test

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -29,7 +28,9 @@
 
 using namespace kiln;
 using kiln::test::BuildRecipeDir;
+using kiln::test::fresh_remote_namespaces;
 using kiln::test::read_text;
+using kiln::test::RemoteNamespaces;
 using kiln::test::ScopedEnv;
 using kiln::test::TempDir;
 using kiln::test::write_text;
@@ -37,22 +38,6 @@ namespace fs = boost::filesystem;
 namespace remote = kiln::store::remote;
 
 namespace {
-
-std::string remote_case_tag() {
-  std::random_device random;
-  return "t" + std::to_string(random()) + std::to_string(::getpid());
-}
-
-// One namespace of a server per case (an HTTP prefix, a Redis key prefix): cases never see
-// each other's entries.
-struct Remotes {
-  std::string http, redis;
-};
-Remotes fresh_remotes() {
-  const auto servers = kiln::test::remote_servers();
-  const std::string tag = remote_case_tag();
-  return {servers.http_url + "/" + tag, servers.redis_url + ";prefix=" + tag + ":"};
-}
 
 // Two machines sharing the fixture's recipe and nvcc: the fixture's cache (A) and a second (B).
 struct Fleet {
@@ -94,7 +79,7 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
   for (const bool redis : {false, true}) {
     CAPTURE(redis);
     Fleet fleet;
-    const Remotes remotes = fresh_remotes();
+    const RemoteNamespaces remotes = fresh_remote_namespaces();
     const std::string url = redis ? remotes.redis : remotes.http;
     TempDir keys;
     const KeyPair pair = generate_keypair((keys / "fleet").string());
@@ -141,7 +126,7 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
 
 TEST_CASE("remote: a read-only remote is read, never written" * kiln::test::skip_if(kiln::test::no_remote_servers)) {
   Fleet fleet;
-  const Remotes remotes = fresh_remotes();
+  const RemoteNamespaces remotes = fresh_remote_namespaces();
   ScopedEnv remote_env("KILN_REMOTE", remotes.http + ";read-only|" + remotes.redis + ";read-only");
   Runtime a(fleet.options(fleet.fx.cache()));
   const BuildResult built = a.build(fleet.fx.recipe());
@@ -158,7 +143,7 @@ TEST_CASE("remote: a read-only remote is read, never written" * kiln::test::skip
 TEST_CASE("remote: untrusted, unsigned, tampered and truncated entries are misses, and B builds itself" *
           kiln::test::skip_if(kiln::test::no_remote_servers)) {
   Fleet fleet;
-  const Remotes source = fresh_remotes();
+  const RemoteNamespaces source = fresh_remote_namespaces();
   TempDir keys;
   const KeyPair signer = generate_keypair((keys / "signer").string());
   const KeyPair other = generate_keypair((keys / "other").string());
@@ -192,7 +177,7 @@ TEST_CASE("remote: untrusted, unsigned, tampered and truncated entries are misse
   };
   for (const auto &item : cases) {
     CAPTURE(item.what);
-    const Remotes served = fresh_remotes();
+    const RemoteNamespaces served = fresh_remote_namespaces();
     for (const auto &spec : {served.http, served.redis}) {
       const auto backend = backend_for(spec);
       REQUIRE(backend->put_new("ac/build-tests/" + input_key, content_key));
@@ -213,7 +198,7 @@ TEST_CASE("remote: untrusted, unsigned, tampered and truncated entries are misse
   }
   // The genuine entry, trusted: fetched.
   {
-    const Remotes served = fresh_remotes();
+    const RemoteNamespaces served = fresh_remote_namespaces();
     const auto backend = backend_for(served.redis);
     REQUIRE(backend->put_new("ac/build-tests/" + input_key, content_key));
     REQUIRE(backend->put_new("cas/build-tests/" + content_key, signed_bundle));
@@ -277,7 +262,7 @@ TEST_CASE("remote: 16 processes on two machines missing one artifact compile it 
   for (const bool redis : {true, false}) {
     CAPTURE(redis);
     Fleet fleet;
-    const Remotes remotes = fresh_remotes();
+    const RemoteNamespaces remotes = fresh_remote_namespaces();
     const std::string url = redis ? remotes.redis : remotes.http;
     // Slow compiles: every process is waiting while the first builds.
     std::string script = "cd " + kiln::test::shell_quote(fleet.fx.cache().parent_path().string()) + "; ";
@@ -315,7 +300,7 @@ TEST_CASE("remote: 16 processes on two machines missing one artifact compile it 
 
 TEST_CASE("remote: concurrent uploads of one entry agree" * kiln::test::skip_if(kiln::test::no_remote_servers)) {
   Fleet fleet;
-  const Remotes remotes = fresh_remotes();
+  const RemoteNamespaces remotes = fresh_remote_namespaces();
   Resolution resolution;
   {
     ScopedEnv remote_env("KILN_REMOTE", "off");
@@ -357,7 +342,7 @@ TEST_CASE("remote: a lease left by a killed build of this machine is taken over 
   for (const bool redis : {false, true}) {
     CAPTURE(redis);
     Fleet fleet;
-    const Remotes remotes = fresh_remotes();
+    const RemoteNamespaces remotes = fresh_remote_namespaces();
     const std::string url = redis ? remotes.redis : remotes.http;
     ScopedEnv remote_env("KILN_REMOTE", url), sign("KILN_REMOTE_SIGN", std::nullopt);
     Runtime a(fleet.options(fleet.fx.cache()));
@@ -377,7 +362,7 @@ TEST_CASE("remote: a lease left by a killed build of this machine is taken over 
 
 TEST_CASE("remote: kiln remote status, push and pull" * kiln::test::skip_if(kiln::test::no_remote_servers)) {
   Fleet fleet;
-  const Remotes remotes = fresh_remotes();
+  const RemoteNamespaces remotes = fresh_remote_namespaces();
   auto env = fleet.fx.cli_env();
   env["KILN_REMOTE"] = remotes.http + "|" + remotes.redis;
   const auto status = kiln::test::run_kiln({"remote", "status", "--json"}, env);

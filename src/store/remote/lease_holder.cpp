@@ -45,12 +45,9 @@ const Here &here() {
   return found;
 }
 
-bool all_digits(const std::string &text) {
-  if (text.empty() || text.size() > 9) return false;
-  for (const char c : text) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
+// 1 to max_digits decimal digits.
+bool decimal(const std::string &text, std::size_t max_digits) {
+  return !text.empty() && text.size() <= max_digits && text.find_first_not_of("0123456789") == std::string::npos;
 }
 
 }  // namespace
@@ -72,14 +69,14 @@ bool lease_holder_gone(const std::string &holder) {
   std::vector<std::string> fields;
   std::size_t end = name.size();
   for (int i = 0; i < 4; ++i) {
-    const std::size_t colon = name.rfind(':', end == 0 ? 0 : end - 1);
-    if (colon == std::string::npos || end == 0) return false;
+    const std::size_t colon = end == 0 ? std::string::npos : name.rfind(':', end - 1);
+    if (colon == std::string::npos) return false;
     fields.push_back(name.substr(colon + 1, end - colon - 1));
     end = colon;
   }
   const std::string &pid_namespace = fields[0], &boot_id = fields[1], &random = fields[2], &pid = fields[3];
-  if (end == 0 || boot_id != here().boot_id || pid_namespace != here().pid_namespace) return false;
-  if (random.empty() || random.find_first_not_of("0123456789") != std::string::npos || !all_digits(pid)) return false;
+  if (end == 0 || boot_id != here().boot_id || pid_namespace != here().pid_namespace) return false;  // end 0: no host
+  if (!decimal(random, 20) || !decimal(pid, 9)) return false;
   const long number = std::stol(pid);
   if (number <= 1 || number == ::getpid()) return false;  // never kill(0 or -1); init and we live
   return ::kill(static_cast<pid_t>(number), 0) != 0 && errno == ESRCH;
