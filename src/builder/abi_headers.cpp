@@ -9,6 +9,8 @@
 #include "builder/keys.hpp"
 #include "store/digest.hpp"
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
+#include "store/safety.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -37,7 +39,7 @@ void sweep_leftovers(const fs::path &abi_root) {
     if (!staging && !damaged) continue;
     boost::system::error_code ignored;
     const std::time_t modified = fs::last_write_time(it->path(), ignored);
-    if (!ignored && now - modified > (staging ? 60 : 24 * 3600)) fs::remove_all(it->path(), ignored);
+    if (!ignored && now - modified > (staging ? 60 : 24 * 3600)) store::remove_tree(it->path());
   }
 }
 
@@ -56,7 +58,7 @@ void write_copy(const fs::path &dir) {
   if (error && !copy_matches(dir)) {  // another process's identical copy won the rename: fine
     store::throw_io("writing the ABI headers", dir, error.value());
   }
-  fs::remove_all(staging, error);
+  store::remove_tree(staging);
 }
 
 }  // namespace
@@ -81,8 +83,10 @@ AbiHeaders abi_headers_for(const fs::path &cache_root) {
 
 void write_embedded_abi(const std::string &dir) {
   if (copy_matches(dir)) return;  // a few small files: the copy is what the compiler reads
-  store::create_directories(fs::path(dir).parent_path());
-  sweep_leftovers(fs::path(dir).parent_path());
+  const fs::path abi_root = fs::path(dir).parent_path();
+  store::create_directories(abi_root);
+  store::check_safe_to_write(abi_root, abi_root.parent_path());  // <cache>/abi and the cache
+  sweep_leftovers(abi_root);
   write_copy(dir);
 }
 

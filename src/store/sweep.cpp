@@ -12,6 +12,7 @@
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
 #include "store/locks.hpp"
 #include "store/names.hpp"
 #include "support/text.hpp"
@@ -51,7 +52,7 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
       if (!lock && !(missing && unchanged_for(dir, grace))) continue;  // live
       boost::system::error_code ignored;
       KILN_FAULT_POINT("sweep.before_remove");
-      if (fs::remove_all(dir, ignored) > 0) ++removed;
+      if (remove_tree(dir)) ++removed;
       KILN_FAULT_POINT("sweep.after_remove");
     } catch (const Error &) {
       // A lock file that is not a regular file, a directory we may not read: not ours to judge.

@@ -166,6 +166,8 @@ const std::vector<Row> &rows() {
       {"publish: 65-character name", 2, "usage", [](World &w) { w.names = std::string(65, 'n'); w.args = {"publish", "--consumer", "tests", "--name", w.names, "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; }},
       {"publish: non-ASCII name", 2, "usage", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "caf\xc3\xa9", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = "name"; }},
       {"publish: unknown arch", 2, "usage", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "n", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "sm_5"}; w.names = "sm_5"; }},
+      {"publish: into a cache others can write", 6, "integrity", [](World &w) { ::chmod(w.cache.c_str(), 0777); w.args = {"publish", "--consumer", "tests", "--name", "shared", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = w.cache.string(); }},
+      {"publish: into a consumer others can write", 6, "integrity", [](World &w) { ::chmod(w.consumer_dir.c_str(), 0777); w.args = {"publish", "--consumer", "tests", "--name", "shared", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = w.consumer_dir.string(); }},
       // ---- recipes
       {"recipe: not JSON", 2, "usage", [](World &w) { write_text(w.recipe, "{"); w.args = {"build", w.recipe.string(), "--plan"}; w.names = w.recipe.string(); }},
       {"recipe: 100k-deep consumer", 2, "usage", [](World &w) { auto t = valid_recipe().dump(); t.replace(t.find("\"bad-inputs\""), 12, nested(100000)); write_text(w.recipe, t); w.args = {"build", w.recipe.string(), "--plan"}; w.names = w.recipe.string(); }},
