@@ -32,7 +32,7 @@ struct BundleEntry {
   std::string kind;       // "plugin" or "images"
   std::string input_key;  // empty for published artifacts
   std::uint64_t bytes = 0;  // of its files
-  std::string status;     // import: "added" or "already present"; export: "exported"
+  std::string status;     // import: "added", "already present" or "downgraded"; export: "exported"
 };
 
 struct ExportReport {
@@ -50,6 +50,9 @@ struct ImportRequest {
   std::string into;
   std::vector<std::string> trusted_keys;  // PATH.pub files; the bundle must be signed by one
   bool allow_unsigned = false;            // import an unsigned bundle (or one no --trust key is given for)
+  // Point a name at the entry of a bundle created before the bundle that set its current
+  // record (a replayed older bundle). Without it such an import is refused, nothing written.
+  bool allow_downgrade = false;
 };
 
 struct ImportReport {
