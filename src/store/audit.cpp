@@ -66,6 +66,7 @@ class Auditor {
       consumer(name);
     }
     if (error) add("unreadable", "damage", "", consumers, "cannot list it: " + error.message());
+    abi_leftovers_of_builds();
   }
 
  private:
@@ -343,19 +344,39 @@ class Auditor {
     temps_in(layout.dir());
     temps_in(layout.bykey_dir());
     temps_in(layout.objects());
+    swept_by(found, [&] { sweep_leftovers(layout); });
+  }
+
+  // <root>/abi, the plugin ABI headers builds include: a writer's staging copy left by a crash
+  // or a full disk, a damaged copy moved aside.
+  void abi_leftovers_of_builds() {
+    std::vector<std::size_t> found;
+    for (const auto &leftover : abi_leftovers(store_.root() / "abi")) {
+      found.push_back(add("staging_leftover", "stale", "", leftover.path,
+                          leftover.damaged ? "ABI headers moved aside as damaged (kept a day: a compile may read them)"
+                                           : "the ABI headers' staging copy of a writer that died or failed"));
+    }
+    swept_by(found, [&] { sweep_abi_leftovers(store_.root() / "abi"); });
+  }
+
+  // With --repair in a writable store: runs the writers' own sweep and says of each finding
+  // whether it went.
+  template <class Sweep>
+  void swept_by(const std::vector<std::size_t> &found, Sweep sweep) {
     if (found.empty() || !repair_) return;
     if (!store_.writable()) {
       for (const std::size_t index : found) report_.findings[index].repair = "read-only layer: not repaired";
       return;
     }
-    sweep_leftovers(layout);
+    sweep();
     for (const std::size_t index : found) {
       StoreFinding &finding = report_.findings[index];
       boost::system::error_code gone;
       finding.repaired = !fs::exists(fs::symlink_status(finding.path, gone));
       finding.repair = finding.repaired ? "removed"
                                         : "kept: younger than the sweep's grace (a day for staging directories "
-                                          "without a lock, a minute for temps), or a live writer's";
+                                          "without a lock or damaged copies, a minute for temps and staging "
+                                          "copies), a live writer's, or another user's";
     }
   }
 

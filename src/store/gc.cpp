@@ -26,6 +26,7 @@
 
 #include "store/files.hpp"
 #include "store/remove_tree.hpp"
+#include "store/sweep.hpp"
 #include "support/fault_point.hpp"
 #include "support/text.hpp"
 #include "store/names.hpp"
@@ -243,6 +244,9 @@ GcReport collect_garbage(const LocalStore &cache, const GcOptions &options, cons
   const auto lock = FileLock::try_acquire(cache.root() / "gc.lock");
   if (!lock) throw IoError("another kiln gc is running on " + cache.root().string() + "; wait for it to finish");
   Collector(cache, options, report, log).run();
+  // What a crashed or failed writer of the ABI header copies left (the same rule a build's own
+  // sweep applies): removed even when no entry is.
+  if (!options.dry_run) sweep_abi_leftovers(cache.root() / "abi");
   return report;
 }
 

@@ -283,6 +283,34 @@ TEST_CASE("verify: dangling and damaged bykey pointers, dead writers' staging di
   CHECK(report["clean"] == true);
 }
 
+TEST_CASE("verify: what writers of the ABI header copies left in <cache>/abi is stale; --repair and gc remove it") {
+  VerifyStore store;
+  const fs::path abi = store.cache() / "abi";
+  const auto left = [&](const std::string &name) {
+    fs::create_directories(abi / name / "kiln");
+    write_text(abi / name / "kiln" / "plugin.h", "//\n");
+    make_old(abi / name);
+    return abi / name;
+  };
+  const fs::path staging = left(".staging-0123abcd-1"), damaged = left(".damaged-0123abcd-2");
+  auto [code, report] = store.verify();
+  CHECK(code == 0);  // stale, not damage
+  const auto found = findings_of(report, "staging_leftover");
+  REQUIRE(found.size() == 2);
+  std::tie(code, report) = store.verify({"--repair"});
+  for (const auto &finding : findings_of(report, "staging_leftover")) CHECK_MESSAGE(finding["repaired"] == true, finding.dump());
+  CHECK_FALSE(fs::exists(staging));
+  CHECK_FALSE(fs::exists(damaged));
+  std::tie(code, report) = store.verify();
+  CHECK(report["clean"] == true);
+
+  // gc, which may run where verify never does, removes them too (and evicts nothing named).
+  left(".staging-0123abcd-3");
+  const auto gc = run_kiln({"gc", "--max-size", "1G"}, store.env());
+  CHECK_MESSAGE(gc.exit_code == 0, gc.err);
+  CHECK_FALSE(fs::exists(abi / ".staging-0123abcd-3"));
+}
+
 TEST_CASE("verify: an entry no record or pointer names is an orphan (info); foreign names and a symlinked entry "
           "are reported, never followed or removed") {
   VerifyStore store;
