@@ -11,6 +11,7 @@
 
 #include "load/boundary.hpp"
 #include "support/elapsed.hpp"
+#include "support/failure_point.hpp"
 
 namespace kiln {
 namespace {
@@ -196,6 +197,7 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
   // Publish: from the next acquire() on, readers get the candidate.
   const auto publish_start = Clock::now();
   domain->publish(&candidate->served);
+  KILN_FAILURE_POINT("swap.publish");
   if (fresh) {
     resident.push_front(std::move(fresh));
   } else {

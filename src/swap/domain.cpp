@@ -58,6 +58,18 @@ bool Domain::wait(std::uint64_t target, std::chrono::milliseconds timeout) const
   return true;
 }
 
+void reader_quiescent(ReaderSlot &slot, const Domain &domain) noexcept {
+  // urcu-qsbr's rcu_quiescent_state: copy the global period, release-store it.
+  slot.period.store(domain.period.load(std::memory_order_acquire), std::memory_order_release);
+}
+
+void reader_offline(ReaderSlot &slot) noexcept { slot.period.store(0, std::memory_order_release); }
+
+void reader_online(ReaderSlot &slot, const Domain &domain) noexcept {
+  slot.period.store(domain.period.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 }  // namespace kiln::swap_detail
 
 namespace kiln {
@@ -83,16 +95,10 @@ SwapReader::~SwapReader() {
   if (domain_) domain_->release(slot_);
 }
 
-void SwapReader::quiescent() noexcept {
-  // urcu-qsbr's rcu_quiescent_state: copy the global period, release-store it.
-  slot_->period.store(domain_->period.load(std::memory_order_acquire), std::memory_order_release);
-}
+void SwapReader::quiescent() noexcept { swap_detail::reader_quiescent(*slot_, *domain_); }
 
-void SwapReader::offline() noexcept { slot_->period.store(0, std::memory_order_release); }
+void SwapReader::offline() noexcept { swap_detail::reader_offline(*slot_); }
 
-void SwapReader::online() noexcept {
-  slot_->period.store(domain_->period.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-}
+void SwapReader::online() noexcept { swap_detail::reader_online(*slot_, *domain_); }
 
 }  // namespace kiln

@@ -50,4 +50,10 @@ struct Domain {
   std::mutex registry;  // claim/release only
 };
 
+// A reader's side of the protocol, on its own slot: SwapReader's quiescent(), offline() and
+// online() are these.
+void reader_quiescent(ReaderSlot &slot, const Domain &domain) noexcept;
+void reader_offline(ReaderSlot &slot) noexcept;
+void reader_online(ReaderSlot &slot, const Domain &domain) noexcept;
+
 }  // namespace kiln::swap_detail

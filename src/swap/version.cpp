@@ -17,6 +17,7 @@
 #include "load/boundary.hpp"
 #include "load/elf.hpp"
 #include "support/elapsed.hpp"
+#include "support/failure_point.hpp"
 
 namespace kiln::swap_detail {
 namespace {
@@ -162,6 +163,7 @@ bool mapped_in_process(std::uint64_t device, std::uint64_t inode) {
 }
 
 RetiredVersion retire(std::unique_ptr<Version> version, const LogCallback &log) {
+  KILN_FAILURE_POINT("swap.retire");
   RetiredVersion retired;
   retired.content_key = version->content_key;
   retired.serial = version->served.serial;
