@@ -61,6 +61,9 @@ struct Serving {
   kiln_instance *instance;
   std::uint64_t serial;
   const Interface *operator->() const noexcept { return table; }
+  // False once the Swappable is being destroyed (no table, serial 0): a control thread that may
+  // still cycle then stops calling.
+  explicit operator bool() const noexcept { return table != nullptr; }
 };
 
 namespace swap_detail {
@@ -76,9 +79,10 @@ class SwapReader {
   SwapReader &operator=(SwapReader &&) noexcept;
   ~SwapReader();  // [setup-thread or the reader's own thread] not real-time safe
 
-  // [control-thread: real-time safe] Nothing acquired before this call is held any more: one
-  // load and one release store. Call once per cycle, after the cycle's last use of what
-  // acquire() returned (results of an asynchronous solve included).
+  // [control-thread: real-time safe] Nothing acquired before this call is held any more: two
+  // loads and a compare, plus one store and a fence once per grace period. Call once per cycle,
+  // after the cycle's last use of what acquire() returned (results of an asynchronous solve
+  // included). On an offline reader it brings the reader online, as online() does.
   void quiescent() noexcept;
   // [control-thread] About to stop calling acquire() for a while (waiting, sleeping, shutting
   // down): swaps stop waiting for this thread. online() before the next acquire(). Not needed for
@@ -160,6 +164,10 @@ struct SwapReport {
   std::size_t state_bytes = 0;
   std::vector<RetiredVersion> retired;
   std::size_t retire_pending = 0;  // old versions still waiting for a reader's quiescent point
+  // The readers that did not pass a quiescent point within grace_timeout: "reader 3 (thread
+  // 4242)"; one whose thread has exited with the reader online says so (it holds every later
+  // grace period back until its SwapReader is destroyed or put offline).
+  std::vector<std::string> held_back_by;
   double total_ms = 0;             // request to the new version serving
 };
 
@@ -183,12 +191,17 @@ class SwapCore {
   // [setup-thread] Loads and serves the version consumer/name resolves to now (same transaction
   // as a swap, minus state). Throws SwapError when it cannot serve.
   SwapCore(Runtime &runtime, SwapOptions options);
-  ~SwapCore();  // stops the watcher, waits for a swap in flight, retires every version
+  // Stops the watcher, waits for a swap in flight, publishes the retired state (acquire() returns
+  // a Serving that is false), waits up to grace_timeout for readers to pass a quiescent point or
+  // go offline, and retires every version.
+  ~SwapCore();
   SwapCore(const SwapCore &) = delete;
   SwapCore &operator=(const SwapCore &) = delete;
 
   SwapReader register_reader();  // [setup-thread] throws UsageError past max_readers
-  // [control-thread: real-time safe] one acquire load
+  // [control-thread: real-time safe] one acquire load, through the reader (never this object).
+  // The reader must be online and registered here (checked in debug builds). Once destruction
+  // began it returns the retired state: table and instance null, serial 0.
   const ServedVersion &acquire(const SwapReader &reader) const noexcept;
 
   // [setup-thread] Swaps are serialized: a second caller waits for the first.
