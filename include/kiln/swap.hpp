@@ -237,7 +237,11 @@ struct SwapRequestResult {
   std::optional<std::string> content_key;  // what was asked for; nullopt: what the name resolves to
   std::uint64_t generation = 0;            // the generation this request made
   std::string table_file;                  // <writable cache>/swap/generations
-  std::vector<SwapAcknowledgement> acknowledged;  // watchers that handled it (or a later one)
+  std::vector<SwapAcknowledgement> acknowledged;  // watchers that handled it (or a later one; for a
+                                                  // content_key, a later one serving that key)
+  // For a content_key: watchers past the request that did not serve it -- a later request
+  // replaced it before they looked (requests coalesce), or they started after it.
+  std::vector<SwapAcknowledgement> not_serving;
   std::vector<SwapAcknowledgement> pending;       // watchers of this pid namespace that have not yet
   std::vector<SwapAcknowledgement> foreign;       // of other pid namespaces, not yet at it (maybe gone)
 };
