@@ -40,7 +40,7 @@ std::int64_t now_ns() {
 }  // namespace
 
 bool VerificationRecords::vouches(const std::string &content_key, const FileIdentity &id,
-                                  const std::string &digest) const noexcept {
+                                  const std::string &digest) const noexcept try {
   if (dir_.empty() || !is_valid_key(content_key)) return false;
   KILN_FAILURE_POINT("store.vouches");
   const std::string file = (dir_ / content_key).string();
@@ -64,6 +64,8 @@ bool VerificationRecords::vouches(const std::string &content_key, const FileIden
     return false;
   }
   return content_key == key && digest == recorded_digest && recorded == id;
+} catch (...) {
+  return false;  // out of memory for the record's path: not vouched, so the file is hashed instead
 }
 
 void VerificationRecords::remember(const std::string &content_key, const FileIdentity &id, const std::string &digest,
