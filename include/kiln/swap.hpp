@@ -72,7 +72,9 @@ struct ReaderSlot;
 }  // namespace swap_detail
 
 // A registered control thread. Made by Swappable::register_reader, used by one thread at a time,
-// movable to the thread that uses it. Destroying it unregisters it.
+// movable to the thread that uses it (which calls online() first). Destroying it unregisters it;
+// a thread that ends with its reader online holds every later grace period back until the
+// reader is destroyed or put offline (SwapReport::held_back_by says so).
 class SwapReader {
  public:
   SwapReader(SwapReader &&) noexcept;
@@ -204,7 +206,9 @@ class SwapCore {
   // began it returns the retired state: table and instance null, serial 0.
   const ServedVersion &acquire(const SwapReader &reader) const noexcept;
 
-  // [setup-thread] Swaps are serialized: a second caller waits for the first.
+  // [setup-thread] Swaps are serialized: a second caller waits for the first. Called on a thread
+  // whose reader is online, that reader goes offline for the grace period and online after, as
+  // urcu-qsbr's synchronize_rcu: the swap is a quiescent point for it (hold nothing across it).
   SwapReport swap(const SwapRequest &request = {});
   SwapReport rollback();  // back to the previous resident version; NotFoundError when none
   std::vector<ServedVersion> resident() const;  // serving first
