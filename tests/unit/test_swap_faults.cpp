@@ -17,14 +17,14 @@ using namespace kiln::test;
 
 namespace {
 
-bool has_step(const SwapReport &report, const std::string &step, const std::string &detail) {
+bool step_says(const SwapReport &report, const std::string &step, const std::string &detail) {
   for (const auto &s : report.steps) {
     if (s.step == step && s.detail.find(detail) != std::string::npos) return true;
   }
   return false;
 }
 
-SwapRequest to(const std::string &name) {
+SwapRequest swap_to(const std::string &name) {
   SwapRequest request;
   request.name = name;
   return request;
@@ -48,7 +48,7 @@ TEST_CASE("swap: an allocation failure at publish refuses the swap with SwapErro
   {
     support::ArmedFailure failure("swap.publish");
     try {
-      probe.swap(to("b"));
+      probe.swap(swap_to("b"));
       FAIL("the swap went through although publishing it failed");
     } catch (const SwapError &error) {
       CHECK(error.step() == "publish");
@@ -64,7 +64,7 @@ TEST_CASE("swap: an allocation failure at publish refuses the swap with SwapErro
   CHECK(held->call(held.instance, 3) == 3001);  // never retired
 
   // The next swap goes through; the held version waits for its reader.
-  const SwapReport report = probe.swap(to("b"));
+  const SwapReport report = probe.swap(swap_to("b"));
   CHECK(report.swapped);
   CHECK(report.retire_pending == 1);
   CHECK(held->call(held.instance, 4) == 4001);
@@ -87,7 +87,7 @@ TEST_CASE("swap: a retirement that fails stays pending and collect() retries it;
   {
     support::ArmedFailure failure("swap.retire");
     try {
-      report = probe.swap(to("b"));
+      report = probe.swap(swap_to("b"));
     } catch (const std::exception &error) {
       FAIL_CHECK("swap() threw after publishing: " << error.what());
     }
@@ -96,13 +96,13 @@ TEST_CASE("swap: a retirement that fails stays pending and collect() retries it;
   CHECK(report.swapped);
   CHECK(report.retired.empty());
   CHECK(report.retire_pending == 1);
-  CHECK(has_step(report, "retire", "could not be retired"));
+  CHECK(step_says(report, "retire", "could not be retired"));
   CHECK(version_of(cycle(probe, reader, 1)) == 2);
 
   CHECK(probe.collect() == 0);  // retried: now retired
   CHECK(probe.collect() == 0);
   CHECK(version_of(cycle(probe, reader, 2)) == 2);
-  const SwapReport back = probe.swap(to("probe"));
+  const SwapReport back = probe.swap(swap_to("probe"));
   CHECK(back.retired.size() == 1);
   CHECK(version_of(cycle(probe, reader, 3)) == 1);
 }

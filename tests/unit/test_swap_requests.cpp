@@ -19,7 +19,7 @@ using namespace kiln::test;
 
 namespace {
 
-SwapOptions watching(const SwapStore &store, std::chrono::milliseconds interval) {
+SwapOptions watching_options(const SwapStore &store, std::chrono::milliseconds interval) {
   SwapOptions options = store.swap_options();
   options.watch = true;
   options.watch_interval = interval;
@@ -46,7 +46,7 @@ TEST_CASE("trigger: kiln swap --to KEY followed by a plain bump before the watch
   SwapStore store;
   store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
   const std::string k2 = store.publish("b", KILN_TEST_PLUGIN_SWAP_V2);
-  SwapProbe probe(store.runtime, watching(store, std::chrono::milliseconds(500)));
+  SwapProbe probe(store.runtime, watching_options(store, std::chrono::milliseconds(500)));
   SwapReader reader = probe.register_reader();
 
   // Both land before the watcher's first look (500 ms): it sees the plain one, the latest.
@@ -63,7 +63,7 @@ TEST_CASE("trigger: a watcher that starts after kiln swap --to KEY does not ackn
   store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
   const std::string k2 = store.publish("b", KILN_TEST_PLUGIN_SWAP_V2);
   SwapRequestResult pinned = request_swap(store.runtime, "swap", "probe", k2);
-  SwapProbe probe(store.runtime, watching(store, std::chrono::milliseconds(5)));
+  SwapProbe probe(store.runtime, watching_options(store, std::chrono::milliseconds(5)));
   SwapReader reader = probe.register_reader();
   wait_for_acknowledgements(store.runtime, pinned, std::chrono::milliseconds(300));
   CHECK(version_of(cycle(probe, reader, 1)) == 1);  // it serves what the name resolves to
