@@ -300,9 +300,20 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
                        "public key, the PATH.pub of kiln keygen)");
     }
     if (log) log(LogLevel::warning, "bundle " + request.bundle + ": signature of key " + signature->key_id + " not checked (no --trust key; --allow-unsigned)");
+  } else if (!trusted.empty()) {
+    // With a key trusted, a missing signature is a refusal like a wrong one: removing
+    // kiln-bundle.sig must not get further than replacing it. --allow-unsigned means "no key is
+    // configured, accept what comes", never "skip the keys that are".
+    std::string ids;
+    for (const auto &key : trusted) ids += (ids.empty() ? "" : ", ") + key.key_id + " (" + key.file + ")";
+    refuse("is not signed, and trusted keys are given (" + ids + "): with a trusted key an unsigned bundle is "
+           "refused, --allow-unsigned or not",
+           "ask for a bundle signed by a trusted key, kiln export --sign KEY");
   } else if (!request.allow_unsigned) {
     throw UsageError("bundle " + request.bundle + " is not signed; nothing was imported (ask for a signed bundle, "
                      "kiln export --sign KEY, or pass --allow-unsigned if you trust where it came from)");
+  } else if (log) {
+    log(LogLevel::warning, "bundle " + request.bundle + " is not signed: accepted without a signature check (--allow-unsigned, no --trust key)");
   }
 
   // 3. The index says what may follow: exactly these members, these sizes, these hashes.

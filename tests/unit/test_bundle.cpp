@@ -392,13 +392,28 @@ TEST_CASE("bundle: signatures: a wrong key, no trusted key and an unsigned bundl
     write_members(altered, members);
     world.check_refused(world.import_trusted(altered), altered, "does not verify");
   }
-  SUBCASE("unsigned: refused without --allow-unsigned, imported with it") {
+  SUBCASE("unsigned: refused without --allow-unsigned, imported with it when no key is trusted") {
     const fs::path unsigned_bundle = world.dir / "unsigned.kbundle";
     REQUIRE(run_kiln({"export", "--consumer", "tests", "-o", unsigned_bundle.string()}, world.env()).exit_code == 0);
-    world.check_refused(world.import_trusted(unsigned_bundle), unsigned_bundle, "is not signed", 2);
+    world.check_refused(world.import(unsigned_bundle), unsigned_bundle, "is not signed", 2);
+    world.check_refused(world.import_trusted(unsigned_bundle), unsigned_bundle, "is not signed");
     const auto allowed = world.import(unsigned_bundle, {"--allow-unsigned"});
     REQUIRE_MESSAGE(allowed.exit_code == 0, allowed.err);
     CHECK(json::parse(allowed.out)["signature_verified"] == false);
+    CHECK(allowed.err.find("not signed") != std::string::npos);  // said at the default verbosity
+  }
+  SUBCASE("the signature removed: refused like a wrong key, --allow-unsigned or not") {
+    REQUIRE(run_kiln({"keygen", "-o", (world.dir / "other").string()}).exit_code == 0);
+    auto members = read_members(world.bundle());
+    REQUIRE(members.at(1).name == "kiln-bundle.sig");
+    members.erase(members.begin() + 1);
+    const fs::path stripped = world.dir / "stripped.kbundle";
+    write_members(stripped, members);
+    for (const auto &trusted : {world.pub(), world.dir / "other.pub"}) {
+      CAPTURE(trusted);
+      const auto result = world.import(stripped, {"--trust", trusted.string(), "--allow-unsigned"});
+      world.check_refused(result, stripped, "is not signed, and trusted keys are given");
+    }
   }
   SUBCASE("C++ API: the typed error") {
     kiln::RuntimeOptions options;
