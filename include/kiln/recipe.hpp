@@ -125,6 +125,7 @@ struct BuildResult {
   std::string remote;                    // fetched: the remote it came from
   std::string remote_signed_by;          // fetched: key id of the signature verified; empty: not checked
   std::vector<RemoteTransfer> uploads;   // built: what went to each read-write remote (never an error)
+  std::string layer;                     // hit in a read-only layer (its root); empty: the writable cache
 };
 const char *to_string(BuildResult::Outcome outcome);
 

@@ -220,6 +220,7 @@ py::dict to_dict(const BuildResult &result) {
   py::list uploads;
   for (const auto &upload : result.uploads) uploads.append(from_json(kiln::to_json(upload)));
   out["uploads"] = uploads;
+  out["layer"] = result.layer.empty() ? py::object(py::none()) : py::object(text(result.layer));
   return out;
 }
 

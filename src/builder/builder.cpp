@@ -52,6 +52,7 @@ struct Hit {
   std::string content_key;
   std::vector<Reason> stale;  // non-empty: a pointer exists but its entry is not current
   bool found = false;
+  const store::LocalStore *layer = nullptr;  // found in a read-only layer (nullptr: the writable cache)
 };
 
 // An entry's recorded provenance (identity.json): what it was built from.
@@ -78,16 +79,16 @@ std::vector<Reason> changed_dependencies(const std::map<std::string, std::string
 
 // Whether the entry `key` serves these inputs: its recorded identity is the current one, the
 // headers its units included are unchanged, its files are there.
-Hit check_entry(const store::Storage &storage, const Recipe &recipe, const std::string &input_key,
+Hit check_entry(const store::LocalStore &store, const Recipe &recipe, const std::string &input_key,
                 const std::string &key, const BuildIdentity &identity, const LogCallback &log) {
   const std::string &consumer = recipe.consumer;
   Hit hit;
   try {
-    const store::EntryRecords entry = storage.entry(consumer, key, consumer + " build " + input_key);
+    const store::EntryRecords entry = store.entry(consumer, key, consumer + " build " + input_key);
     std::map<std::string, std::string> fields(entry.identity.provenance.begin(), entry.identity.provenance.end());
     hit.stale = identity_differences(fields, identity.fields());
     for (auto &reason : changed_dependencies(fields, recipe)) hit.stale.push_back(std::move(reason));
-    const fs::path dir = storage.writable().layout(consumer).entry(key);
+    const fs::path dir = store.layout(consumer).entry(key);
     if (!store::entry_files_present(dir, entry.meta)) hit.stale.push_back({"artifact_file", entry.meta.file, "(missing)", "entry damaged"});
   } catch (const IoError &) {
     throw;  // EACCES, EIO: the entry is not known to be stale, and no reason to compile
@@ -106,7 +107,31 @@ Hit lookup(const store::Storage &storage, const Recipe &recipe, const std::strin
            const BuildIdentity &identity, const LogCallback &log) {
   const auto key = storage.pointer(recipe.consumer, input_key, log);
   if (!key) return {};
-  return check_entry(storage, recipe, input_key, *key, identity, log);
+  return check_entry(storage.writable(), recipe, input_key, *key, identity, log);
+}
+
+// A read-only layer (a vendor store) whose entry for these inputs is current and is what
+// consumer/name resolves to: it serves the build as it serves loads, and nothing is written.
+// An entry the name does not resolve to would leave a build whose result no load by name
+// finds; that one is built (or hit) in the writable cache as before.
+Hit layer_lookup(const store::Storage &storage, const Recipe &recipe, const std::string &input_key,
+                 const BuildIdentity &identity, const LogCallback &log) {
+  std::string resolved;
+  try {
+    resolved = storage.resolve(recipe.consumer, recipe.name)->content_key;
+  } catch (const std::exception &) {
+    return {};  // no layer names it (or it is damaged there: the load would say so)
+  }
+  for (const auto &layer : storage.layers()) {
+    if (layer->writable()) continue;
+    const auto key = layer->pointer(recipe.consumer, input_key, LogCallback());
+    if (!key || *key != resolved) continue;
+    Hit hit = check_entry(*layer, recipe, input_key, *key, identity, log);
+    if (!hit.found) continue;
+    hit.layer = layer.get();
+    return hit;
+  }
+  return {};
 }
 
 // The remotes a build asks (none with use_remote off, or when none is configured).
@@ -198,13 +223,16 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   plan.input_key = input_key(recipe, identity, &records);
   const store::Storage &storage = *context.storage;
   const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
-  const Hit hit = lookup(storage, recipe, plan.input_key, identity, LogCallback());
+  Hit hit = lookup(storage, recipe, plan.input_key, identity, LogCallback());
+  if (!hit.found) {
+    if (const Hit layered = layer_lookup(storage, recipe, plan.input_key, identity, LogCallback()); layered.found) hit = layered;
+  }
   backend->plan(recipe, options, identity, plan);  // toolchain fields, units
   if (hit.found && !options.force) {
     plan.state = "cached";
-    plan.source = "local";
+    plan.source = hit.layer != nullptr ? "layer " + hit.layer->root().string() : "local";
     plan.content_key = hit.content_key;
-    plan.steps = {"load " + layout.entry(hit.content_key).string()};
+    plan.steps = {"load " + (hit.layer != nullptr ? hit.layer->layout(recipe.consumer) : layout).entry(hit.content_key).string()};
     return plan;
   }
   plan.source = "build";
@@ -269,6 +297,13 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   if (!options.force) {
     const Hit hit = lookup(storage, recipe, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
+    const Hit layered = layer_lookup(storage, recipe, result.input_key, identity, log);
+    if (layered.found) {  // nothing to write: the layer names it, and loads find it there
+      finish(layered.content_key, BuildResult::Outcome::hit);
+      result.entry_dir = layered.layer->layout(recipe.consumer).entry(layered.content_key).string();
+      result.layer = layered.layer->root().string();
+      return result;
+    }
   }
 
   // One builder per input key across threads and processes; waiters re-check, then load.
@@ -288,7 +323,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
                                     "another machine's build; nothing was published");
     }
     if (fetched) {
-      const Hit hit = check_entry(storage, recipe, result.input_key, fetched->content_key, identity, log);
+      const Hit hit = check_entry(storage.writable(), recipe, result.input_key, fetched->content_key, identity, log);
       if (hit.found) {
         result.remote = fetched->remote;
         result.remote_signed_by = fetched->signed_by;

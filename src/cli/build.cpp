@@ -35,6 +35,7 @@ std::string remote_signature(const BuildResult &result) {
 std::string build_text(const BuildResult &result) {
   std::string text = std::string(kiln::to_string(result.outcome)) + " " + result.consumer + "/" + result.name + " in " +
                      fixed(result.seconds, 2) + " s" + (result.remote.empty() ? "" : " from " + result.remote + remote_signature(result)) +
+                     (result.layer.empty() ? "" : " from the read-only layer " + result.layer) +
                      "\n  content key " + result.content_key + "\n  input key   " + result.input_key + "\n  " +
                      result.entry_dir + "\n";
   for (const auto &upload : result.uploads) text += "  remote " + upload.remote + ": " + upload.status + "\n";

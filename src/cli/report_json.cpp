@@ -126,7 +126,7 @@ nlohmann::json to_json(const BuildResult &result) {
           {"remote", result.remote.empty() ? json(nullptr) : json(result.remote)},
           {"signature_verified", !result.remote_signed_by.empty()},
           {"signed_by", result.remote_signed_by.empty() ? json(nullptr) : json(result.remote_signed_by)},
-          {"uploads", uploads}};
+          {"uploads", uploads}, {"layer", result.layer.empty() ? json(nullptr) : json(result.layer)}};
 }
 
 }  // namespace kiln::cli

@@ -83,8 +83,9 @@ Resolution Runtime::built_or_prepared(const Recipe &recipe, const BuildOptions &
     return found;
   }
   // Exactly what was built: the writable store's entry, even where a read-only layer holds an
-  // artifact of the same name.
-  Resolution resolution = state_->storage->resolve_writable(recipe.consumer, recipe.name);
+  // artifact of the same name -- unless that layer's entry is what served the build.
+  Resolution resolution = built.layer.empty() ? state_->storage->resolve_writable(recipe.consumer, recipe.name)
+                                              : *state_->storage->resolve(recipe.consumer, recipe.name);
   if (resolution.content_key != built.content_key) {
     throw IntegrityError("after building " + recipe.consumer + "/" + recipe.name + " as " + built.content_key +
                          " the manifest names " + resolution.content_key + ": another writer replaced it meanwhile; retry");
