@@ -5,7 +5,7 @@
 // of each with its size, mode and BLAKE2b-256; the second, kiln-bundle.sig, when present, is an
 // Ed25519 signature over the index's exact bytes. Then come the files, entries/<consumer>/
 // <content key>/<file>. An import trusts only what a --trust key signed (or, with
-// allow_unsigned, an unsigned bundle), checks every byte against the index, and commits
+// allow_unsigned and no --trust key, an unsigned bundle), checks every byte against the index, and commits
 // through the store's own staging + commit protocol: a refused bundle leaves nothing.
 #pragma once
 
@@ -32,7 +32,7 @@ struct BundleEntry {
   std::string kind;       // "plugin" or "images"
   std::string input_key;  // empty for published artifacts
   std::uint64_t bytes = 0;  // of its files
-  std::string status;     // import: "added" or "already present"; export: "exported"
+  std::string status;     // import: "added", "already present" or "downgraded"; export: "exported"
 };
 
 struct ExportReport {
@@ -49,7 +49,12 @@ struct ImportRequest {
   // read-only vendor layer of a robot image). Empty: the writable cache.
   std::string into;
   std::vector<std::string> trusted_keys;  // PATH.pub files; the bundle must be signed by one
-  bool allow_unsigned = false;            // import an unsigned bundle (or one no --trust key is given for)
+  // With no trusted key: import an unsigned bundle (or a signed one, its signature unchecked).
+  // With any trusted key it changes nothing: an unsigned bundle is refused (IntegrityError).
+  bool allow_unsigned = false;
+  // Point a name at the entry of a bundle created before the bundle that set its current
+  // record (a replayed older bundle). Without it such an import is refused, nothing written.
+  bool allow_downgrade = false;
 };
 
 struct ImportReport {

@@ -123,6 +123,7 @@ struct BuildResult {
   std::vector<UnitReport> units;
   double seconds = 0;
   std::string remote;                    // fetched: the remote it came from
+  std::string remote_signed_by;          // fetched: key id of the signature verified; empty: not checked
   std::vector<RemoteTransfer> uploads;   // built: what went to each read-write remote (never an error)
 };
 const char *to_string(BuildResult::Outcome outcome);

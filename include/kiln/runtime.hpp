@@ -193,8 +193,9 @@ class Runtime {
   // against the index, stages every entry, and only when the whole bundle verified commits
   // them and their manifest records (into request.into, else the writable cache). Idempotent:
   // an intact entry already there is kept ("already present"). A bundle cut short, tampered
-  // with, badly signed or holding anything the index does not list is refused (IntegrityError;
-  // UsageError for an unsigned bundle without allow_unsigned) and leaves no entry, staging
+  // with, badly signed, unsigned where a key is trusted or holding anything the index does not
+  // list is refused (IntegrityError; UsageError for an unsigned bundle with no trusted key and
+  // without allow_unsigned) and leaves no entry, staging
   // directory or manifest change behind.
   ExportReport export_bundle(const ExportRequest &request) const;
   ImportReport import_bundle(const ImportRequest &request);

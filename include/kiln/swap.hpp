@@ -61,6 +61,9 @@ struct Serving {
   kiln_instance *instance;
   std::uint64_t serial;
   const Interface *operator->() const noexcept { return table; }
+  // False once the Swappable is being destroyed (no table, serial 0): a control thread that may
+  // still cycle then stops calling.
+  explicit operator bool() const noexcept { return table != nullptr; }
 };
 
 namespace swap_detail {
@@ -69,16 +72,19 @@ struct ReaderSlot;
 }  // namespace swap_detail
 
 // A registered control thread. Made by Swappable::register_reader, used by one thread at a time,
-// movable to the thread that uses it. Destroying it unregisters it.
+// movable to the thread that uses it (which calls online() first). Destroying it unregisters it;
+// a thread that ends with its reader online holds every later grace period back until the
+// reader is destroyed or put offline (SwapReport::held_back_by says so).
 class SwapReader {
  public:
   SwapReader(SwapReader &&) noexcept;
   SwapReader &operator=(SwapReader &&) noexcept;
   ~SwapReader();  // [setup-thread or the reader's own thread] not real-time safe
 
-  // [control-thread: real-time safe] Nothing acquired before this call is held any more: one
-  // load and one release store. Call once per cycle, after the cycle's last use of what
-  // acquire() returned (results of an asynchronous solve included).
+  // [control-thread: real-time safe] Nothing acquired before this call is held any more: two
+  // loads and a compare, plus one store and a fence once per grace period. Call once per cycle,
+  // after the cycle's last use of what acquire() returned (results of an asynchronous solve
+  // included). On an offline reader it brings the reader online, as online() does.
   void quiescent() noexcept;
   // [control-thread] About to stop calling acquire() for a while (waiting, sleeping, shutting
   // down): swaps stop waiting for this thread. online() before the next acquire(). Not needed for
@@ -160,6 +166,10 @@ struct SwapReport {
   std::size_t state_bytes = 0;
   std::vector<RetiredVersion> retired;
   std::size_t retire_pending = 0;  // old versions still waiting for a reader's quiescent point
+  // The readers that did not pass a quiescent point within grace_timeout: "reader 3 (thread
+  // 4242)"; one whose thread has exited with the reader online says so (it holds every later
+  // grace period back until its SwapReader is destroyed or put offline).
+  std::vector<std::string> held_back_by;
   double total_ms = 0;             // request to the new version serving
 };
 
@@ -183,15 +193,22 @@ class SwapCore {
   // [setup-thread] Loads and serves the version consumer/name resolves to now (same transaction
   // as a swap, minus state). Throws SwapError when it cannot serve.
   SwapCore(Runtime &runtime, SwapOptions options);
-  ~SwapCore();  // stops the watcher, waits for a swap in flight, retires every version
+  // Stops the watcher, waits for a swap in flight, publishes the retired state (acquire() returns
+  // a Serving that is false), waits up to grace_timeout for readers to pass a quiescent point or
+  // go offline, and retires every version.
+  ~SwapCore();
   SwapCore(const SwapCore &) = delete;
   SwapCore &operator=(const SwapCore &) = delete;
 
   SwapReader register_reader();  // [setup-thread] throws UsageError past max_readers
-  // [control-thread: real-time safe] one acquire load
+  // [control-thread: real-time safe] one acquire load, through the reader (never this object).
+  // The reader must be online and registered here (checked in debug builds). Once destruction
+  // began it returns the retired state: table and instance null, serial 0.
   const ServedVersion &acquire(const SwapReader &reader) const noexcept;
 
-  // [setup-thread] Swaps are serialized: a second caller waits for the first.
+  // [setup-thread] Swaps are serialized: a second caller waits for the first. Called on a thread
+  // whose reader is online, that reader goes offline for the grace period and online after, as
+  // urcu-qsbr's synchronize_rcu: the swap is a quiescent point for it (hold nothing across it).
   SwapReport swap(const SwapRequest &request = {});
   SwapReport rollback();  // back to the previous resident version; NotFoundError when none
   std::vector<ServedVersion> resident() const;  // serving first
@@ -224,7 +241,11 @@ struct SwapRequestResult {
   std::optional<std::string> content_key;  // what was asked for; nullopt: what the name resolves to
   std::uint64_t generation = 0;            // the generation this request made
   std::string table_file;                  // <writable cache>/swap/generations
-  std::vector<SwapAcknowledgement> acknowledged;  // watchers that handled it (or a later one)
+  std::vector<SwapAcknowledgement> acknowledged;  // watchers that handled it (or a later one; for a
+                                                  // content_key, a later one serving that key)
+  // For a content_key: watchers past the request that did not serve it -- a later request
+  // replaced it before they looked (requests coalesce), or they started after it.
+  std::vector<SwapAcknowledgement> not_serving;
   std::vector<SwapAcknowledgement> pending;       // watchers of this pid namespace that have not yet
   std::vector<SwapAcknowledgement> foreign;       // of other pid namespaces, not yet at it (maybe gone)
 };

@@ -508,7 +508,7 @@ void bind_runtime(py::module_ &m) {
       .def(
           "import_bundle",
           [](Runtime &runtime, const py::object &bundle, const py::object &into, const py::object &trust,
-             bool allow_unsigned) {
+             bool allow_unsigned, bool allow_downgrade) {
             ImportRequest request;
             request.bundle = fs_path(bundle);
             if (!into.is_none()) request.into = fs_path(into);
@@ -520,10 +520,11 @@ void bind_runtime(py::module_ &m) {
               }
             }
             request.allow_unsigned = allow_unsigned;
+            request.allow_downgrade = allow_downgrade;
             return released([&] { return kiln::to_json(runtime.import_bundle(request)); });
           },
           py::arg("bundle"), py::kw_only(), py::arg("into") = py::none(), py::arg("trust") = py::none(),
-          py::arg("allow_unsigned") = false,
+          py::arg("allow_unsigned") = false, py::arg("allow_downgrade") = false,
           "Bring a bundle's artifacts in, verified, all or nothing, as `kiln import`: into= a store directory "
           "(default the writable cache), trust= PATH.pub or a list of them: {store_root, entries, signed_by ...}.")
       .def("__repr__", [](const Runtime &runtime) {

@@ -250,7 +250,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   result.input_key = input_key(recipe, identity, &records);
   const store::Storage &storage = *context.storage;
   const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
-  const store::Publication publication{recipe.consumer, recipe.name, "", result.input_key, kind_of(recipe)};
+  const store::Publication publication{recipe.consumer, recipe.name, "", result.input_key, kind_of(recipe), ""};
 
   const auto finish = [&](const std::string &content_key, BuildResult::Outcome outcome) {
     result.content_key = content_key;
@@ -283,10 +283,15 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   if (remote) {
     auto fetched = remote->fetch_input_key(storage, recipe.consumer, result.input_key);
     if (!fetched) lease = remote->lease_or_wait(storage, recipe.consumer, result.input_key, options.cancel, &fetched);
+    if (!fetched && options.cancel != nullptr && options.cancel->cancelled()) {
+      throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled while waiting for "
+                                    "another machine's build; nothing was published");
+    }
     if (fetched) {
       const Hit hit = check_entry(storage, recipe, result.input_key, fetched->content_key, identity, log);
       if (hit.found) {
         result.remote = fetched->remote;
+        result.remote_signed_by = fetched->signed_by;
         return finish_hit(hit.content_key, BuildResult::Outcome::fetched);
       }
       if (log) log(LogLevel::info, recipe.consumer + "/" + recipe.name + ": the remote's entry does not serve these inputs; building");
@@ -337,7 +342,10 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
     }
     if (!remote) return false;
     const auto fetched = remote->fetch_content_key(storage, recipe.consumer, content_key);
-    if (fetched) result.remote = fetched->remote;
+    if (fetched) {
+      result.remote = fetched->remote;
+      result.remote_signed_by = fetched->signed_by;
+    }
     return fetched.has_value();
   };
   const auto served_outcome = [&] { return result.remote.empty() ? BuildResult::Outcome::reused : BuildResult::Outcome::fetched; };

@@ -20,6 +20,7 @@
 #include "builder/toolchain.hpp"
 #include "store/digest.hpp"
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
 #include "support/elapsed.hpp"
 #include "support/words.hpp"
 
@@ -204,7 +205,7 @@ class CmakeBackend final : public Backend {
     store::create_directories(build.layout.objects());
     write_dependency_record(dependency_record(build), recorded);
     if (content_key != known_key && !settle(content_key)) {
-      fs::remove_all(build_dir, error);
+      store::remove_tree(build_dir);
       Produced existing;
       existing.settled_on_existing = true;
       return existing;
@@ -213,7 +214,7 @@ class CmakeBackend final : public Backend {
     const fs::path artifact = build.staging / recipe.artifact;
     fs::rename(output, artifact);
     const FinishedPlugin plugin = finish_plugin_artifact(artifact, content_key, recipe, build.build_log);
-    fs::remove_all(build_dir, error);  // scratch: only the entry's files travel
+    store::remove_tree(build_dir);  // scratch: only the entry's files travel
 
     describe_plugin(produced, recipe, plugin, toolkit_version_from(toolchain_.nvcc_version));
     for (const auto &[path, digest] : dependencies_) produced.provenance[dependency_field(path)] = digest;

@@ -22,6 +22,7 @@
 #include "store/digest.hpp"
 #include "store/file_identity.hpp"
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
 
 namespace kiln::builder {
 
@@ -282,7 +283,7 @@ class NvccBackend final : public Backend {
     const std::string content_key = content_of(recipe, build.archs);
     boost::system::error_code ignored;
     if (content_key != known_key && !settle(content_key)) {
-      fs::remove_all(scratch, ignored);
+      store::remove_tree(scratch);
       Produced existing;
       existing.settled_on_existing = true;
       return existing;
@@ -310,7 +311,7 @@ class NvccBackend final : public Backend {
     const FinishedPlugin plugin = finish_plugin_artifact(artifact, content_key, recipe, build.build_log);
 
     // Only the entry's files travel: scratch objects and logs stay out of the immutable entry.
-    fs::remove_all(scratch, ignored);
+    store::remove_tree(scratch);
     for (const auto &unit : units_) fs::remove(staging / (unit.stem + ".log"), ignored);
 
     Produced produced;

@@ -48,6 +48,17 @@ bool is_hash(const std::string &text) {
   return from_hex(text, ignored, sizeof ignored);
 }
 
+// "YYYY-MM-DDTHH:MM:SSZ", digits where strftime's %Y-%m-%dT%H:%M:%SZ writes them.
+bool is_utc_timestamp(const std::string &text) {
+  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:ddZ";
+  if (text.size() != sizeof kShape - 1) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string member_name(const IndexEntry &entry, const IndexFile &file) {
@@ -80,6 +91,9 @@ Index parse_index(std::string_view content, const std::string &bundle) {
   }
   Index index;
   index.created = text(root, "created", bundle, "the index");
+  // Compared as text against the creation time of the bundle that set a name (replays): only the
+  // one form kiln writes orders correctly that way.
+  if (!is_utc_timestamp(index.created)) corrupt(bundle, kIndexMember, "\"created\" is not a UTC time of the form 2026-01-31T23:59:59Z");
   index.kiln_version = text(root, "kiln_version", bundle, "the index");
   std::set<std::pair<std::string, std::string>> keys, names;
   for (const json &item : list(root, "entries", bundle, "the index", kMaxEntries)) {

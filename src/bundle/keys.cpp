@@ -12,6 +12,7 @@
 
 #include "bundle/hash.hpp"
 #include "store/files.hpp"
+#include "store/trusted_file.hpp"
 #include "store/unique_fd.hpp"
 #include "support/typed_errors.hpp"
 
@@ -63,18 +64,17 @@ static void write_new_file(const std::string &file, const std::string &text, mod
   if (::fsync(fd.get()) != 0) fail(errno);
 }
 
+// Both halves follow kiln.conf's rule (store/trusted_file.hpp: yours or root's, not writable by
+// others; no symlink), checked on the descriptor the bytes are read from; the secret half is
+// also unreadable by others.
 static std::string read_key_file(const std::string &file, bool secret) {
-  const int raw = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-  if (raw < 0) {
-    const int error = errno;
-    if (error == ENOENT) throw NotFoundError("key file " + file + " does not exist: create a key pair with kiln keygen -o PATH");
-    if (error == ELOOP) throw UsageError("key file " + file + " is a symbolic link: name the key file itself");
-    throw IoError("cannot open key file " + file + ": " + std::strerror(error) + support::io_fix(error));
-  }
-  const store::UniqueFd fd(raw);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw IoError("cannot stat key file " + file + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw UsageError("key file " + file + " is not a regular file");
+  std::string text;
+  try {
+    text = store::read_trusted_file(file, secret ? "secret key" : "key file", kMaxKeyFileBytes, false, &st);
+  } catch (const NotFoundError &) {
+    throw NotFoundError("key file " + file + " does not exist: create a key pair with kiln keygen -o PATH");
+  }
   if (secret && (st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
@@ -82,10 +82,7 @@ static std::string read_key_file(const std::string &file, bool secret) {
                      "): anyone who can read it can sign bundles as you; run chmod 600 " + file +
                      " (and make a new key pair if others may have read it)");
   }
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxKeyFileBytes) {
-    throw UsageError("key file " + file + " is " + std::to_string(st.st_size) + " bytes: not a kiln key file");
-  }
-  return store::read_file(file, store::FileOrigin::input, kMaxKeyFileBytes);
+  return text;
 }
 
 std::string key_id_of(const unsigned char (&public_key)[crypto_sign_PUBLICKEYBYTES]) {

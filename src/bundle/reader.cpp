@@ -17,6 +17,7 @@
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
 #include "device/identity_json.hpp"
+#include "load/entry_checks.hpp"
 #include "store/entry.hpp"
 #include "store/files.hpp"
 #include "store/unique_fd.hpp"
@@ -234,6 +235,8 @@ store::EntryMeta verify_entry(const IndexEntry &entry, const store::Staging &sta
   if (!store::entry_files_intact(staging.dir(), meta)) {
     refuse(at + ": a file does not have the XXH3 digest its meta.json records");
   }
+  // What a load would refuse (a plugin whose stamp names another entry) never enters the store.
+  if (const std::string why = load::entry_file_disagreement(staging.dir(), meta); !why.empty()) refuse(at + ": " + why);
   return meta;
 }
 
@@ -297,9 +300,20 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
                        "public key, the PATH.pub of kiln keygen)");
     }
     if (log) log(LogLevel::warning, "bundle " + request.bundle + ": signature of key " + signature->key_id + " not checked (no --trust key; --allow-unsigned)");
+  } else if (!trusted.empty()) {
+    // With a key trusted, a missing signature is a refusal like a wrong one: removing
+    // kiln-bundle.sig must not get further than replacing it. --allow-unsigned means "no key is
+    // configured, accept what comes", never "skip the keys that are".
+    std::string ids;
+    for (const auto &key : trusted) ids += (ids.empty() ? "" : ", ") + key.key_id + " (" + key.file + ")";
+    refuse("is not signed, and trusted keys are given (" + ids + "): with a trusted key an unsigned bundle is "
+           "refused, --allow-unsigned or not",
+           "ask for a bundle signed by a trusted key, kiln export --sign KEY");
   } else if (!request.allow_unsigned) {
     throw UsageError("bundle " + request.bundle + " is not signed; nothing was imported (ask for a signed bundle, "
                      "kiln export --sign KEY, or pass --allow-unsigned if you trust where it came from)");
+  } else if (log) {
+    log(LogLevel::warning, "bundle " + request.bundle + " is not signed: accepted without a signature check (--allow-unsigned, no --trust key)");
   }
 
   // 3. The index says what may follow: exactly these members, these sizes, these hashes.
@@ -364,16 +378,34 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   auto &stagings = verified.stagings;
   // What the target's manifests name now (read before anything commits: a damaged manifest is
   // refused while nothing has changed yet).
+  // A name whose current record an import wrote from a bundle created later than this one is
+  // rolled back by it: a replayed old bundle, refused unless asked for (nothing is written yet).
   std::vector<std::vector<std::string>> before(index.entries.size());
+  std::vector<std::vector<bool>> downgrades(index.entries.size());
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
-    const auto manifest = target.writable().manifest(index.entries[e].consumer);
-    for (const auto &record : index.entries[e].records) {
+    const IndexEntry &entry = index.entries[e];
+    const auto manifest = target.writable().manifest(entry.consumer);
+    for (const auto &record : entry.records) {
       std::string key;
+      bool downgrade = false;
       if (manifest) {
         const auto it = manifest->artifacts.find(record.name);
-        if (it != manifest->artifacts.end()) key = it->second.content_key + "/" + it->second.input_key + "/" + it->second.kind;
+        if (it != manifest->artifacts.end()) {
+          const store::ManifestRecord &current = it->second;
+          key = current.content_key + "/" + current.input_key + "/" + current.kind;
+          downgrade = current.content_key != entry.content_key && !current.bundle_created.empty() &&
+                      index.created < current.bundle_created;  // both UTC ISO-8601, same form: ordered as text
+          if (downgrade && !request.allow_downgrade) {
+            Refusal(request.bundle)(
+                "created " + index.created + ", it would roll " + entry.consumer + "/" + record.name + " back from " +
+                    current.content_key + " (imported from a bundle created " + current.bundle_created + ") to " +
+                    entry.content_key,
+                "import the newer bundle, or pass --allow-downgrade to roll the name back on purpose");
+          }
+        }
       }
       before[e].push_back(key);
+      downgrades[e].push_back(downgrade);
     }
   }
 
@@ -389,7 +421,7 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   std::vector<store::Publication> publications;
   for (const auto &entry : index.entries) {
     for (const auto &record : entry.records) {
-      publications.push_back({entry.consumer, record.name, entry.content_key, record.input_key, entry.kind});
+      publications.push_back({entry.consumer, record.name, entry.content_key, record.input_key, entry.kind, index.created});
     }
   }
   target.point_all(publications);
@@ -401,8 +433,12 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
       const IndexRecord &record = entry.records[r];
       const bool record_changed = before[e][r] != entry.content_key + "/" + record.input_key + "/" + entry.kind;
       if (record_changed && changed) changed(entry.consumer, record.name);
-      report.entries.push_back({entry.consumer, record.name, entry.content_key, entry.kind, record.input_key, bytes,
-                                fresh[e] || record_changed ? "added" : "already present"});
+      const char *status = downgrades[e][r] ? "downgraded" : fresh[e] || record_changed ? "added" : "already present";
+      report.entries.push_back({entry.consumer, record.name, entry.content_key, entry.kind, record.input_key, bytes, status});
+      if (downgrades[e][r] && log) {
+        log(LogLevel::warning, entry.consumer + "/" + record.name + " rolled back to " + entry.content_key +
+                                   " from a bundle created " + index.created + " (--allow-downgrade)");
+      }
     }
   }
   if (log) {

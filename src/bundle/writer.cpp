@@ -20,6 +20,7 @@
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
 #include "device/identity_json.hpp"
+#include "load/entry_checks.hpp"
 #include "store/digest.hpp"
 #include "store/entry.hpp"
 #include "store/files.hpp"
@@ -96,6 +97,10 @@ Carried carry(const Resolution &resolution) {
                            resolution.name + " before exporting it");
     }
     add_file(carried, entry_dir, name, std::move(bytes));
+  }
+  if (const std::string why = load::entry_file_disagreement(entry_dir, meta); !why.empty()) {
+    throw IntegrityError("store entry " + entry_dir.string() + " cannot load: " + why + "; republish or rebuild " +
+                         resolution.consumer + "/" + resolution.name + " before exporting it");
   }
   return carried;
 }

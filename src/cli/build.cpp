@@ -25,10 +25,16 @@ json plan_json(const BuildPlan &plan) {
           {"steps", plan.steps}, {"units", plan.units}, {"units_cached", plan.units_cached}};
 }
 
+// Who vouched for a fetched entry: said on every fetch, loudest when nobody did.
+std::string remote_signature(const BuildResult &result) {
+  return result.remote_signed_by.empty() ? " (signature NOT checked: no trusted keys configured)"
+                                         : " (signed by " + result.remote_signed_by + ")";
+}
+
 // "built consumer/name in 1.23 s", the keys, the entry and each remote's upload.
 std::string build_text(const BuildResult &result) {
   std::string text = std::string(kiln::to_string(result.outcome)) + " " + result.consumer + "/" + result.name + " in " +
-                     fixed(result.seconds, 2) + " s" + (result.remote.empty() ? "" : " from " + result.remote) +
+                     fixed(result.seconds, 2) + " s" + (result.remote.empty() ? "" : " from " + result.remote + remote_signature(result)) +
                      "\n  content key " + result.content_key + "\n  input key   " + result.input_key + "\n  " +
                      result.entry_dir + "\n";
   for (const auto &upload : result.uploads) text += "  remote " + upload.remote + ": " + upload.status + "\n";

@@ -32,7 +32,9 @@ Verb add_import(CLI::App &app, const Flags &flags) {
                       "the writable cache");
   command->add_option("--trust", request->trusted_keys, "public key (PATH.pub) whose signature is accepted (repeat)");
   command->add_flag("--allow-unsigned", request->allow_unsigned,
-                    "import a bundle no --trust key signed (only from a source you trust)");
+                    "with no --trust key: import a bundle without checking a signature (only from a source you trust)");
+  command->add_flag("--allow-downgrade", request->allow_downgrade,
+                    "let a bundle created before the one that set a name's current record roll that name back");
   return {command, [&flags, request] { return run_import(flags, *request); }};
 }
 

@@ -123,7 +123,10 @@ nlohmann::json to_json(const BuildResult &result) {
   return {{"consumer", result.consumer}, {"name", result.name}, {"outcome", kiln::to_string(result.outcome)},
           {"input_key", result.input_key}, {"content_key", result.content_key}, {"entry", result.entry_dir},
           {"archs", arch_list(result.archs)}, {"units", units}, {"seconds", result.seconds},
-          {"remote", result.remote.empty() ? json(nullptr) : json(result.remote)}, {"uploads", uploads}};
+          {"remote", result.remote.empty() ? json(nullptr) : json(result.remote)},
+          {"signature_verified", !result.remote_signed_by.empty()},
+          {"signed_by", result.remote_signed_by.empty() ? json(nullptr) : json(result.remote_signed_by)},
+          {"uploads", uploads}};
 }
 
 }  // namespace kiln::cli

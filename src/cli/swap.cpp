@@ -30,8 +30,9 @@ nlohmann::json to_json(const std::vector<SwapAcknowledgement> &acks) {
   return out;
 }
 
-std::string ack_line(const SwapAcknowledgement &ack) {
-  std::string line = "  pid " + std::to_string(ack.pid) + ": ";
+// "swapped to KEY (generation 7)", "refused (exit code 5): ... (generation 7)"
+std::string answer_text(const SwapAcknowledgement &ack) {
+  std::string line;
   if (ack.outcome == "swapped") {
     line += "swapped to " + ack.note;
   } else if (ack.outcome == "unchanged") {
@@ -41,7 +42,11 @@ std::string ack_line(const SwapAcknowledgement &ack) {
   } else {
     line += "watching";
   }
-  return line + " (generation " + std::to_string(ack.generation) + ")\n";
+  return line + " (generation " + std::to_string(ack.generation) + ")";
+}
+
+std::string ack_line(const SwapAcknowledgement &ack) {
+  return "  pid " + std::to_string(ack.pid) + ": " + answer_text(ack) + "\n";
 }
 
 int swap(const Flags &flags, const SwapArgs &args) {
@@ -56,19 +61,28 @@ int swap(const Flags &flags, const SwapArgs &args) {
   for (const auto &ack : result.acknowledged) {
     if (ack.outcome == "refused" && code == 0) code = ack.exit_code != 0 ? ack.exit_code : 1;
   }
+  if (!result.not_serving.empty() && code == 0) code = 1;  // --to KEY not served there: not done
   const nlohmann::json out = {{"consumer", args.consumer},
                               {"name", args.name},
                               {"content_key", to ? nlohmann::json(*to) : nlohmann::json(nullptr)},
                               {"generation", result.generation},
                               {"table", result.table_file},
-                              {"all_acknowledged", all},
+                              {"all_acknowledged", all && result.not_serving.empty()},
                               {"acknowledged", to_json(result.acknowledged)},
+                              {"not_serving", to_json(result.not_serving)},
                               {"pending", to_json(result.pending)},
                               {"other_pid_namespaces", to_json(result.foreign)}};
   std::string text = "requested a hot swap of " + args.consumer + "/" + args.name + " to " +
                      (to ? *to : std::string("what it resolves to")) + ": generation " +
                      std::to_string(result.generation) + " in " + result.table_file + "\n";
   for (const auto &ack : result.acknowledged) text += ack_line(ack);
+  for (const auto &ack : result.not_serving) {
+    text += "  pid " + std::to_string(ack.pid) + ": does not serve " + args.to +
+            (ack.outcome == "watching" ? std::string(": it started watching after this request")
+                                       : ": a later request replaced this one before it looked; it answered " +
+                                             answer_text(ack)) +
+            "\n";
+  }
   for (const auto &ack : result.pending) {
     text += "  pid " + std::to_string(ack.pid) + ": no answer within " + std::to_string(args.wait_ms) +
             " ms (last handled generation " + std::to_string(ack.generation) + ")\n";
@@ -78,7 +92,7 @@ int swap(const Flags &flags, const SwapArgs &args) {
             "and whether it still runs cannot be told from here (last handled generation " +
             std::to_string(ack.generation) + ")\n";
   }
-  if (result.acknowledged.empty() && result.pending.empty() && result.foreign.empty()) {
+  if (result.acknowledged.empty() && result.not_serving.empty() && result.pending.empty() && result.foreign.empty()) {
     text += "  no running process watches " + args.consumer + "/" + args.name + " (SwapOptions::watch)\n";
   }
   emit(flags, out, text);

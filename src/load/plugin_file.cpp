@@ -70,6 +70,13 @@ std::string describe_unload_problems(const std::string &file, const std::vector<
   return text;
 }
 
+FileStamp stamp_of(std::string_view bytes, const std::string &file) {
+  if (const auto section = find_elf_section(bytes, ".kiln_stamp")) {
+    if (auto stamp = stamp_at(bytes, section->first, file)) return *stamp;
+  }
+  return find_stamp(bytes, file);
+}
+
 void check_stamp_abi(const FileStamp &stamp, const std::string &file) {
   const auto major = KILN_ABI_VERSION_MAJOR_OF(stamp.abi_version);
   if (major != KILN_ABI_VERSION_MAJOR_OF(kAbiVersion)) {

@@ -25,6 +25,12 @@ std::string describe_unload_problems(const std::string &file, const std::vector<
 // Refuses (AbiError) a stamp whose ABI major is not this kiln's, naming what the file offers.
 void check_stamp_abi(const FileStamp &stamp, const std::string &file);
 
+// The stamp of a file whose single stamp was established when it was published or built (its
+// digest proved since): from the .kiln_stamp section where there is one (the KILN_PLUGIN helper
+// puts it there), a few header reads instead of a search through every byte, which costs more
+// than the digest; a file without the section is searched (find_stamp's errors).
+FileStamp stamp_of(std::string_view bytes, const std::string &file);
+
 // Everything above for `kiln publish`: read_elf's AbiError / IntegrityError, AbiError for the
 // unload rules, find_stamp's AbiError and check_stamp_abi. Returns the stamp.
 FileStamp check_plugin_file(std::string_view bytes, const std::string &file);

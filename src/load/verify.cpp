@@ -77,17 +77,6 @@ class Mapping {
   std::size_t size_ = 0;
 };
 
-// The stamp from the .kiln_stamp section where there is one (the KILN_PLUGIN helper puts it
-// there): a few header reads instead of a search through every byte, which costs more than the
-// digest. The file's single stamp was established when it was published or built, and the
-// digest just proved these are those bytes; a file without the section is searched.
-FileStamp stamp_of(std::string_view bytes, const std::string &file) {
-  if (const auto section = find_elf_section(bytes, ".kiln_stamp")) {
-    if (auto stamp = stamp_at(bytes, section->first, file)) return *stamp;
-  }
-  return find_stamp(bytes, file);
-}
-
 }  // namespace
 
 void verify_before_dlopen(int fd, const store::FileIdentity &id, const Resolution &resolution,

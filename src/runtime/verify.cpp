@@ -5,6 +5,7 @@
 
 #include <kiln/runtime.hpp>
 
+#include "load/entry_checks.hpp"
 #include "runtime/state.hpp"
 #include "store/audit.hpp"
 #include "store/storage.hpp"
@@ -24,10 +25,10 @@ VerifyReport Runtime::verify(const VerifyOptions &options) const try {
                           "(the directory holding consumers/)");
     }
     const store::LocalStore store({store::resolve_store_root(root), true, "verify"});
-    store::audit_store(store, options.repair, report, state_->options.log);
+    store::audit_store(store, options.repair, report, state_->options.log, load::entry_file_disagreement);
   } else {
     for (const auto &layer : state_->storage->layers()) {
-      store::audit_store(*layer, options.repair, report, state_->options.log);
+      store::audit_store(*layer, options.repair, report, state_->options.log, load::entry_file_disagreement);
     }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -46,8 +46,9 @@ enum class EntryState { intact, damaged, unreadable };
 
 class Auditor {
  public:
-  Auditor(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log)
-      : store_(store), repair_(repair), report_(report), log_(log) {}
+  Auditor(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log,
+          const EntryFileCheck &check)
+      : store_(store), repair_(repair), report_(report), log_(log), check_(check) {}
 
   void run() {
     const fs::path consumers = store_.root() / "consumers";
@@ -65,6 +66,7 @@ class Auditor {
       consumer(name);
     }
     if (error) add("unreadable", "damage", "", consumers, "cannot list it: " + error.message());
+    abi_leftovers_of_builds();
   }
 
  private:
@@ -133,6 +135,7 @@ class Auditor {
 
     std::map<std::string, EntryState> states;
     std::map<std::string, std::size_t> damaged_findings;
+    kinds_.clear();
     entries(layout, states, damaged_findings);
 
     std::set<std::string> referenced;
@@ -152,6 +155,12 @@ class Auditor {
             KILN_FAULT_POINT("repair.after_drop_record");
             return "record dropped";
           });
+        } else if (state->second == EntryState::intact && !record.kind.empty() && kinds_[record.content_key] != record.kind) {
+          // A load refuses the name (store/storage.cpp): the record and its entry disagree.
+          add("mismatched_record", "damage", name, layout.manifest(),
+              "the manifest names " + name + "/" + artifact + " as a \"" + record.kind + "\" artifact, but entry " +
+                  record.content_key + " holds a \"" + kinds_[record.content_key] +
+                  "\" one; republish or rebuild " + artifact);
         } else if (state->second == EntryState::damaged) {
           StoreFinding &entry = report_.findings[damaged_findings[record.content_key]];
           if (entry.repaired && store_.drop_record(name, artifact, record.content_key)) {
@@ -251,6 +260,23 @@ class Auditor {
       add("unreadable", "damage", consumer, dir, error.what());
       return EntryState::unreadable;
     }
+    // What a load would refuse besides digests (a plugin whose build stamp names another entry).
+    if (check_) {
+      std::string why;
+      try {
+        why = check_(dir, meta);
+      } catch (const IoError &error) {
+        add("unreadable", "damage", consumer, dir, error.what());
+        return EntryState::unreadable;
+      } catch (const std::exception &error) {
+        why = error.what();
+      }
+      if (!why.empty()) {
+        add("damaged_entry", "damage", consumer, dir, why + "; a load refuses it (kiln verify --repair moves it aside)");
+        return EntryState::damaged;
+      }
+    }
+    kinds_[key] = meta.kind;
     report_.files += 1 + meta.images.size();
     report_.bytes += meta.size;
     for (const auto &image : meta.images) report_.bytes += image.size;
@@ -318,19 +344,39 @@ class Auditor {
     temps_in(layout.dir());
     temps_in(layout.bykey_dir());
     temps_in(layout.objects());
+    swept_by(found, [&] { sweep_leftovers(layout); });
+  }
+
+  // <root>/abi, the plugin ABI headers builds include: a writer's staging copy left by a crash
+  // or a full disk, a damaged copy moved aside.
+  void abi_leftovers_of_builds() {
+    std::vector<std::size_t> found;
+    for (const auto &leftover : abi_leftovers(store_.root() / "abi")) {
+      found.push_back(add("staging_leftover", "stale", "", leftover.path,
+                          leftover.damaged ? "ABI headers moved aside as damaged (kept a day: a compile may read them)"
+                                           : "the ABI headers' staging copy of a writer that died or failed"));
+    }
+    swept_by(found, [&] { sweep_abi_leftovers(store_.root() / "abi"); });
+  }
+
+  // With --repair in a writable store: runs the writers' own sweep and says of each finding
+  // whether it went.
+  template <class Sweep>
+  void swept_by(const std::vector<std::size_t> &found, Sweep sweep) {
     if (found.empty() || !repair_) return;
     if (!store_.writable()) {
       for (const std::size_t index : found) report_.findings[index].repair = "read-only layer: not repaired";
       return;
     }
-    sweep_leftovers(layout);
+    sweep();
     for (const std::size_t index : found) {
       StoreFinding &finding = report_.findings[index];
       boost::system::error_code gone;
       finding.repaired = !fs::exists(fs::symlink_status(finding.path, gone));
       finding.repair = finding.repaired ? "removed"
                                         : "kept: younger than the sweep's grace (a day for staging directories "
-                                          "without a lock, a minute for temps), or a live writer's";
+                                          "without a lock or damaged copies, a minute for temps and staging "
+                                          "copies), a live writer's, or another user's";
     }
   }
 
@@ -338,14 +384,17 @@ class Auditor {
   bool repair_;
   VerifyReport &report_;
   const LogCallback &log_;
+  const EntryFileCheck &check_;
+  std::map<std::string, std::string> kinds_;  // content key -> kind, of the consumer's readable entries
   FileIdentity ignored_;
 };
 
 }  // namespace
 
-void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log) {
+void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log,
+                 const EntryFileCheck &check) {
   report.stores.push_back(store.root().string());
-  Auditor(store, repair, report, log).run();
+  Auditor(store, repair, report, log, check).run();
 }
 
 }  // namespace kiln::store

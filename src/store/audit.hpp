@@ -6,13 +6,24 @@
 #include <kiln/log.hpp>
 #include <kiln/verify.hpp>
 
+#include <functional>
+#include <string>
+
+#include "store/entry.hpp"
 #include "store/local_store.hpp"
 
 namespace kiln::store {
 
+// What an entry's files must agree with beyond their digests, checked by the layer that reads
+// artifacts (load/entry_checks.hpp: a plugin's build stamp names the entry): the reason an
+// intact-by-digest entry still cannot load, or "" when it can.
+using EntryFileCheck = std::function<std::string(const fs::path &entry_dir, const EntryMeta &meta)>;
+
 // Appends what it finds in `store` to `report` (and adds to its counts). Never throws for what
 // it finds in the store: an unreadable or hostile file is a finding. `repair` is ignored for a
 // store that is not writable (each finding then says "read-only layer").
-void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log);
+// `check`, when given, runs on every entry whose files have their digests.
+void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log,
+                 const EntryFileCheck &check = {});
 
 }  // namespace kiln::store

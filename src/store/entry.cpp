@@ -12,6 +12,7 @@
 
 #include "store/digest.hpp"
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
 #include "store/names.hpp"
 #include "store/safety.hpp"
 #include "store/unique_fd.hpp"
@@ -229,8 +230,7 @@ bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
   if (::rename(staging_dir.c_str(), entry_dir.c_str()) != 0) {
     const int error = errno;
     if (error == EEXIST || error == ENOTEMPTY) {
-      boost::system::error_code ignored;
-      fs::remove_all(staging_dir, ignored);
+      remove_tree(staging_dir);
       return false;
     }
     throw IoError("cannot publish " + staging_dir.string() + " as " + entry_dir.string() + ": " +

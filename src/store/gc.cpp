@@ -25,6 +25,8 @@
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
+#include "store/sweep.hpp"
 #include "support/fault_point.hpp"
 #include "support/text.hpp"
 #include "store/names.hpp"
@@ -135,8 +137,7 @@ class Collector {
     for (const auto &key : names_in(layout.entries())) {
       if (support::starts_with(key, kStagingPrefix) && support::ends_with(key, kEvictedSuffix)) {
         // What a gc killed after the rename left (only a gc, holding gc.lock, makes these).
-        boost::system::error_code ignored;
-        if (!options_.dry_run) fs::remove_all(layout.entries() / key, ignored);
+        if (!options_.dry_run) remove_tree(layout.entries() / key);
         continue;
       }
       if (!is_valid_key(key)) continue;
@@ -199,8 +200,8 @@ class Collector {
       fsync_path(layout.entries());
       KILN_FAULT_POINT("gc.after_rename");
       held->clear();
+      remove_tree(aside);  // a crash before this: the sweep removes it
       boost::system::error_code error;
-      fs::remove_all(aside, error);  // a crash before this: the sweep removes it
       fs::remove(use_marker(layout, candidate.item.content_key), error);
     } catch (const std::exception &error) {
       if (log_) log_(LogLevel::warning, "kiln gc: cannot evict " + dir.string() + ": " + error.what());
@@ -243,6 +244,9 @@ GcReport collect_garbage(const LocalStore &cache, const GcOptions &options, cons
   const auto lock = FileLock::try_acquire(cache.root() / "gc.lock");
   if (!lock) throw IoError("another kiln gc is running on " + cache.root().string() + "; wait for it to finish");
   Collector(cache, options, report, log).run();
+  // What a crashed or failed writer of the ABI header copies left (the same rule a build's own
+  // sweep applies): removed even when no entry is.
+  if (!options.dry_run) sweep_abi_leftovers(cache.root() / "abi");
   return report;
 }
 

@@ -129,6 +129,9 @@ bool LocalStore::entry_intact(const std::string &consumer, const std::string &co
 Staging LocalStore::stage(const std::string &consumer, const LogCallback &log) const {
   const ConsumerLayout paths = layout(consumer);
   store::create_directories(paths.entries());
+  // Before the sweep: in a store others can write, what looks like a dead writer's staging
+  // directory may be a trap for it.
+  check_safe_to_write(paths.entries(), root());
   const SweepCounts swept = sweep_leftovers(paths);
   if (swept.total() > 0 && log) {
     log(LogLevel::info, "removed " + std::to_string(swept.staging_dirs) + " staging director(ies) and " +
@@ -179,6 +182,7 @@ void LocalStore::write_pointer(const std::string &consumer, const std::string &i
   if (pointer(consumer, input_key, LogCallback()) == content_key) return;
   const fs::path file = layout(consumer).bykey(input_key);
   store::create_directories(file.parent_path());
+  check_safe_to_write(file.parent_path(), root());
   write_file_atomic(file, content_key + "\n");
 }
 
@@ -200,6 +204,8 @@ std::vector<std::string> LocalStore::write_records(const std::string &consumer,
     return true;
   };
   if (const auto current = manifest(consumer); current && all_same(*current)) return {};  // the hit path writes nothing
+  store::create_directories(layout(consumer).dir());
+  check_safe_to_write(layout(consumer).dir(), root());
   std::vector<std::string> renamed;
   update_manifest(layout(consumer), [&](Manifest &manifest) {
     renamed.clear();

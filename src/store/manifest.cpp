@@ -78,6 +78,7 @@ Manifest parse_manifest(const std::string &text, const fs::path &file, const std
     entry.input_key = string_field(record, "input_key", file, where, false);
     entry.kind = string_field(record, "kind", file, where, true);
     entry.updated = string_field(record, "updated", file, where, false);
+    entry.bundle_created = string_field(record, "bundle_created", file, where, false);
     manifest.artifacts.emplace(name, std::move(entry));
   }
   return manifest;
@@ -98,6 +99,7 @@ std::string serialize_manifest(const Manifest &manifest) {
   for (const auto &[name, record] : manifest.artifacts) {
     json entry = {{"content_key", record.content_key}, {"kind", record.kind}, {"updated", record.updated}};
     if (!record.input_key.empty()) entry["input_key"] = record.input_key;
+    if (!record.bundle_created.empty()) entry["bundle_created"] = record.bundle_created;
     artifacts[name] = std::move(entry);
   }
   json root = {{"schema", kManifestSchema}, {"consumer", manifest.consumer}, {"artifacts", std::move(artifacts)}};

@@ -16,6 +16,10 @@ struct ManifestRecord {
   std::string input_key;  // empty for published (not built) artifacts
   std::string kind;       // "plugin" or "images"
   std::string updated;    // UTC ISO-8601
+  // Written by an import: the signed "created" time (UTC ISO-8601) of the bundle that set this
+  // record, so that an older bundle replayed later is seen as rolling the name back. Empty for
+  // records a publish or a build wrote.
+  std::string bundle_created;
 };
 
 struct Manifest {

@@ -28,6 +28,9 @@ struct Purpose {
 };
 constexpr Purpose kCode{"refusing to run code from", "anyone could replace the code"};
 constexpr Purpose kData{"refusing to trust", "anyone could point an artifact name at other code or roll it back"};
+constexpr Purpose kWrite{"refusing to write into",
+                         "anyone could plant files there that kiln's writers and sweeps would act on, or move kiln's "
+                         "own files under them"};
 
 // kAskEuid: geteuid() only when the owner is not root (root-owned passes for everyone), so a
 // warm load of a root-owned store makes no such call; the rule is the same either way.
@@ -83,6 +86,19 @@ void check_directories(const boost::filesystem::path &file, const boost::filesys
     dir.resize(slash);
     check_one(dir, false, kCode, nullptr, me);
     if (dir == root) break;
+  }
+}
+
+void check_safe_to_write(const boost::filesystem::path &dir, const boost::filesystem::path &store_root) {
+  const std::string root = store_root.lexically_normal().string();
+  const uid_t me = ::geteuid();
+  std::string each = dir.lexically_normal().string();
+  while (!each.empty() && each.size() > 1 && each.back() == '/') each.pop_back();
+  for (;;) {
+    check_one(each, false, kWrite, nullptr, me);
+    const std::size_t slash = each.rfind('/');
+    if (each == root || slash == std::string::npos || slash == 0) break;
+    each.resize(slash);
   }
 }
 

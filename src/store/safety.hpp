@@ -29,6 +29,13 @@ void check_safe_to_execute(const boost::filesystem::path &file, const boost::fil
 // read from this file under the full check and only needs to know they are still the file's.
 void check_file_safe(const std::string &file, FileIdentity *identity);
 
+// The rule of check_directories for a writer: `dir` and every directory above it up to and
+// including `store_root` must be real directories owned by the effective user or root and not
+// writable by group or others. A store others can write is refused for writing as it is for
+// loading: a co-user could plant staging directories for kiln's sweeps to remove, or move
+// kiln's staging directories under it. Throws IntegrityError naming the directory and the fix.
+void check_safe_to_write(const boost::filesystem::path &dir, const boost::filesystem::path &store_root);
+
 // The same rules for a file that decides what runs without being code itself (manifest.json,
 // meta.json, identity.json): whoever can write it can point a name at other code or roll an
 // artifact back. Throws IntegrityError naming the path and the fix; NotFoundError when absent.

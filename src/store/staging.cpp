@@ -13,6 +13,7 @@
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
 #include "store/layout.hpp"
 
 namespace kiln::store {
@@ -53,8 +54,7 @@ FileLock lock_inside(const fs::path &dir) {
   try {
     return FileLock::create_held(dir / kStagingLockFile);
   } catch (...) {
-    boost::system::error_code ignored;
-    fs::remove_all(dir, ignored);
+    remove_tree(dir);
     throw;
   }
 }
@@ -86,8 +86,7 @@ Staging &Staging::operator=(Staging &&other) noexcept {
 
 Staging::~Staging() {
   if (dir_.empty()) return;
-  boost::system::error_code ignored;
-  fs::remove_all(dir_, ignored);  // lock_ is released after this body: no sweeper judges it meanwhile
+  remove_tree(dir_);  // lock_ is released after this body: no sweeper judges it meanwhile
 }
 
 void Staging::write(const std::string &name, std::string_view bytes, unsigned mode) const {

@@ -36,6 +36,7 @@ struct Publication {
   std::string content_key;
   std::string input_key;  // empty for published (not built) artifacts: no bykey pointer
   std::string kind;       // "plugin" or "images"
+  std::string bundle_created;  // imports: the signed creation time of the bundle (ManifestRecord)
 };
 
 class Storage {

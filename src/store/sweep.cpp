@@ -12,6 +12,7 @@
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
+#include "store/remove_tree.hpp"
 #include "store/locks.hpp"
 #include "store/names.hpp"
 #include "support/text.hpp"
@@ -51,7 +52,7 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
       if (!lock && !(missing && unchanged_for(dir, grace))) continue;  // live
       boost::system::error_code ignored;
       KILN_FAULT_POINT("sweep.before_remove");
-      if (fs::remove_all(dir, ignored) > 0) ++removed;
+      if (remove_tree(dir)) ++removed;
       KILN_FAULT_POINT("sweep.after_remove");
     } catch (const Error &) {
       // A lock file that is not a regular file, a directory we may not read: not ours to judge.
@@ -105,6 +106,32 @@ int sweep_object_temps(const ConsumerLayout &layout) {
 }
 
 }  // namespace
+
+std::vector<AbiLeftover> abi_leftovers(const fs::path &abi_root) {
+  std::vector<AbiLeftover> found;
+  for (const auto &name : names_in(abi_root)) {
+    const bool staging = starts_with(name, ".staging-"), damaged = starts_with(name, ".damaged-");
+    if (!staging && !damaged) continue;
+    const fs::path path = abi_root / name;
+    // By its own mtime (set when its last file was created), as it always was for these copies.
+    struct stat info {};
+    const auto grace = damaged ? kLocklessStagingGrace : kTempWriteBound;
+    const bool due = ::lstat(path.c_str(), &info) == 0 && std::time(nullptr) - info.st_mtime >= grace.count();
+    found.push_back({path, damaged, due});
+  }
+  return found;
+}
+
+int sweep_abi_leftovers(const fs::path &abi_root) {
+  int removed = 0;
+  try {
+    for (const auto &leftover : abi_leftovers(abi_root)) {
+      if (leftover.due && remove_tree(leftover.path)) ++removed;
+    }
+  } catch (const std::exception &) {  // a directory we may not list: not ours to judge
+  }
+  return removed;
+}
 
 SweepCounts sweep_leftovers(const ConsumerLayout &layout, std::chrono::seconds lockless_grace,
                             std::chrono::seconds v2_grace) {

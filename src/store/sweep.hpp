@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <vector>
 
 #include "store/files.hpp"
 #include "store/layout.hpp"
@@ -44,5 +45,19 @@ struct SweepCounts {
 SweepCounts sweep_leftovers(const ConsumerLayout &layout,
                             std::chrono::seconds lockless_grace = kLocklessStagingGrace,
                             std::chrono::seconds v2_grace = kLocklessV2StagingGrace);
+
+// <cache>/abi (the plugin ABI headers builds include, builder/abi_headers.hpp): what its
+// writers leave are ".staging-*" copies of a writer that died or failed (a full disk) and
+// copies moved aside as ".damaged-*". A staging copy is due once its mtime is older than
+// kTempWriteBound (no writer takes that long), a damaged one after kLocklessStagingGrace (a
+// compile may have been reading it).
+struct AbiLeftover {
+  fs::path path;
+  bool damaged = false;  // moved aside, not a staging copy
+  bool due = false;      // old enough to remove
+};
+std::vector<AbiLeftover> abi_leftovers(const fs::path &abi_root);
+// Removes the due ones (remove_tree); returns how many. Never throws.
+int sweep_abi_leftovers(const fs::path &abi_root);
 
 }  // namespace kiln::store

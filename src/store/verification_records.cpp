@@ -14,6 +14,7 @@
 #include "store/files.hpp"
 #include "store/names.hpp"
 #include "store/unique_fd.hpp"
+#include "support/failure_point.hpp"
 
 namespace kiln::store {
 namespace {
@@ -39,8 +40,9 @@ std::int64_t now_ns() {
 }  // namespace
 
 bool VerificationRecords::vouches(const std::string &content_key, const FileIdentity &id,
-                                  const std::string &digest) const noexcept {
+                                  const std::string &digest) const noexcept try {
   if (dir_.empty() || !is_valid_key(content_key)) return false;
+  KILN_FAILURE_POINT("store.vouches");
   const std::string file = (dir_ / content_key).string();
   // Never blocks (a FIFO planted here is not read), never follows a link.
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
@@ -62,6 +64,8 @@ bool VerificationRecords::vouches(const std::string &content_key, const FileIden
     return false;
   }
   return content_key == key && digest == recorded_digest && recorded == id;
+} catch (...) {
+  return false;  // out of memory for the record's path: not vouched, so the file is hashed instead
 }
 
 void VerificationRecords::remember(const std::string &content_key, const FileIdentity &id, const std::string &digest,

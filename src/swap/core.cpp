@@ -4,6 +4,7 @@
 #include "swap/core.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 
 #include "load/boundary.hpp"
 #include "support/elapsed.hpp"
+#include "support/failure_point.hpp"
 
 namespace kiln {
 namespace {
@@ -97,6 +99,7 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
   std::string key = to_resident_key != nullptr ? *to_resident_key : std::string();
   std::unique_ptr<Version> fresh;
   Version *candidate = nullptr;
+  SwapStep publish_step, grace_passed, grace_deferred;  // made before publish (see there)
   try {
     if (to_resident_key == nullptr && request.recipe) {
       run_step(report.steps, "build", [&] {
@@ -178,6 +181,24 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
     if (serving != nullptr && options.carry_state) {
       run_step(report.steps, "state", [&] { return carry_state(*serving, *candidate, &report.state_bytes); });
     }
+    // From publish until the old version's grace period is recorded nothing may throw: a failure
+    // there would leave the old version looking unused (unused_after 0) while a reader holds it,
+    // and collect() would retire it under that reader. So whatever publishing needs (the
+    // resident list's room, the report's lines) is made here, where a failure still refuses.
+    try {
+      KILN_FAILURE_POINT("swap.publish");
+      report.steps.reserve(report.steps.size() + 3);  // publish, grace, retire
+      report.to_key = candidate->content_key;
+      retiring.reserve(retiring.size() + resident.size() + 1);
+      publish_step = SwapStep{"publish", 0, "serial " + std::to_string(candidate->served.serial)};
+      grace_passed = SwapStep{"grace", 0, "every reader passed a quiescent point"};
+      grace_deferred = SwapStep{"grace", 0,
+                                "a reader did not pass a quiescent point within " +
+                                    std::to_string(options.grace_timeout.count()) + " ms: retirement deferred (collect())"};
+      if (fresh) resident.push_front(std::move(fresh));  // last: when it throws, fresh still owns the version
+    } catch (const std::exception &error) {
+      throw StepFailure{"publish", ErrorKind::other, std::string("out of memory before publishing (") + error.what() + ")"};
+    }
   } catch (const StepFailure &failure) {
     report.to_key = key;
     report.total_ms = ms_since(start);
@@ -193,61 +214,103 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
     throw SwapError(failure.kind, message, failure.step, report);
   }
 
-  // Publish: from the next acquire() on, readers get the candidate.
+  // Publish: from the next acquire() on, readers get the candidate. Nothing below throws.
   const auto publish_start = Clock::now();
+  auto found = std::find_if(resident.begin(), resident.end(), [&](const auto &v) { return v.get() == candidate; });
+  std::rotate(resident.begin(), found, found + 1);  // the candidate serves: first
   domain->publish(&candidate->served);
-  if (fresh) {
-    resident.push_front(std::move(fresh));
-  } else {
-    auto found = std::find_if(resident.begin(), resident.end(), [&](const auto &v) { return v.get() == candidate; });
-    std::unique_ptr<Version> moved = std::move(*found);
-    resident.erase(found);
-    resident.push_front(std::move(moved));
-  }
+  if (serving != nullptr) serving->unused_after = domain->advance();  // its grace period, before anything else
   candidate->unused_after = 0;
   report.swapped = true;
-  report.to_key = candidate->content_key;
   report.serial = candidate->served.serial;
   report.total_ms = ms_since(start);
-  report.steps.push_back({"publish", ms_since(publish_start), "serial " + std::to_string(report.serial)});
+  publish_step.ms = ms_since(publish_start);
+  report.steps.push_back(std::move(publish_step));
 
   if (serving != nullptr) {
     const auto grace_start = Clock::now();
-    serving->unused_after = domain->advance();
     const bool passed = domain->wait(serving->unused_after, options.grace_timeout);
-    report.steps.push_back({"grace", ms_since(grace_start),
-                            passed ? std::string("every reader passed a quiescent point")
-                                   : "a reader did not pass a quiescent point within " +
-                                         std::to_string(options.grace_timeout.count()) +
-                                         " ms: retirement deferred (collect())"});
+    SwapStep &grace = passed ? grace_passed : grace_deferred;
+    grace.ms = ms_since(grace_start);
+    if (!passed) name_lagging_readers(serving->unused_after, report, grace.detail);
+    report.steps.push_back(std::move(grace));
   }
   retire_locked(report);
   return report;
 }
 
-void SwapCore::Impl::retire_locked(SwapReport &report) {
+void SwapCore::Impl::name_lagging_readers(std::uint64_t period, SwapReport &report, std::string &detail) const noexcept {
+  try {
+    for (const swap_detail::LaggingReader &reader : domain->lagging(period)) {
+      std::string line = "reader " + std::to_string(reader.index);
+      if (reader.thread_exited) {
+        line += ": its thread " + std::to_string(reader.thread) +
+                " has exited with the reader online; destroy the SwapReader or call offline() before the thread ends";
+      } else if (reader.thread != 0) {
+        line += " (thread " + std::to_string(reader.thread) + ")";
+      }
+      detail += (report.held_back_by.empty() ? ": " : "; ") + line;
+      report.held_back_by.push_back(std::move(line));
+    }
+  } catch (...) {
+    // No memory to name them: the step still says the grace period was not reached.
+  }
+}
+
+void SwapCore::Impl::retire_locked(SwapReport &report) noexcept {
   const auto start = Clock::now();
   while (resident.size() > options.keep_resident) {
-    std::unique_ptr<Version> oldest = std::move(resident.back());
+    if (retiring.size() == retiring.capacity()) {
+      try {
+        retiring.reserve(retiring.size() + 1);
+      } catch (...) {
+        break;  // no room: it stays resident (and unused) until the next swap or collect()
+      }
+    }
+    Retiring entry{nullptr, resident.back()->unused_after};
+    entry.version = std::move(resident.back());
     resident.pop_back();
-    const std::uint64_t period = oldest->unused_after;
-    retiring.push_back({std::move(oldest), period});
+    retiring.push_back(std::move(entry));
   }
+  // A retirement that fails (out of memory) fails before it touches the version: it stays
+  // pending and the next swap or collect() tries again. Never half-retired.
   const std::size_t before = report.retired.size();
+  std::size_t failed = 0;
+  std::string why;
   for (auto it = retiring.begin(); it != retiring.end();) {
-    if (domain->passed(it->period)) {
-      report.retired.push_back(swap_detail::retire(std::move(it->version), runtime_log()));
-      it = retiring.erase(it);
-    } else {
+    if (!domain->passed(it->period)) {
       ++it;
+      continue;
+    }
+    try {
+      report.retired.emplace_back();
+      try {
+        swap_detail::retire(it->version, report.retired.back(), runtime_log());
+      } catch (...) {
+        report.retired.pop_back();
+        throw;
+      }
+      it = retiring.erase(it);
+    } catch (const std::exception &error) {
+      ++failed;
+      ++it;
+      try {
+        why = error.what();
+      } catch (...) {
+      }
     }
   }
   report.retire_pending = retiring.size();
-  if (report.retired.size() != before || report.retire_pending != 0) {
-    std::ostringstream detail;
-    detail << report.retired.size() - before << " retired";
-    if (report.retire_pending != 0) detail << ", " << report.retire_pending << " waiting for a reader";
-    report.steps.push_back({"retire", ms_since(start), detail.str()});
+  try {
+    if (report.retired.size() != before || report.retire_pending != 0) {
+      std::ostringstream detail;
+      detail << report.retired.size() - before << " retired";
+      if (report.retire_pending > failed) detail << ", " << report.retire_pending - failed << " waiting for a reader";
+      if (failed != 0) detail << ", " << failed << " could not be retired (" << why << "): pending, tried again by the next swap or collect()";
+      report.steps.push_back({"retire", ms_since(start), detail.str()});
+    }
+  } catch (...) {
+    // The report's line could not be made: retire_pending says what is left.
   }
 }
 
@@ -257,33 +320,38 @@ LogCallback SwapCore::Impl::runtime_log() const {
 }
 
 void SwapCore::Impl::retire_all() noexcept {
-  // The owner destroys the Swappable after its readers stopped; a reader still online gets the
-  // grace timeout to let go, then its versions go anyway (logged).
-  domain->publish(nullptr);
+  // From here on acquire() returns the retired state (no table, serial 0): a reader still
+  // cycling sees it instead of a version being unloaded. Readers get the grace timeout to pass a
+  // quiescent point; a reader holding a version past it is logged and its version goes anyway.
+  domain->publish(&swap_detail::kRetiredVersion);
   const std::uint64_t period = domain->advance();
   if (!domain->wait(period, options.grace_timeout)) {
-    runtime.log(LogLevel::warning, "hot swap of " + who(options) +
-                                    ": destroyed while a reader was still online; its versions are unloaded anyway");
-  }
-  SwapReport ignored;
-  for (auto &version : resident) version->unused_after = period;
-  for (auto &pending : retiring) pending.period = period;
-  while (!resident.empty()) {
-    retiring.push_back({std::move(resident.back()), period});
-    resident.pop_back();
-  }
-  for (auto &pending : retiring) {
     try {
-      swap_detail::retire(std::move(pending.version), runtime_log());
+      runtime.log(LogLevel::warning, "hot swap of " + who(options) +
+                                         ": destroyed while a reader still held a version past the grace timeout; "
+                                         "its versions are unloaded anyway");
     } catch (...) {
     }
   }
+  const LogCallback log = runtime_log();
+  auto drop = [&](std::unique_ptr<Version> &version) {
+    RetiredVersion ignored;
+    try {
+      swap_detail::retire(version, ignored, log);
+    } catch (...) {
+      version.reset();  // no memory to report it: destroyed and unloaded all the same
+    }
+  };
+  for (auto &version : resident) drop(version);
+  for (auto &pending : retiring) drop(pending.version);
+  resident.clear();
   retiring.clear();
 }
 
 // ---- SwapCore ----
 
 SwapCore::SwapCore(Runtime &runtime, SwapOptions options) : impl_(std::make_unique<Impl>(runtime, std::move(options))) {
+  impl_->domain->owner = this;
   if (impl_->options.watch) impl_->prepare_watcher();
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -308,8 +376,14 @@ SwapReader SwapCore::register_reader() {
 }
 
 const ServedVersion &SwapCore::acquire(const SwapReader &reader) const noexcept {
-  (void)reader;  // registration is what makes the read safe; the read itself is one load
-  return *impl_->domain->current.load(std::memory_order_acquire);
+  // Through the reader's Domain (shared with every reader), never this object: a reader cycling
+  // while the Swappable is destroyed reads live memory and gets the retired state.
+  const swap_detail::Domain &domain = *reader.domain_;
+  assert(reader.slot_ != nullptr && reader.slot_->period.load(std::memory_order_relaxed) != 0 &&
+         "SwapReader is offline (or moved from): call online() before acquire()");
+  assert((domain.owner == this || domain.current.load(std::memory_order_relaxed) == &swap_detail::kRetiredVersion) &&
+         "this SwapReader was registered with another Swappable");
+  return *domain.current.load(std::memory_order_acquire);
 }
 
 SwapReport SwapCore::swap(const SwapRequest &request) {

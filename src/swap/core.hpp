@@ -38,9 +38,12 @@ struct SwapCore::Impl {
 
   // The transaction (core.cpp); the lock is held.
   SwapReport swap_locked(const SwapRequest &request, const std::string *to_resident_key);
-  // Retires what is past keep_resident and what waited for a grace period now passed.
-  void retire_locked(SwapReport &report);
+  // Retires what is past keep_resident and what waited for a grace period now passed; what
+  // cannot be retired now (a reader, no memory) stays pending, and the report says which.
+  void retire_locked(SwapReport &report) noexcept;
   void retire_all() noexcept;
+  // Names the readers that held `period` back into the report (held_back_by) and `detail`.
+  void name_lagging_readers(std::uint64_t period, SwapReport &report, std::string &detail) const noexcept;
   LogCallback runtime_log() const;
 
   // The watcher (watcher.cpp). prepare_watcher opens the table and notes the generation before

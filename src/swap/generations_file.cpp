@@ -120,8 +120,27 @@ GenerationsFile::Hold::~Hold() {
   if (held_) file_->unlock();
 }
 
+bool GenerationsFile::reopen_after_fork() const noexcept {
+  // A forked child shares the parent's open file description, and with it the OFD lock: both
+  // would hold it at once and lose each other's bumps. The child opens the file anew.
+  store::UniqueFd fd(::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat info {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || info.st_dev != device_ || info.st_ino != inode_) {
+    short_io_.store(true, std::memory_order_relaxed);  // replaced meanwhile: the caller reopens
+    return false;
+  }
+  fd_.reset(fd.release());
+  opened_by_ = ::getpid();
+  return true;
+}
+
 GenerationsFile::Hold GenerationsFile::hold(bool exclusive) const noexcept {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (::getpid() != opened_by_ && !reopen_after_fork()) {
+    Hold none(this, std::unique_lock<std::mutex>());
+    none.held_ = false;
+    return none;
+  }
   struct flock range {};
   range.l_type = exclusive ? F_WRLCK : F_RDLCK;
   range.l_whence = SEEK_SET;  // start 0, length 0: the whole file
@@ -218,6 +237,7 @@ std::unique_ptr<GenerationsFile> GenerationsFile::open(const std::string &cache_
       opened->device_ = info.st_dev;
       opened->inode_ = info.st_ino;
       opened->fd_.reset(fd.release());
+      opened->opened_by_ = ::getpid();
       GenerationsHeader header{};
       const Hold held = opened->hold(false);
       if (!held) {

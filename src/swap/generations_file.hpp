@@ -56,7 +56,8 @@ class GenerationsFile {
 
   // Holds the file for one operation: this process's other threads by a mutex (an open file
   // description's lock does not exclude its own holder), other processes by an OFD record lock
-  // on the whole file -- shared to read, exclusive to change. The kernel drops the lock of a
+  // on the whole file -- shared to read, exclusive to change. A forked child first opens the
+  // file anew: the description it inherited, and its lock, are its parent's too. The kernel drops the lock of a
   // process that dies, so a crash leaves no lock behind.
   class Hold {
    public:
@@ -84,8 +85,10 @@ class GenerationsFile {
  private:
   GenerationsFile() = default;
   void unlock() const noexcept;
+  bool reopen_after_fork() const noexcept;  // under mutex_
   std::string path_;
-  store::UniqueFd fd_;
+  mutable store::UniqueFd fd_;
+  mutable pid_t opened_by_ = 0;  // the process that opened fd_: another one (a fork) reopens
   dev_t device_ = 0;
   ino_t inode_ = 0;
   mutable std::mutex mutex_;

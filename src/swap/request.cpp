@@ -17,9 +17,23 @@ std::shared_ptr<GenerationTable> table_of(const Runtime &runtime) {
   return GenerationTable::open(runtime.stores().back().root, log);
 }
 
-// Sorts the records into acknowledged (at `generation` or past it), pending and foreign.
+// Whether a watcher's record at or past the request answers it. A plain request is answered by
+// any: the watcher serves what the name resolves to now. A --to KEY request is answered by the
+// watcher handling exactly it (swapped, unchanged or refused), or serving KEY after a later one.
+// Requests coalesce (a watcher reads only the latest), so a later request may have replaced it
+// before the watcher looked, and a watcher that started after it never handled it.
+bool answers(const swap::Acknowledgement &record, const SwapRequestResult &request) {
+  if (!request.content_key) return true;
+  if (record.outcome == swap::Outcome::watching) return false;
+  if (record.generation == request.generation) return true;
+  return record.outcome != swap::Outcome::refused && record.note == *request.content_key;
+}
+
+// Sorts the records into acknowledged (at `generation` or past it, answering it), not serving
+// (past it, not answering it), pending and foreign.
 void sort_records(GenerationTable &table, SwapRequestResult &result) {
   result.acknowledged.clear();
+  result.not_serving.clear();
   result.pending.clear();
   result.foreign.clear();
   for (const auto &record : table.acknowledgements(result.consumer, result.name)) {
@@ -30,9 +44,8 @@ void sort_records(GenerationTable &table, SwapRequestResult &result) {
     ack.outcome = swap::to_string(record.outcome);
     ack.exit_code = record.error_kind;
     ack.note = record.note;
-    // "watching" at or past it: a watcher that started after the request, serving what it asked for.
     if (record.generation >= result.generation) {
-      result.acknowledged.push_back(std::move(ack));
+      (answers(record, result) ? result.acknowledged : result.not_serving).push_back(std::move(ack));
     } else if (record.same_pid_namespace) {
       result.pending.push_back(std::move(ack));
     } else {

@@ -17,6 +17,7 @@
 #include "load/boundary.hpp"
 #include "load/elf.hpp"
 #include "support/elapsed.hpp"
+#include "support/failure_point.hpp"
 
 namespace kiln::swap_detail {
 namespace {
@@ -161,31 +162,48 @@ bool mapped_in_process(std::uint64_t device, std::uint64_t inode) {
   return false;
 }
 
-RetiredVersion retire(std::unique_ptr<Version> version, const LogCallback &log) {
-  RetiredVersion retired;
+void retire(std::unique_ptr<Version> &version, RetiredVersion &retired, const LogCallback &log) {
+  // Everything that allocates comes first, while the version is untouched.
+  KILN_FAILURE_POINT("swap.retire");
   retired.content_key = version->content_key;
   retired.serial = version->served.serial;
   const std::string file = canonical(version->file);
   const std::uint64_t device = version->device, inode = version->inode;
   const bool keep = version->registers_cuda_runtime;
+  std::string kept_note, still_mapped_note;
+  if (keep) {
+    kept_note = "kept mapped: " + file + " has an .nv_fatbin section (device code registered with the CUDA runtime, "
+                "which must not be unloaded); its instance was destroyed";
+  } else {
+    still_mapped_note = file + " is still mapped: another Module of it is alive, or the library cannot be unloaded "
+                        "(STB_GNU_UNIQUE symbols, RTLD_NODELETE, thread_local destructors: abi/README.md \"Swap-safe plugins\")";
+  }
+  std::string unchecked_note = "unloaded; whether " + file + " left the address space could not be checked";
   if (keep) {
     try {
       version->module.keep_mapped();
     } catch (const Error &error) {
-      if (log) log(LogLevel::warning, std::string("hot swap: ") + error.what());
+      try {
+        if (log) log(LogLevel::warning, std::string("hot swap: ") + error.what());
+      } catch (...) {
+      }
     }
   }
+  // From here nothing throws.
   version->instance.reset();  // deactivate + destroy
   version.reset();            // the Module: dlclose
-  retired.unloaded = !mapped_in_process(device, inode);
-  if (keep) {
-    retired.note = "kept mapped: " + file + " has an .nv_fatbin section (device code registered with the CUDA runtime, "
-                   "which must not be unloaded); its instance was destroyed";
-  } else if (!retired.unloaded) {
-    retired.note = file + " is still mapped: another Module of it is alive, or the library cannot be unloaded "
-                   "(STB_GNU_UNIQUE symbols, RTLD_NODELETE, thread_local destructors: abi/README.md \"Swap-safe plugins\")";
+  try {
+    retired.unloaded = !mapped_in_process(device, inode);
+  } catch (...) {
+    retired.unloaded = false;
+    retired.note = std::move(unchecked_note);
+    return;
   }
-  return retired;
+  if (keep) {
+    retired.note = std::move(kept_note);
+  } else if (!retired.unloaded) {
+    retired.note = std::move(still_mapped_note);
+  }
 }
 
 }  // namespace kiln::swap_detail

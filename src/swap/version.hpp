@@ -54,8 +54,10 @@ std::unique_ptr<Version> prepare_version(Module module, const SwapOptions &optio
 // Runs "kiln.selftest/1" when offered; the detail says what ran.
 std::string run_selftest(const Version &version);
 
-// deactivate -> destroy -> unload, then whether the file is gone from the address space.
-RetiredVersion retire(std::unique_ptr<Version> version, const LogCallback &log);
+// deactivate -> destroy -> unload, then whether the file is gone from the address space, into
+// `retired`. Throws (out of memory) only before it touches the version: then `version` is as it
+// was and may be retired again. Once it returns, `version` is empty.
+void retire(std::unique_ptr<Version> &version, RetiredVersion &retired, const LogCallback &log);
 
 // Whether a file (device, inode) is mapped in this process (/proc/self/maps).
 bool mapped_in_process(std::uint64_t device, std::uint64_t inode);

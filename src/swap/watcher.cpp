@@ -88,7 +88,11 @@ void SwapCore::Impl::watch_loop() noexcept {
       reopen_if_replaced();
       notice_unbumped_change();
       if (watcher_record >= 0 && !generations->heartbeat(watcher_record)) {
-        watcher_record = generations->claim_record(*watched, seen_generation);
+        try {
+          watcher_record = generations->claim_record(*watched, seen_generation);
+        } catch (...) {
+          watcher_record = -1;  // out of memory for its log line: acknowledgements go unrecorded
+        }
       }
     }
     lock.lock();
@@ -106,8 +110,8 @@ void SwapCore::Impl::handle_request(const swap::Request &asked) noexcept {
       // The host's callback threw; the watcher keeps watching.
     }
   };
-  const std::string wanted = asked.content_key ? *asked.content_key : std::string("what it resolves to");
   try {
+    const std::string wanted = asked.content_key ? *asked.content_key : std::string("what it resolves to");
     try {
       SwapRequest request;
       if (asked.content_key) request.content_key = *asked.content_key;
@@ -156,9 +160,9 @@ void SwapCore::Impl::notice_unbumped_change() noexcept {
   const std::string now = resolved_key();
   if (now.empty() || now == last_resolved) return;
   const bool first_look = last_resolved.empty();
-  last_resolved = now;
-  if (first_look) return;
   try {
+    last_resolved = now;
+    if (first_look) return;
     SwapReport report;
     {
       std::lock_guard<std::mutex> lock(mutex);

@@ -2,10 +2,17 @@
 // moved or installed kiln never reads its source tree, and keys stay what they were.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <ctime>
 #include <string>
 
 #include <boost/filesystem/operations.hpp>
+
+#include <kiln/errors.hpp>
 
 #include "builder/abi_headers.hpp"
 #include "builder/keys.hpp"
@@ -83,6 +90,43 @@ TEST_CASE("builds include the ABI headers from a read-only copy in the cache, re
   CHECK(fs::exists(abi_root / ".staging-young-1"));
   CHECK(fs::exists(abi_root / ".damaged-young-1"));
   CHECK(fs::exists(dir / "kiln" / "plugin.h"));
+}
+
+TEST_CASE("a write of the ABI headers that fails (a full disk) leaves no staging copy; a later build sweeps an old one") {
+  ScopedEnv no_override("KILN_ABI_DIR", std::nullopt);
+  TempDir cache;
+  const builder::AbiHeaders abi = builder::abi_headers_for(cache.path());
+  const fs::path abi_root = cache.path() / "abi";
+  // In a child whose file size limit is 0 every write fails (EFBIG), as on a full disk.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const struct rlimit none {0, 0};
+    ::setrlimit(RLIMIT_FSIZE, &none);
+    try {
+      builder::write_embedded_abi(abi.dir);
+      ::_exit(2);  // it should have failed
+    } catch (const kiln::IoError &) {
+      ::_exit(0);
+    } catch (...) {
+      ::_exit(3);
+    }
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  for (fs::directory_iterator it(abi_root), end; it != end; ++it) FAIL_CHECK("left behind: " << it->path());
+
+  // A staging copy left by an earlier kiln (or a power cut) is swept by the next build even when
+  // the copy itself is intact, so nothing needs to be rewritten.
+  builder::write_embedded_abi(abi.dir);
+  fs::create_directories(abi_root / ".staging-dead-1" / "kiln");
+  kiln::test::write_text(abi_root / ".staging-dead-1" / "kiln" / "plugin.h", "//\n");
+  fs::last_write_time(abi_root / ".staging-dead-1", std::time(nullptr) - 3 * 24 * 3600);
+  builder::write_embedded_abi(abi.dir);
+  CHECK_FALSE(fs::exists(abi_root / ".staging-dead-1"));
 }
 
 TEST_CASE("KILN_ABI_DIR points builds at a developer's ABI tree instead") {

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,9 +19,11 @@
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
+#include <kiln/bundle.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
+#include "support/fake_remotes.hpp"
 #include "support/fixtures.hpp"
 
 namespace {
@@ -44,6 +48,8 @@ struct World {
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
   std::string names;  // what the message must mention (a path or a name)
+  std::string absent;  // what no output may show (a password), when set
+  std::shared_ptr<void> server;  // a fake remote the row's command talks to, while it runs
 
   fs::path file(const std::string &name) const { return dir / name; }
 };
@@ -94,6 +100,30 @@ void hostile_load(World &w, const std::string &mode) {
   w.env["KILN_TEST_HOSTILE"] = mode;
   w.args = {"load", "tests", "hostile"};
   w.names = fs::path(KILN_TEST_PLUGIN_HOSTILE).filename().string();
+}
+
+// A key pair k.key / k.pub in the row's directory; the public half's path.
+std::string keypair(World &w) {
+  return kiln::generate_keypair(w.file("k").string()).public_file;
+}
+
+// `kiln remote status` against a fake Redis answering every command with `reply`.
+void hostile_redis(World &w, std::string reply) {
+  auto redis = std::make_shared<kiln::test::FakeRedis>(
+      [reply = std::move(reply)](const std::vector<std::string> &) { return reply; }, std::chrono::seconds(60));
+  w.env["KILN_REMOTE"] = redis->url() + ";timeout=3";
+  w.server = redis;
+  w.args = {"remote", "status"};
+}
+
+// A KILN_CONFIG naming `remote` (with lease_wait 1 s) for the row's recipe.
+void pull_from(World &w, const std::string &remote) {
+  write_text(w.file("kiln.conf"), "remote = " + remote + "\nlease_wait = 1\n");
+  ::chmod(w.file("kiln.conf").c_str(), 0644);
+  w.env["KILN_CONFIG"] = w.file("kiln.conf").string();
+  write_recipe(w, valid_recipe());
+  w.args = {"remote", "pull", w.recipe.string()};
+  w.names = "bad-inputs/r";
 }
 
 std::string patched(std::string bytes, std::size_t at, const std::string &with) {
@@ -166,6 +196,8 @@ const std::vector<Row> &rows() {
       {"publish: 65-character name", 2, "usage", [](World &w) { w.names = std::string(65, 'n'); w.args = {"publish", "--consumer", "tests", "--name", w.names, "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; }},
       {"publish: non-ASCII name", 2, "usage", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "caf\xc3\xa9", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = "name"; }},
       {"publish: unknown arch", 2, "usage", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "n", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "sm_5"}; w.names = "sm_5"; }},
+      {"publish: into a cache others can write", 6, "integrity", [](World &w) { ::chmod(w.cache.c_str(), 0777); w.args = {"publish", "--consumer", "tests", "--name", "shared", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = w.cache.string(); }},
+      {"publish: into a consumer others can write", 6, "integrity", [](World &w) { ::chmod(w.consumer_dir.c_str(), 0777); w.args = {"publish", "--consumer", "tests", "--name", "shared", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = w.consumer_dir.string(); }},
       // ---- recipes
       {"recipe: not JSON", 2, "usage", [](World &w) { write_text(w.recipe, "{"); w.args = {"build", w.recipe.string(), "--plan"}; w.names = w.recipe.string(); }},
       {"recipe: 100k-deep consumer", 2, "usage", [](World &w) { auto t = valid_recipe().dump(); t.replace(t.find("\"bad-inputs\""), 12, nested(100000)); write_text(w.recipe, t); w.args = {"build", w.recipe.string(), "--plan"}; w.names = w.recipe.string(); }},
@@ -202,6 +234,21 @@ const std::vector<Row> &rows() {
       {"env: KILN_STORE_PATH relative entry", 2, "usage", [](World &w) { w.env["KILN_STORE_PATH"] = "vendor"; load_args(w); w.names = "vendor"; }},
       {"load: hostile consumer name", 2, "usage", [](World &w) { w.args = {"load", "..", "x"}; w.names = ".."; }},
       {"load: unknown artifact", 3, "not_found", [](World &w) { w.args = {"load", "tests", "nope"}; w.names = "nope"; }},
+      // ---- trust: what decides which code is accepted fails closed
+      {"env: KILN_REMOTE_TRUST is ':' (no key file)", 2, "usage", [](World &w) { w.env["KILN_REMOTE"] = "http://127.0.0.1:1/kiln"; w.env["KILN_REMOTE_TRUST"] = ":"; w.args = {"remote", "status"}; w.names = "KILN_REMOTE_TRUST"; }},
+      {"env: KILN_REMOTE_TRUST is ' ' (no key file)", 2, "usage", [](World &w) { w.env["KILN_REMOTE"] = "http://127.0.0.1:1/kiln"; w.env["KILN_REMOTE_TRUST"] = " "; w.args = {"remote", "status"}; w.names = "KILN_REMOTE_TRUST"; }},
+      {"env: KILN_CONFIG names a missing file", 3, "not_found", [](World &w) { w.env["KILN_REMOTE"] = "http://127.0.0.1:1/kiln"; w.env["KILN_CONFIG"] = w.file("absent.conf").string(); w.args = {"remote", "status"}; w.names = w.file("absent.conf").string(); }},
+      {"env: KILN_REMOTE with a password and a bad attribute", 2, "usage", [](World &w) { w.env["KILN_REMOTE"] = "http://alice:S3cret@host/kiln;readonly"; w.args = {"remote", "status"}; w.names = "KILN_REMOTE"; w.absent = "S3cret"; }},
+      {"env: KILN_REMOTE with a ';' inside its password", 2, "usage", [](World &w) { w.env["KILN_REMOTE"] = "http://alice:S3;cret@host/kiln"; w.args = {"remote", "status"}; w.names = "KILN_REMOTE"; w.absent = "cret"; }},
+      {"import: unsigned bundle, --trust and --allow-unsigned", 6, "integrity", [](World &w) { const auto pub = keypair(w); REQUIRE(run_shell("env KILN_CACHE_DIR=" + quote(w.cache.string()) + " KILN_STORE_PATH= " + quote(KILN_CLI_PATH) + " export --consumer tests -o " + quote(w.file("b.kbundle").string())).exit_code == 0); w.args = {"import", w.file("b.kbundle").string(), "--into", w.file("into").string(), "--trust", pub, "--allow-unsigned"}; w.names = w.file("b.kbundle").string(); }},
+      {"import: --trust .pub writable by others", 2, "usage", [](World &w) { const auto pub = keypair(w); ::chmod(pub.c_str(), 0666); w.args = {"import", w.file("none.kbundle").string(), "--trust", pub}; w.names = pub; }},
+      {"import: --trust .pub is a symlink", 2, "usage", [](World &w) { const auto pub = keypair(w); fs::create_symlink(pub, w.file("link.pub")); w.args = {"import", w.file("none.kbundle").string(), "--trust", w.file("link.pub").string()}; w.names = w.file("link.pub").string(); }},
+      // ---- remotes answering in wrong-but-legal ways: no hang, no crash, a clear state
+      {"remote: Redis answers an array of 25 million elements", 1, "", [](World &w) { hostile_redis(w, "*25000000\r\n:1\r\n"); }},
+      {"remote: Redis answers one reply too many", 1, "", [](World &w) { hostile_redis(w, "+PONG\r\n+PONG\r\n"); }},
+      {"remote: Redis answers a 3 MB status line", 1, "", [](World &w) { hostile_redis(w, "+" + std::string(3 << 20, 'x') + "\r\n"); }},
+      {"remote pull: Redis refuses SET NX while GET finds no holder", 3, "not_found", [](World &w) { auto redis = std::make_shared<kiln::test::FakeRedis>([](const std::vector<std::string> &) { return std::string("$-1\r\n"); }, std::chrono::seconds(60)); w.server = redis; pull_from(w, redis->url()); }},
+      {"remote pull: WebDAV refuses MKCOL while GET finds no holder", 3, "not_found", [](World &w) { auto heads = std::make_shared<int>(0); auto http = std::make_shared<kiln::test::FakeHttp>([heads](const std::string &method, const std::string &) -> kiln::test::FakeHttp::Reply { if (method == "MKCOL") return {405, ""}; if (method == "HEAD") return {++*heads % 2 == 1 ? 403 : 404, ""}; return {404, ""}; }, std::chrono::seconds(60)); w.server = http; pull_from(w, http->url()); }},
   };
   return table;
 }
@@ -248,6 +295,10 @@ TEST_CASE("bad inputs: every row is refused with its exit code, a typed --json e
     CHECK_MESSAGE(result.exit_code != 137, "hung: killed after " << kTimeoutSeconds << " s");
     CHECK_MESSAGE(result.exit_code < 128, "crashed with signal " << result.exit_code - 128);
     CHECK(result.exit_code == row.exit_code);
+    if (!w.absent.empty()) {
+      CHECK_MESSAGE(result.out.find(w.absent) == std::string::npos, "stdout shows " << w.absent << ": " << result.out);
+      CHECK_MESSAGE(result.err.find(w.absent) == std::string::npos, "stderr shows " << w.absent << ": " << result.err);
+    }
     const json out = json::parse(result.out, nullptr, /*allow_exceptions=*/false);
     CHECK_MESSAGE(out.is_object(), "stdout is not a JSON object: " << result.out);
     if (!out.is_object() || !out.contains("error")) continue;

@@ -18,6 +18,10 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
+#include "bundle/hash.hpp"
+#include "bundle/index.hpp"
+#include "bundle/keys.hpp"
+#include "store/digest.hpp"
 #include "support/fixtures.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
@@ -302,6 +306,48 @@ TEST_CASE("bundle: importing twice is idempotent: already present, nothing rewri
   CHECK(runtime.import_bundle(request).entries[0].status == "already present");
 }
 
+TEST_CASE("bundle: a replayed older bundle does not roll a name back unless --allow-downgrade, and says downgraded") {
+  BundleWorld world;  // world.bundle(): example -> the example plugin, created now
+  const fs::path newer = world.dir / "newer.kbundle";
+  // A second's wait: "created" has one-second resolution, and an equal time is no downgrade.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto result = run_kiln({"publish", "--consumer", "tests", "--name", "example", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY,
+                          "--arch", "none", "--json"}, world.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const std::string newer_key = json::parse(result.out)["content_key"];
+  REQUIRE(newer_key != world.keys.at("example"));
+  result = run_kiln({"export", "--consumer", "tests", "-o", newer.string(), "--sign", world.secret().string(), "--json"}, world.env());
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  REQUIRE(world.import_trusted(newer).exit_code == 0);
+  const fs::path manifest = world.target() / "consumers" / "tests" / "manifest.json";
+  CHECK(json::parse(read_text(manifest))["artifacts"]["example"]["content_key"] == newer_key);
+  const auto before = file_contents(world.target());
+
+  // The older bundle, validly signed, replayed: refused, nothing written.
+  result = world.import_trusted(world.bundle());
+  CHECK_MESSAGE(result.exit_code == 6, result.err);
+  const std::string message = json::parse(result.out)["error"]["message"];
+  CHECK_MESSAGE(message.find(world.bundle().string()) != std::string::npos, message);
+  CHECK_MESSAGE(message.find("roll tests/example back") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("--allow-downgrade") != std::string::npos, message);
+  CHECK(file_contents(world.target()) == before);
+
+  // On purpose: done, and reported as a downgrade (the name whose entry is unchanged is not one).
+  result = world.import(world.bundle(), {"--trust", world.pub().string(), "--allow-downgrade"});
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  std::map<std::string, std::string> status;
+  const json report = json::parse(result.out);
+  for (const auto &entry : report["entries"]) status[entry["name"]] = entry["status"];
+  CHECK(status["example"] == "downgraded");
+  CHECK(status["host_only"] == "already present");
+  CHECK(json::parse(read_text(manifest))["artifacts"]["example"]["content_key"] == world.keys.at("example"));
+
+  // The newer bundle again is no downgrade.
+  result = world.import_trusted(newer);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(json::parse(read_text(manifest))["artifacts"]["example"]["content_key"] == newer_key);
+}
+
 TEST_CASE("bundle: four imports of one bundle into one store at once all succeed, and the store is whole") {
   BundleWorld world;
   std::vector<kiln::test::CommandResult> results(4);
@@ -346,13 +392,28 @@ TEST_CASE("bundle: signatures: a wrong key, no trusted key and an unsigned bundl
     write_members(altered, members);
     world.check_refused(world.import_trusted(altered), altered, "does not verify");
   }
-  SUBCASE("unsigned: refused without --allow-unsigned, imported with it") {
+  SUBCASE("unsigned: refused without --allow-unsigned, imported with it when no key is trusted") {
     const fs::path unsigned_bundle = world.dir / "unsigned.kbundle";
     REQUIRE(run_kiln({"export", "--consumer", "tests", "-o", unsigned_bundle.string()}, world.env()).exit_code == 0);
-    world.check_refused(world.import_trusted(unsigned_bundle), unsigned_bundle, "is not signed", 2);
+    world.check_refused(world.import(unsigned_bundle), unsigned_bundle, "is not signed", 2);
+    world.check_refused(world.import_trusted(unsigned_bundle), unsigned_bundle, "is not signed");
     const auto allowed = world.import(unsigned_bundle, {"--allow-unsigned"});
     REQUIRE_MESSAGE(allowed.exit_code == 0, allowed.err);
     CHECK(json::parse(allowed.out)["signature_verified"] == false);
+    CHECK(allowed.err.find("not signed") != std::string::npos);  // said at the default verbosity
+  }
+  SUBCASE("the signature removed: refused like a wrong key, --allow-unsigned or not") {
+    REQUIRE(run_kiln({"keygen", "-o", (world.dir / "other").string()}).exit_code == 0);
+    auto members = read_members(world.bundle());
+    REQUIRE(members.at(1).name == "kiln-bundle.sig");
+    members.erase(members.begin() + 1);
+    const fs::path stripped = world.dir / "stripped.kbundle";
+    write_members(stripped, members);
+    for (const auto &trusted : {world.pub(), world.dir / "other.pub"}) {
+      CAPTURE(trusted);
+      const auto result = world.import(stripped, {"--trust", trusted.string(), "--allow-unsigned"});
+      world.check_refused(result, stripped, "is not signed, and trusted keys are given");
+    }
   }
   SUBCASE("C++ API: the typed error") {
     kiln::RuntimeOptions options;
@@ -396,6 +457,45 @@ TEST_CASE("bundle: one altered byte in an artifact is refused, and a store that 
     CHECK(it->path().string().find(".staging-") == std::string::npos);
   }
   CHECK_FALSE(fs::exists(world.target() / "consumers" / "tests" / "store" / world.keys.at("example")));
+}
+
+// A signer who can sign (a trusted key) swaps the plugin files of the bundle's two entries and
+// patches each meta.json and the index to match: every digest and the signature agree, and only
+// the build stamps tell that each file belongs to the other entry. A load would refuse both, so
+// the import refuses the bundle before anything is committed.
+TEST_CASE("bundle: a re-signed bundle whose entries' files were swapped is refused: the build stamps disagree") {
+  BundleWorld world;
+  auto members = read_members(world.bundle());
+  Member &example = find_member(members, "/libkiln_test_example.so");
+  Member &host_only = find_member(members, "/libkiln_test_host_only.so");
+  std::swap(example.bytes, host_only.bytes);
+  kiln::bundle::Index index = kiln::bundle::parse_index(members[0].bytes, "test");
+  for (auto &entry : index.entries) {
+    Member *plugin = nullptr;
+    std::string meta_text;
+    for (auto &member : members) {
+      if (member.name.rfind("entries/tests/" + entry.content_key + "/", 0) != 0) continue;
+      if (fs::path(member.name).extension() == ".so") plugin = &member;
+    }
+    REQUIRE(plugin != nullptr);
+    Member &meta = find_member(members, entry.content_key + "/meta.json");
+    json value = json::parse(meta.bytes);
+    value["digest"] = kiln::store::digest_hex(plugin->bytes);
+    value["size"] = plugin->bytes.size();
+    meta.bytes = value.dump();
+    for (auto &file : entry.files) {
+      const Member &carried = find_member(members, entry.content_key + "/" + file.name);
+      file.size = carried.bytes.size();
+      file.blake2b = kiln::bundle::blake2b_hex(carried.bytes);
+    }
+  }
+  members[0].bytes = kiln::bundle::serialize_index(index);
+  kiln::bundle::SecretKey key;
+  kiln::bundle::load_secret(key, world.secret().string());
+  members[1].bytes = kiln::bundle::serialize_signature({key.key_id, key.sign(members[0].bytes)});
+  const fs::path swapped = world.dir / "swapped.kbundle";
+  write_members(swapped, members);
+  world.check_refused(world.import_trusted(swapped), swapped, "carries build stamp");
 }
 
 TEST_CASE("bundle: a bundle cut short anywhere is refused and leaves nothing") {

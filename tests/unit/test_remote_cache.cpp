@@ -111,6 +111,7 @@ TEST_CASE("remote: a build uploads; a second machine downloads, verifies and loa
     const BuildResult fetched = b.build(fleet.fx.recipe());
     CHECK(fetched.outcome == BuildResult::Outcome::fetched);
     CHECK(fetched.content_key == built.content_key);
+    CHECK(fetched.remote_signed_by == pair.key_id);
     CHECK(fetched.input_key == built.input_key);
     CHECK_FALSE(fetched.remote.empty());
     CHECK(fleet.compiles() == 2);  // none on B
@@ -399,7 +400,12 @@ TEST_CASE("remote: kiln remote status, push and pull" * kiln::test::skip_if(kiln
   const auto pulled = kiln::test::run_kiln({"remote", "pull", "--json", fleet.fx.recipe_file().string()}, other);
   CAPTURE(pulled.err);
   CHECK(pulled.exit_code == 0);
-  CHECK(nlohmann::json::parse(pulled.out)["outcome"] == "fetched");
+  const auto pulled_report = nlohmann::json::parse(pulled.out);
+  CHECK(pulled_report["outcome"] == "fetched");
+  // No key is trusted: the fetch says, at the default verbosity and in --json, that nobody vouched for it.
+  CHECK(pulled_report["signature_verified"] == false);
+  CHECK(pulled_report["signed_by"].is_null());
+  CHECK(pulled.err.find("signature not checked") != std::string::npos);
   CHECK(fleet.compiles() == 2);
   const auto loaded = kiln::test::run_kiln({"load", "build-tests", "two-units"}, other);
   CHECK(loaded.exit_code == 0);

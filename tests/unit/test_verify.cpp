@@ -8,9 +8,13 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <functional>
+#include <vector>
+
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
+#include "store/digest.hpp"
 #include "store/locks.hpp"
 #include "support/fixtures.hpp"
 
@@ -120,6 +124,60 @@ TEST_CASE("verify: an entry whose artifact bytes changed is damage; --repair mov
   CHECK(run_kiln({"load", "t", "a"}, store.env()).exit_code == 0);
 }
 
+// Entry a's artifact replaced by entry b's bytes, with a's meta.json patched to their digest and
+// size: every digest agrees, only the build stamp tells that the file belongs to b.
+void swap_in_other_plugin(const VerifyStore &store) {
+  const std::string file = plugin_file(store.entry(store.key_a));
+  const std::string bytes = read_text(plugin_file(store.entry(store.key_b)));
+  ::chmod(file.c_str(), 0755);
+  write_text(file, bytes);
+  ::chmod(file.c_str(), 0555);
+  const fs::path meta = store.entry(store.key_a) / "meta.json";
+  json value = json::parse(read_text(meta));
+  value["digest"] = kiln::store::digest_hex(bytes);
+  value["size"] = bytes.size();
+  ::chmod(meta.c_str(), 0644);
+  write_text(meta, value.dump());
+  ::chmod(meta.c_str(), 0444);
+}
+
+void edit_json(const fs::path &file, const std::function<void(json &)> &edit) {
+  json value = json::parse(read_text(file));
+  edit(value);
+  ::chmod(file.c_str(), 0644);
+  write_text(file, value.dump());
+}
+
+TEST_CASE("verify: whatever a load of an entry refuses as damaged, verify reports as damage too") {
+  struct Damage {
+    const char *what;
+    const char *finding;  // the kind verify must report
+    std::function<void(const VerifyStore &)> apply;
+  };
+  const std::vector<Damage> damages = {
+      {"an altered artifact byte", "damaged_entry", [](const VerifyStore &s) { flip_byte(plugin_file(s.entry(s.key_a)), 4096); }},
+      {"another entry's file, digests patched to match", "damaged_entry", swap_in_other_plugin},
+      {"meta.json names another content key", "damaged_entry",
+       [](const VerifyStore &s) { edit_json(s.entry(s.key_a) / "meta.json", [](json &m) { m["content_key"] = std::string(32, 'b'); }); }},
+      {"identity.json missing", "damaged_entry", [](const VerifyStore &s) { fs::remove(s.entry(s.key_a) / "identity.json"); }},
+      {"identity.json not JSON", "damaged_entry", [](const VerifyStore &s) { ::chmod((s.entry(s.key_a) / "identity.json").c_str(), 0644); write_text(s.entry(s.key_a) / "identity.json", "{"); }},
+      {"the manifest record's kind is not its entry's", "mismatched_record",
+       [](const VerifyStore &s) { edit_json(s.consumer() / "manifest.json", [](json &m) { m["artifacts"]["a"]["kind"] = "images"; }); }},
+      {"the manifest names an entry that is gone", "missing_entry", [](const VerifyStore &s) { fs::remove_all(s.entry(s.key_a)); }},
+  };
+  for (const auto &damage : damages) {
+    CAPTURE(damage.what);
+    VerifyStore store;
+    damage.apply(store);
+    const auto load = run_kiln({"load", "t", "a", "--json"}, store.env());
+    CHECK_MESSAGE(load.exit_code != 0, "the load path no longer refuses it: " << load.out);
+    CHECK(run_kiln({"load", "t", "b"}, store.env()).exit_code == 0);
+    const auto [code, report] = store.verify();
+    CHECK(code == 6);
+    CHECK_MESSAGE(!findings_of(report, damage.finding).empty(), report.dump(1));
+  }
+}
+
 TEST_CASE("verify: a malformed meta.json, a FIFO in place of identity.json and a missing entry are damage, each "
           "repaired; the FIFO does not hang it") {
   VerifyStore store;
@@ -223,6 +281,34 @@ TEST_CASE("verify: dangling and damaged bykey pointers, dead writers' staging di
   CHECK(fs::exists(live));
   std::tie(code, report) = store.verify();
   CHECK(report["clean"] == true);
+}
+
+TEST_CASE("verify: what writers of the ABI header copies left in <cache>/abi is stale; --repair and gc remove it") {
+  VerifyStore store;
+  const fs::path abi = store.cache() / "abi";
+  const auto left = [&](const std::string &name) {
+    fs::create_directories(abi / name / "kiln");
+    write_text(abi / name / "kiln" / "plugin.h", "//\n");
+    make_old(abi / name);
+    return abi / name;
+  };
+  const fs::path staging = left(".staging-0123abcd-1"), damaged = left(".damaged-0123abcd-2");
+  auto [code, report] = store.verify();
+  CHECK(code == 0);  // stale, not damage
+  const auto found = findings_of(report, "staging_leftover");
+  REQUIRE(found.size() == 2);
+  std::tie(code, report) = store.verify({"--repair"});
+  for (const auto &finding : findings_of(report, "staging_leftover")) CHECK_MESSAGE(finding["repaired"] == true, finding.dump());
+  CHECK_FALSE(fs::exists(staging));
+  CHECK_FALSE(fs::exists(damaged));
+  std::tie(code, report) = store.verify();
+  CHECK(report["clean"] == true);
+
+  // gc, which may run where verify never does, removes them too (and evicts nothing named).
+  left(".staging-0123abcd-3");
+  const auto gc = run_kiln({"gc", "--max-size", "1G"}, store.env());
+  CHECK_MESSAGE(gc.exit_code == 0, gc.err);
+  CHECK_FALSE(fs::exists(abi / ".staging-0123abcd-3"));
 }
 
 TEST_CASE("verify: an entry no record or pointer names is an orphan (info); foreign names and a symlinked entry "

@@ -41,8 +41,9 @@ const char *remote_key_violation(const std::string &key) {
 std::string redacted_url(const std::string &url) {
   const auto scheme_end = url.find("://");
   const std::size_t authority = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  const auto path = url.find('/', authority);
-  const auto at = url.rfind('@', path == std::string::npos ? std::string::npos : path);
+  // The last '@' anywhere, not only before the path: a password may hold an unescaped '/'
+  // (then the "path" starts inside it). An '@' in a real path hides more than needed: harmless.
+  const auto at = url.rfind('@');
   if (at == std::string::npos || at < authority) return url;
   return url.substr(0, authority) + "***" + url.substr(at);
 }

@@ -110,11 +110,14 @@ std::optional<RemoteCache::Fetched> RemoteCache::fetch(const Storage &storage, c
     const bundle::FetchedEntry entry = bundle::read_entry_bundle(
         storage, {transfer_file(transfer).string(), consumer, content_key, input_key, config_.trusted_keys}, log_);
     if (log_) {
-      log_(LogLevel::info, "fetched " + consumer + " entry " + entry.content_key + " from " + slot.url + " (" +
-                               std::to_string((*body)->size()) + " bytes, " +
-                               (entry.signed_by.empty() ? "signature not checked" : "signed by " + entry.signed_by) + ")");
+      // An entry nobody vouched for is said at the default verbosity, not only in the details.
+      const bool checked = !entry.signed_by.empty();
+      log_(checked ? LogLevel::info : LogLevel::warning,
+           "fetched " + consumer + " entry " + entry.content_key + " from " + slot.url + " (" +
+               std::to_string((*body)->size()) + " bytes, " +
+               (checked ? "signed by " + entry.signed_by : std::string("signature not checked: no trusted keys configured")) + ")");
     }
-    return Fetched{entry.content_key, slot.url, (*body)->size()};
+    return Fetched{entry.content_key, slot.url, (*body)->size(), entry.signed_by};
   } catch (const Error &error) {
     // A damaged, truncated, tampered or untrusted entry is a miss: never an error that stops
     // a build, never a load of the bad bytes (nothing was committed).
@@ -272,11 +275,29 @@ std::unique_ptr<BuildLease> RemoteCache::lease_or_wait(const Storage &storage, c
   if (slot == nullptr) return nullptr;  // nobody to agree with: build, and upload nowhere
   const std::string key = lease_key(consumer, input_key), holder = lease_holder_name();
   const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(static_cast<long long>(config_.lease_wait_s * 1000));
   std::optional<std::string> seen;  // the holder's text, and since when it has not changed
   auto seen_since = start;
   auto pause = std::chrono::milliseconds(100);
   bool told = false;
-  while (true) {
+  // Every round ends here, whatever the server answered: a server that keeps contradicting
+  // itself (SET NX refused while GET finds no holder) costs lease_wait at most, and a cancel
+  // ends the wait within one pause.
+  const auto give_up = [&] {
+    if (cancel != nullptr && cancel->cancelled()) return true;
+    if (Clock::now() < deadline) return false;
+    if (log_) log_(LogLevel::warning, consumer + " " + input_key + ": waited " + std::to_string(config_.lease_wait_s) +
+                                          " s for another machine's build; building here");
+    return true;
+  };
+  const auto wait = [&](std::chrono::milliseconds length) {
+    const auto until = std::min(Clock::now() + length, deadline);
+    while (Clock::now() < until && !(cancel != nullptr && cancel->cancelled())) {
+      std::this_thread::sleep_for(std::min(std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(50)),
+                                           until - Clock::now()));
+    }
+  };
+  while (!give_up()) {
     const auto taken = with(*slot, "lease " + key, [&](Backend &backend) {
       return backend.acquire_lease(key, holder, kLeaseTtlSeconds);
     });
@@ -312,8 +333,8 @@ std::unique_ptr<BuildLease> RemoteCache::lease_or_wait(const Storage &storage, c
     }
     const auto current = with(*slot, "lease " + key, [&](Backend &backend) { return backend.current_lease(key); });
     if (!current) return nullptr;
-    if (!*current) {  // released meanwhile (its build failed, or it uploaded): look again
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!*current) {  // released meanwhile (its build failed, or it uploaded): look again soon
+      wait(std::chrono::milliseconds(50));
       continue;
     }
     // A holder that is a gone process of this machine (a killed or crashed build: no 30 s wait for
@@ -337,6 +358,7 @@ std::unique_ptr<BuildLease> RemoteCache::lease_or_wait(const Storage &storage, c
         return true;
       });
       seen.reset();
+      wait(std::chrono::milliseconds(50));  // a break the server ignores must not become a busy loop
       continue;
     }
     if (!told && log_) {
@@ -344,15 +366,10 @@ std::unique_ptr<BuildLease> RemoteCache::lease_or_wait(const Storage &storage, c
                                " on " + slot->url + "); waiting for its upload");
       told = true;
     }
-    if (now - start > std::chrono::milliseconds(static_cast<long long>(config_.lease_wait_s * 1000))) {
-      if (log_) log_(LogLevel::warning, consumer + " " + input_key + ": waited " + std::to_string(config_.lease_wait_s) +
-                                            " s for another machine's build; building here");
-      return nullptr;
-    }
-    if (cancel != nullptr && cancel->cancelled()) return nullptr;
-    std::this_thread::sleep_for(pause);
+    wait(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(1000));
   }
+  return nullptr;
 }
 
 RemoteStatus RemoteCache::status() const {

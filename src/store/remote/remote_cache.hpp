@@ -53,6 +53,7 @@ class RemoteCache {
     std::string content_key;
     std::string remote;
     std::uint64_t bytes = 0;
+    std::string signed_by;  // the key id whose signature was verified; empty: none was checked
   };
   std::optional<Fetched> fetch_input_key(const Storage &storage, const std::string &consumer,
                                          const std::string &input_key) const;
@@ -71,7 +72,8 @@ class RemoteCache {
   // machine's lease live, waits -- polling for its upload -- until the entry can be fetched
   // (*fetched set, no lease), the lease is released or abandoned (then it is taken), the
   // wait exceeds lease_wait, or `cancel` fires (UsageError-free: a cancel ends the wait and the
-  // caller's own cancel check stops the build).
+  // caller's own cancel check stops the build). Whatever the server answers, the wait ends by
+  // lease_wait and within a pause of a cancel: every round checks both.
   std::unique_ptr<BuildLease> lease_or_wait(const Storage &storage, const std::string &consumer,
                                             const std::string &input_key, const CancelToken *cancel,
                                             std::optional<Fetched> *fetched) const;

@@ -12,6 +12,7 @@
 #include <kiln/errors.hpp>
 
 #include "store/files.hpp"
+#include "store/trusted_file.hpp"
 #include "support/environment.hpp"
 #include "support/text.hpp"
 
@@ -66,7 +67,26 @@ std::uint64_t bytes_value(const std::string &value, const std::string &origin) {
   return number * scale;
 }
 
-std::vector<std::string> key_files(const std::string &list) { return split_on(list, ':'); }
+// KILN_REMOTE_TRUST's files. Set to nothing but separators or blanks (a script's "$A:$B" with
+// both unset) it would trust nobody in place of kiln.conf's keys -- and with no key trusted,
+// any signer or none is accepted: refused instead.
+std::vector<std::string> key_files(const std::string &list) {
+  std::vector<std::string> files = split_on(list, ':');
+  if (files.empty()) {
+    throw UsageError("KILN_REMOTE_TRUST is set to \"" + list.substr(0, 100) + "\", which names no key file: that "
+                     "would trust no key at all in place of kiln.conf's trust lines (name the PATH.pub files, e.g. "
+                     "KILN_REMOTE_TRUST=/etc/kiln/fleet.pub, or unset it to use kiln.conf's)");
+  }
+  return files;
+}
+
+// A key file named in kiln.conf: a relative path is the config file's neighbour, never a file
+// of whatever directory kiln happens to run in.
+std::string beside(const std::string &config_file, const std::string &value) {
+  const fs::path path(value);
+  if (path.is_absolute() || config_file.empty()) return value;
+  return (fs::path(config_file).parent_path() / path).lexically_normal().string();
+}
 
 }  // namespace
 
@@ -75,9 +95,12 @@ Endpoint parse_remote(const std::string &spec, const std::string &origin) {
   if (parts.empty()) throw UsageError(origin + ": an empty remote (give a URL such as http://host:8080/kiln)");
   Endpoint endpoint;
   endpoint.url = parts.front();
+  // The whole spec, redacted, for messages: a ';' inside a password would leave its tail in an
+  // "attribute", so the last '@' of the spec, not of the URL, ends what is hidden.
+  const std::string shown = redacted_url(spec);
   const std::string scheme = endpoint.url.substr(0, endpoint.url.find("://"));
   if (endpoint.url.find("://") == std::string::npos || (scheme != "http" && scheme != "https" && scheme != "redis")) {
-    throw UsageError(origin + ": remote \"" + endpoint.url + "\" is not an http://, https:// or redis:// URL "
+    throw UsageError(origin + ": remote \"" + shown + "\" is not an http://, https:// or redis:// URL "
                      "(e.g. http://build1:8080/kiln or redis://build1:6379/0)");
   }
   for (std::size_t i = 1; i < parts.size(); ++i) {
@@ -95,8 +118,12 @@ Endpoint parse_remote(const std::string &spec, const std::string &origin) {
       endpoint.max_bytes = bytes_value(value, origin);
     } else if (key == "prefix" && scheme == "redis") {
       endpoint.redis_prefix = value;
+    } else if (attribute.find('@') != std::string::npos) {
+      // A ';' inside a password splits it: this "attribute" is the password's tail.
+      throw UsageError(origin + ": remote " + shown + " has an attribute holding '@' (is a ';' part of a password? "
+                       "write it as %3B in the URL)");
     } else {
-      throw UsageError(origin + ": unknown attribute \"" + attribute + "\" of remote " + endpoint.url +
+      throw UsageError(origin + ": unknown attribute \"" + attribute + "\" of remote " + shown +
                        " (known: read-only, connect-timeout=S, timeout=S, max-size=N[kMG], and prefix=P for redis)");
     }
   }
@@ -116,22 +143,23 @@ RemoteConfig parse_config_text(const std::string &text, const std::string &file)
     if (content.empty()) continue;
     const auto equals = content.find('=');
     if (equals == std::string::npos) {
-      throw UsageError(origin + ": \"" + content.substr(0, 200) + "\" is not `key = value` (e.g. remote = http://host:8080/kiln)");
+      throw UsageError(origin + ": \"" + redacted_url(content).substr(0, 200) +
+                       "\" is not `key = value` (e.g. remote = http://host:8080/kiln)");
     }
     const std::string key = trimmed(content.substr(0, equals)), value = trimmed(content.substr(equals + 1));
     if (value.empty()) throw UsageError(origin + ": " + key + " has no value");
     if (key == "remote") {
       config.remotes.push_back(parse_remote(value, origin));
     } else if (key == "trust") {
-      config.trusted_keys.push_back(value);
+      config.trusted_keys.push_back(beside(file, value));
     } else if (key == "sign") {
-      config.signing_key = value;
+      config.signing_key = beside(file, value);
     } else if (key == "lease_wait") {
       config.lease_wait_s = seconds_value(value, key, origin);
     } else if (key == "retry_after") {
       config.retry_after_s = seconds_value(value, key, origin);
     } else {
-      throw UsageError(origin + ": unknown setting \"" + key.substr(0, 100) +
+      throw UsageError(origin + ": unknown setting \"" + redacted_url(key).substr(0, 100) +
                        "\" (known: remote, trust, sign, lease_wait, retry_after)");
     }
   }
@@ -148,15 +176,15 @@ RemoteConfig load_config(const fs::path &config_file) {
   std::string text;
   bool present = true;
   try {
-    struct stat st {};
-    text = read_file(config_file, FileOrigin::input, 1 << 20, &st);
     // It names the keys trusted to sign code that runs here: nobody else may edit it.
-    if ((st.st_mode & 022) != 0 || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
-      throw UsageError("kiln config " + config_file.string() + " is writable by group or others, or owned by another "
-                       "user: it names the keys trusted to sign code (chmod go-w " + config_file.string() +
-                       ", and own it yourself)");
-    }
+    text = read_trusted_file(config_file, "kiln config", 1 << 20, true);
   } catch (const NotFoundError &) {
+    const auto named = support::env_value("KILN_CONFIG");
+    if (named && fs::path(*named) == config_file) {
+      // Named on purpose and absent: running on without it would silently trust nobody.
+      throw NotFoundError("KILN_CONFIG names " + config_file.string() + ", which does not exist: create it, or "
+                          "unset KILN_CONFIG to use <cache>/kiln.conf");
+    }
     present = false;
   }
   if (present) config = parse_config_text(text, config_file.string());

@@ -25,11 +25,15 @@ struct RemoteConfig {
 // prefix=P). UsageError naming `origin` (the file and line, or the variable) and the fix.
 Endpoint parse_remote(const std::string &spec, const std::string &origin);
 
-// kiln.conf text (`key = value` lines, # comments); UsageError naming file:line.
+// kiln.conf text (`key = value` lines, # comments); UsageError naming file:line. A relative
+// `trust` or `sign` path is taken from `file`'s directory (never the current one).
 RemoteConfig parse_config_text(const std::string &text, const std::string &file);
 
-// `config_file` when it exists (a regular file, not writable by group or others: it names the
-// keys trusted to sign code), then KILN_REMOTE / KILN_REMOTE_TRUST / KILN_REMOTE_SIGN over it.
+// `config_file` when it exists (read as store/trusted_file.hpp says: yours or root's, not
+// writable by group or others -- it names the keys trusted to sign code), then KILN_REMOTE /
+// KILN_REMOTE_TRUST / KILN_REMOTE_SIGN over it. Fails closed: a file KILN_CONFIG names that is
+// absent is a NotFoundError, a KILN_REMOTE_TRUST naming no file (":", " ") a UsageError. No
+// message shows a remote's credentials.
 RemoteConfig load_config(const boost::filesystem::path &config_file);
 
 // <cache>/kiln.conf, or KILN_CONFIG.

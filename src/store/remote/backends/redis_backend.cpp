@@ -1,8 +1,10 @@
 // The Redis backend (backend.hpp), on hiredis' blocking API with its read and write loop done
 // here rather than in redisCommand: so that every request has one deadline (the socket
 // timeouts hiredis sets bound each read, not a whole reply), a reply is refused once its
-// unparsed bytes pass max_bytes (hiredis itself would buffer any size a server sends), and a
-// write to a connection the server closed cannot raise SIGPIPE in the host process.
+// unparsed bytes pass max_bytes (hiredis itself would buffer any size a server sends), a parsed
+// reply is only what its command can answer (redis_reply_limits.hpp: types, one value, max_bytes
+// of text, nothing after it), and a write to a connection the server closed cannot raise
+// SIGPIPE in the host process.
 //
 // A connection is opened on first use and kept. When a call finds it broken (the server closed
 // it: a restart, an idle timeout), the call reconnects once and asks again; a timeout, a
@@ -30,6 +32,8 @@
 #include <vector>
 
 #include <kiln/errors.hpp>
+
+#include "store/remote/backends/redis_reply_limits.hpp"
 
 namespace kiln::store::remote {
 namespace {
@@ -226,7 +230,7 @@ class RedisBackend final : public Backend {
   std::optional<std::string> get(const std::string &key) override {
     validate_key(key);
     const std::string name = endpoint_.redis_prefix + key;
-    const RedisReplyPtr reply = command("GET", {"GET", name});
+    const RedisReplyPtr reply = command("GET", {"GET", name}, value_reply());
     if (reply->type == REDIS_REPLY_NIL) return std::nullopt;
     if (reply->type != REDIS_REPLY_STRING) unexpected("GET", name, *reply, "a string or nil");
     if (reply->len > endpoint_.max_bytes) too_large("GET", name);
@@ -243,14 +247,14 @@ class RedisBackend final : public Backend {
     }
     // After a reconnect, nil may be this very value, written before the connection broke: the
     // caller then sees "a value was there", which is true.
-    const RedisReplyPtr reply = command("SET", {"SET", name, value, "NX"});
+    const RedisReplyPtr reply = command("SET", {"SET", name, value, "NX"}, answer(kStatus | kNil));
     if (is_ok(*reply)) return true;
     if (reply->type == REDIS_REPLY_NIL) return false;
     unexpected("SET", name, *reply, "OK or nil");
   }
 
   std::string ping() override {
-    const RedisReplyPtr reply = command("PING", {"PING"});
+    const RedisReplyPtr reply = command("PING", {"PING"}, answer(kStatus));
     if (reply->type == REDIS_REPLY_STATUS && std::string(reply->str, reply->len) == "PONG") return "PONG";
     unexpected("PING", "", *reply, "PONG");
   }
@@ -258,7 +262,7 @@ class RedisBackend final : public Backend {
   bool acquire_lease(const std::string &key, const std::string &holder, double ttl_s) override {
     validate_key(key);
     const std::string name = endpoint_.redis_prefix + key;
-    const RedisReplyPtr reply = command("SET", {"SET", name, holder, "NX", "PX", ttl_ms(ttl_s)});
+    const RedisReplyPtr reply = command("SET", {"SET", name, holder, "NX", "PX", ttl_ms(ttl_s)}, answer(kStatus | kNil));
     if (is_ok(*reply)) return true;
     if (reply->type != REDIS_REPLY_NIL) unexpected("SET", name, *reply, "OK or nil");
     // Asked twice (a reconnect): the first SET may have taken it before its reply was lost.
@@ -270,14 +274,15 @@ class RedisBackend final : public Backend {
   void renew_lease(const std::string &key, const std::string &holder, double ttl_s) override {
     validate_key(key);
     const std::string name = endpoint_.redis_prefix + key;
-    const RedisReplyPtr reply = command("EVAL", {"EVAL", kRedisRenewScript, "1", name, holder, ttl_ms(ttl_s)});
+    const RedisReplyPtr reply =
+        command("EVAL", {"EVAL", kRedisRenewScript, "1", name, holder, ttl_ms(ttl_s)}, answer(kInteger));
     if (reply->type != REDIS_REPLY_INTEGER) unexpected("EVAL (renew)", name, *reply, "an integer");
   }
 
   void release_lease(const std::string &key, const std::string &holder) override {
     validate_key(key);
     const std::string name = endpoint_.redis_prefix + key;
-    const RedisReplyPtr reply = command("EVAL", {"EVAL", kRedisReleaseScript, "1", name, holder});
+    const RedisReplyPtr reply = command("EVAL", {"EVAL", kRedisReleaseScript, "1", name, holder}, answer(kInteger));
     if (reply->type != REDIS_REPLY_INTEGER) unexpected("EVAL (release)", name, *reply, "an integer");
   }
 
@@ -286,7 +291,7 @@ class RedisBackend final : public Backend {
   void break_lease(const std::string &key) override {
     validate_key(key);
     const std::string name = endpoint_.redis_prefix + key;
-    const RedisReplyPtr reply = command("DEL", {"DEL", name});
+    const RedisReplyPtr reply = command("DEL", {"DEL", name}, answer(kInteger));
     if (reply->type != REDIS_REPLY_INTEGER) unexpected("DEL", name, *reply, "an integer");
   }
 
@@ -323,7 +328,7 @@ class RedisBackend final : public Backend {
 
   // One command, connecting first when there is no connection, and once more on a fresh
   // connection when a kept one turns out broken. Never null; error replies are thrown.
-  RedisReplyPtr command(const char *label, std::initializer_list<std::string_view> args) {
+  RedisReplyPtr command(const char *label, std::initializer_list<std::string_view> args, const RedisReplyLimits &limits) {
     retried_ = false;
     const std::string name = args.size() > 1 ? std::string(*(args.begin() + 1)) : std::string();
     bool fresh = false;
@@ -331,11 +336,11 @@ class RedisBackend final : public Backend {
       connect();
       fresh = true;
     }
-    RedisReplyPtr reply = exchange(args);
+    RedisReplyPtr reply = exchange(args, limits);
     if (!reply && failure_ == Failure::lost && !fresh) {
       retried_ = true;
       connect();
-      reply = exchange(args);
+      reply = exchange(args, limits);
     }
     if (!reply) throw RemoteError(where(label, name) + ": " + failure_text_);
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -361,9 +366,11 @@ class RedisBackend final : public Backend {
                         " (is redis-server running there, on that port?)");
     }
     context_ = std::move(context);
+    guard_.install(context_->reader);
     if (url_.password) {
       RedisReplyPtr reply =
-          url_.user ? exchange({"AUTH", *url_.user, *url_.password}) : exchange({"AUTH", *url_.password});
+          url_.user ? exchange({"AUTH", *url_.user, *url_.password}, answer(kStatus))
+                    : exchange({"AUTH", *url_.password}, answer(kStatus));
       if (!reply) throw RemoteError("remote cache " + url_.display + ": AUTH: " + failure_text_);
       if (!is_ok(*reply)) {
         context_.reset();
@@ -372,7 +379,7 @@ class RedisBackend final : public Backend {
       }
     }
     if (url_.db != 0) {
-      RedisReplyPtr reply = exchange({"SELECT", std::to_string(url_.db)});
+      RedisReplyPtr reply = exchange({"SELECT", std::to_string(url_.db)}, answer(kStatus));
       if (!reply) throw RemoteError("remote cache " + url_.display + ": SELECT: " + failure_text_);
       if (!is_ok(*reply)) {
         context_.reset();
@@ -419,14 +426,21 @@ class RedisBackend final : public Backend {
     return fail(Failure::other, c->errstr);
   }
 
+  // The reader stopped: the guard refused the reply (redis_reply_limits.hpp), or hiredis failed.
+  RedisReplyPtr parse_failed() {
+    if (!guard_.refusal().empty()) return fail(Failure::other, guard_.refusal());
+    return fail_io(errno);
+  }
+
   RedisReplyPtr timed_out() {
     return fail(Failure::timed_out, "no answer within the endpoint's timeout (" + redis_seconds(endpoint_.timeout_s) +
                                         "; is the server overloaded, or is this an address that never answers?)");
   }
 
   // One request and its reply on the open connection, within the endpoint's timeout.
-  RedisReplyPtr exchange(std::initializer_list<std::string_view> args) {
+  RedisReplyPtr exchange(std::initializer_list<std::string_view> args, const RedisReplyLimits &limits) {
     failure_ = Failure::none;
+    guard_.expect(limits);
     const auto deadline = RedisClock::now() + std::chrono::duration_cast<RedisClock::duration>(
                                                   std::chrono::duration<double>(endpoint_.timeout_s));
     std::vector<const char *> argv;
@@ -451,23 +465,40 @@ class RedisBackend final : public Backend {
     // Past this many unparsed bytes the reply is refused: a bulk string stays unparsed until
     // all of it arrived.
     const std::uint64_t slack = 64 * 1024;
-    const std::uint64_t limit = endpoint_.max_bytes > UINT64_MAX - slack ? UINT64_MAX : endpoint_.max_bytes + slack;
+    const std::uint64_t limit = limits.max_bytes > UINT64_MAX - slack ? UINT64_MAX : limits.max_bytes + slack;
     void *reply = nullptr;
-    if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return fail_io(errno);
+    if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return parse_failed();
     while (reply == nullptr) {
       if (!time_left(deadline)) return timed_out();
       if (redisBufferRead(c) != REDIS_OK) return fail_io(errno);
       if (c->reader->len - c->reader->pos > limit) {
-        return fail(Failure::other, "the value is larger than the endpoint's max_bytes (" +
-                                        std::to_string(endpoint_.max_bytes) +
-                                        "): not read (raise max_bytes to accept it)");
+        return fail(Failure::other, "the reply is larger than this command's bound (" +
+                                        std::to_string(limits.max_bytes) +
+                                        " bytes; for a value, the endpoint's max_bytes): not read (raise max_bytes "
+                                        "to accept a larger value)");
       }
-      if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return fail_io(errno);
+      if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return parse_failed();
     }
-    return RedisReplyPtr(static_cast<redisReply *>(reply));
+    RedisReplyPtr got(static_cast<redisReply *>(reply));
+    if (c->reader->len > c->reader->pos) {
+      // One request, one reply: bytes beyond it would answer the next request.
+      return fail(Failure::other, "the server sent more than the one reply asked for (is this a Redis server?)");
+    }
+    return got;
   }
 
+  // What each command can answer. A value (GET) is at most max_bytes; other replies are short.
+  static constexpr unsigned kStatus = RedisReplyLimits::of(REDIS_REPLY_STATUS);
+  static constexpr unsigned kNil = RedisReplyLimits::of(REDIS_REPLY_NIL);
+  static constexpr unsigned kInteger = RedisReplyLimits::of(REDIS_REPLY_INTEGER);
+  static constexpr std::uint64_t kShortReplyBytes = 64 * 1024;
+  RedisReplyLimits value_reply() const {
+    return {RedisReplyLimits::of(REDIS_REPLY_STRING) | kNil, endpoint_.max_bytes, 1};
+  }
+  static RedisReplyLimits answer(unsigned types) { return {types, kShortReplyBytes, 1}; }
+
   RedisUrl url_;
+  RedisReplyGuard guard_;  // before context_: the reader it is installed in goes first
   RedisContextPtr context_;
   Failure failure_ = Failure::none;
   std::string failure_text_;
