@@ -16,6 +16,9 @@
 #endif
 
 namespace kiln::load {
+// Its own namespace: image_validation.cpp has file-local helpers of the same names (inside,
+// read_at, kFatbinMagic), and a unity build compiles both files as one.
+namespace fatbin_layout {
 namespace {
 
 // The container and entry layouts as nvcc (CUDA 11-13) writes them, little-endian. Only the
@@ -163,9 +166,8 @@ FatbinEntry read_entry(std::string_view section, std::uint64_t at, std::uint64_t
   return entry;
 }
 
-}  // namespace
-
-std::vector<FatbinEntry> read_fatbin(std::string_view section, const std::string &file) {
+// Every container of the section and every entry of each.
+std::vector<FatbinEntry> read_containers(std::string_view section, const std::string &file) {
   const Damage damaged(file);
   std::vector<FatbinEntry> entries;
   std::uint64_t at = 0;
@@ -201,6 +203,13 @@ std::vector<FatbinEntry> read_fatbin(std::string_view section, const std::string
     at = end;
   }
   return entries;
+}
+
+}  // namespace
+}  // namespace fatbin_layout
+
+std::vector<FatbinEntry> read_fatbin(std::string_view section, const std::string &file) {
+  return fatbin_layout::read_containers(section, file);
 }
 
 std::vector<Arch> DeviceCode::archs() const {

@@ -38,7 +38,7 @@ namespace {
 // nvcc, where it is host code (kiln::test::example_is_host_code).
 using kiln::test::example_is_host_code;
 
-std::map<std::string, std::string> env_for(const fs::path &cache, const std::string &device = "sm_90") {
+std::map<std::string, std::string> claims_env(const fs::path &cache, const std::string &device = "sm_90") {
   return {{"KILN_CACHE_DIR", cache.string()}, {"KILN_DEVICE", device}, {"KILN_STORE_PATH", ""}};
 }
 
@@ -52,56 +52,56 @@ json recorded_archs(const std::string &entry_dir) {
   return json::parse(kiln::test::read_text(fs::path(entry_dir) / "identity.json"))["archs"];
 }
 
-bool nothing_published(const fs::path &cache) { return !fs::exists(cache / "consumers" / "tests" / "manifest.json"); }
+bool no_manifest_in(const fs::path &cache) { return !fs::exists(cache / "consumers" / "tests" / "manifest.json"); }
 
 }  // namespace
 
 TEST_CASE("arch claims: publish --arch naming an arch the file does not hold is refused (exit 6) listing what it holds" *
           kiln::test::skip_if(example_is_host_code)) {
   TempDir dir;
-  const auto result = run_kiln(publish_args("example", KILN_TEST_PLUGIN_EXAMPLE, {"--arch", "sm_80"}), env_for(dir / "cache"));
+  const auto result = run_kiln(publish_args("example", KILN_TEST_PLUGIN_EXAMPLE, {"--arch", "sm_80"}), claims_env(dir / "cache"));
   CHECK(result.exit_code == 6);
   CHECK(has(result.err, "holds no device code for sm_80"));
   CHECK(has(result.err, "SASS sm_90; PTX compute_90"));
   CHECK(has(result.err, KILN_TEST_PLUGIN_EXAMPLE));
-  CHECK(nothing_published(dir / "cache"));
+  CHECK(no_manifest_in(dir / "cache"));
 }
 
 TEST_CASE("arch claims: publish without --arch records the archs the file holds; a held subset is accepted" *
           kiln::test::skip_if(example_is_host_code)) {
   TempDir dir;
-  auto result = run_kiln(publish_args("example", KILN_TEST_PLUGIN_EXAMPLE, {}), env_for(dir / "cache"));
+  auto result = run_kiln(publish_args("example", KILN_TEST_PLUGIN_EXAMPLE, {}), claims_env(dir / "cache"));
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   CHECK(recorded_archs(json::parse(result.out)["entry"]) == json{"compute_90", "sm_90"});
-  result = run_kiln(publish_args("sass", KILN_TEST_PLUGIN_EXAMPLE, {"--arch", "sm_90"}), env_for(dir / "cache"));
+  result = run_kiln(publish_args("sass", KILN_TEST_PLUGIN_EXAMPLE, {"--arch", "sm_90"}), claims_env(dir / "cache"));
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   CHECK(recorded_archs(json::parse(result.out)["entry"]) == json{"sm_90"});
   // The file's archs decide where it loads: a declared sm_87 refuses it.
-  result = run_kiln({"load", "tests", "example"}, env_for(dir / "cache", "sm_87"));
+  result = run_kiln({"load", "tests", "example"}, claims_env(dir / "cache", "sm_87"));
   CHECK(result.exit_code == 4);
   CHECK(has(result.err, "cuda_arch"));
 }
 
 TEST_CASE("arch claims: publish without --arch of a file with no device code records it host-only") {
   TempDir dir;
-  const auto result = run_kiln(publish_args("host", KILN_TEST_PLUGIN_HOST_ONLY, {}), env_for(dir / "cache"));
+  const auto result = run_kiln(publish_args("host", KILN_TEST_PLUGIN_HOST_ONLY, {}), claims_env(dir / "cache"));
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   CHECK(recorded_archs(json::parse(result.out)["entry"]) == json::array());
 }
 
 TEST_CASE("arch claims: a host-only file claiming an arch, and --arch none of a file with device code, are refused") {
   TempDir dir;
-  auto result = run_kiln(publish_args("host", KILN_TEST_PLUGIN_HOST_ONLY, {"--arch", "sm_90"}), env_for(dir / "cache"));
+  auto result = run_kiln(publish_args("host", KILN_TEST_PLUGIN_HOST_ONLY, {"--arch", "sm_90"}), claims_env(dir / "cache"));
   CHECK(result.exit_code == 6);
   CHECK(has(result.err, "holds no device code for sm_90"));
   CHECK(has(result.err, "the file holds no device code"));
   if (!example_is_host_code()) {
-    result = run_kiln(publish_args("example", KILN_TEST_PLUGIN_EXAMPLE, {"--arch", "none"}), env_for(dir / "cache"));
+    result = run_kiln(publish_args("example", KILN_TEST_PLUGIN_EXAMPLE, {"--arch", "none"}), claims_env(dir / "cache"));
     CHECK(result.exit_code == 6);
     CHECK(has(result.err, "holds device code (SASS sm_90; PTX compute_90)"));
     CHECK(has(result.err, "host-only"));
   }
-  CHECK(nothing_published(dir / "cache"));
+  CHECK(no_manifest_in(dir / "cache"));
 }
 
 TEST_CASE("arch claims: a C++ PublishRequest without archs takes the file's, so a declared sm_87 refuses the entry" *
@@ -154,5 +154,5 @@ TEST_CASE("arch claims: a build stamp naming an arch the fat binaries do not hol
   const std::string message = error_of<IntegrityError>([&] { kiln::test::publish_plugin(runtime, file.string()); });
   CHECK(has(message, "__CUDA_ARCH_LIST__ \"1000\""));
   CHECK(has(message, "SASS sm_90; PTX compute_90"));
-  CHECK(nothing_published(dir / "cache"));
+  CHECK(no_manifest_in(dir / "cache"));
 }
