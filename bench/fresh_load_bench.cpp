@@ -96,7 +96,6 @@ int main(int argc, char **argv) {
     request.consumer = "bench";
     request.name = "example";
     request.artifact_file = KILN_BENCH_PLUGIN;
-    request.archs = {kiln::Arch::parse("sm_90")};
     file = runtime.publish(request).file;
   }
   // A controller starts long after its artifact was built: let the file's ctime settle, so the

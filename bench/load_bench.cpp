@@ -149,7 +149,6 @@ int main(int argc, char **argv) {
   // KILN_BENCH_LOAD_PLUGIN: the test plugin where the bench runs away from its build tree.
   const char *plugin = std::getenv("KILN_BENCH_LOAD_PLUGIN");
   request.artifact_file = plugin != nullptr && *plugin != '\0' ? plugin : KILN_BENCH_PLUGIN;
-  request.archs = {kiln::Arch::parse(have_gpu ? report.devices.front().arch_name() : "sm_90")};
   const kiln::PublishResult published = runtime.publish(request);
   const std::string file = published.file;
 

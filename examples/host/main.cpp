@@ -1,5 +1,7 @@
 // Publish a plugin into the store, load it back through kiln and call it.
 //   kiln-example-host <plugin.so>     (store: KILN_CACHE_DIR; device: the GPU or KILN_DEVICE)
+// The file is published as example/fma: a consumer of the example's own, so no name another
+// program keeps in that store is written.
 #include <cstdio>
 #include <exception>
 
@@ -17,9 +19,9 @@ int main(int argc, char **argv) {
     kiln::PublishRequest request;
     request.consumer = "example";
     request.name = "fma";
-    request.artifact_file = argv[1];  // host-only: no archs
+    request.artifact_file = argv[1];  // no archs: kiln records what the file holds
     const kiln::PublishResult published = runtime.publish(request);
-    std::printf("published %s\n", published.content_key.c_str());
+    std::printf("published example/fma (the example's own consumer) as %s\n", published.content_key.c_str());
 
     const kiln::Module module = runtime.load("example", "fma");
     kiln::Instance instance = module.create_instance();

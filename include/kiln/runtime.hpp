@@ -49,9 +49,13 @@ struct PublishRequest {
   std::string consumer;
   std::string name;
   std::string artifact_file;     // a kiln plugin (.so) built elsewhere
-  std::vector<Arch> archs;       // what its device code targets; empty: host-only
+  // What its device code targets; each must be held by the file's fat binaries (else an
+  // IntegrityError listing what the file holds). Empty: the archs the file holds, host-only
+  // for a file with no device code.
+  std::vector<Arch> archs;
   int cuda_toolkit_version = 0;  // toolkit that wrote its PTX; 0: the one kiln was built with
   std::map<std::string, std::string> provenance;
+  bool host_only = false;  // with no archs: refuse (IntegrityError) a file that holds device code
 };
 
 struct PublishResult {

@@ -382,7 +382,9 @@ void bind_runtime(py::module_ &m) {
           py::arg("consumer"), py::arg("name"), py::arg("artifact"), py::arg("archs") = py::none(), py::kw_only(),
           py::arg("cuda_toolkit") = 0, py::arg("provenance") = std::map<std::string, std::string>{},
           "Put a prebuilt plugin file into the writable cache as consumer/name. archs: what its device code "
-          "targets ('sm_90,sm_87' or a list; None: host-only). Returns {content_key, entry, file, reused}.")
+          "targets ('sm_90,sm_87' or a list), each held by the file (else IntegrityError listing what it "
+          "holds); None: the archs the file holds (host-only for a file without device code). Returns "
+          "{content_key, entry, file, reused}.")
       .def(
           "list",
           [](const Runtime &runtime, const std::string &consumer) {

@@ -87,14 +87,20 @@ def test_module_without_ik_refuses_ik(runtime, host_plugin):
         runtime.load("tests", "fma").ik()
 
 
-def test_wrong_arch_is_incompatible_with_reasons(runtime, host_plugin):
-    runtime.publish("tests", "fma-sm87", host_plugin, archs=["sm_87"])
+def test_an_arch_the_file_does_not_hold_is_refused(runtime, host_plugin):
+    with pytest.raises(kiln.IntegrityError, match="holds no device code for sm_87") as raised:
+        runtime.publish("tests", "fma-sm87", host_plugin, archs=["sm_87"])
+    assert raised.value.exit_code == 6
+
+
+def test_wrong_arch_is_incompatible_with_reasons(ik_plugin):
+    kiln.Runtime().publish("tests", "ik", ik_plugin)  # its archs: what the file holds
     with pytest.raises(kiln.IncompatibleError) as raised:
-        runtime.load("tests", "fma-sm87")
+        kiln.Runtime(device="sm_87").load("tests", "ik")
     assert raised.value.exit_code == 4
     reasons = raised.value.reasons
     assert reasons and all(set(r) == {"field", "recorded", "current", "note"} for r in reasons)
-    assert any("sm_87" in r["recorded"] and "sm_90" in r["current"] for r in reasons), reasons
+    assert any("sm_90" in r["recorded"] and "sm_87" in r["current"] for r in reasons), reasons
 
 
 def test_cli_sees_what_python_published(runtime, store, host_plugin, cli):

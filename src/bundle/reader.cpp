@@ -235,7 +235,8 @@ store::EntryMeta verify_entry(const IndexEntry &entry, const store::Staging &sta
   if (!store::entry_files_intact(staging.dir(), meta)) {
     refuse(at + ": a file does not have the XXH3 digest its meta.json records");
   }
-  // What a load would refuse (a plugin whose stamp names another entry) never enters the store.
+  // What a load would refuse (a plugin whose stamp names another entry) and recorded archs its
+  // file does not back never enter the store.
   if (const std::string why = load::entry_file_disagreement(staging.dir(), meta); !why.empty()) refuse(at + ": " + why);
   return meta;
 }

@@ -20,7 +20,11 @@ int publish(const Flags &flags, const PublishArgs &args) {
   request.consumer = args.consumer;
   request.name = args.name;
   request.artifact_file = args.file;
-  if (args.archs != "none") request.archs = Arch::parse_list(args.archs);
+  if (args.archs == "none") {
+    request.host_only = true;
+  } else if (!args.archs.empty()) {
+    request.archs = Arch::parse_list(args.archs);
+  }
   request.cuda_toolkit_version = args.toolkit;
   const PublishResult result = runtime.publish(request);
   const nlohmann::json out = {{"consumer", args.consumer},   {"name", args.name},   {"content_key", result.content_key},
@@ -40,7 +44,9 @@ Verb add_publish(CLI::App &app, const Flags &flags) {
   command->add_option("--name", args->name, "artifact name")->required();
   // Not CLI::ExistingFile: a missing file is "not found" (exit 3), said by publish.
   command->add_option("--artifact", args->file, "plugin shared object")->required();
-  command->add_option("--arch", args->archs, "archs its device code targets: sm_90[,sm_87,compute_90] or none")->required();
+  command->add_option("--arch", args->archs,
+                      "archs its device code targets, each held by the file: sm_90[,sm_87,compute_90], or none "
+                      "(host-only: a file without device code); default: the archs the file holds");
   command->add_option("--cuda-toolkit", args->toolkit, "CUDA version that wrote its PTX (e.g. 12060); default: kiln's");
   return {command, [&flags, args] { return publish(flags, *args); }};
 }

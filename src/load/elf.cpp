@@ -158,6 +158,30 @@ std::vector<ElfSymbol> dynamic_symbols(const Reader &in, const std::vector<typen
   return symbols;
 }
 
+// Whether a symbol table (.symtab, kept unless stripped, or .dynsym) names the CUDA runtime's
+// fat binary registration: nvcc's host stubs call it for every unit with device code.
+template <class E>
+bool names_fatbinary_registration(const Reader &in, const std::vector<typename E::Shdr> &sections) {
+  constexpr std::string_view kNames[] = {"__cudaRegisterFatBinary", "__cudaRegisterLinkedBinary"};
+  for (const auto &section : sections) {
+    if (section.sh_type != SHT_SYMTAB && section.sh_type != SHT_DYNSYM) continue;
+    if (section.sh_entsize != sizeof(typename E::Sym) || section.sh_link >= sections.size()) continue;
+    const auto &strings = sections[section.sh_link];  // inside the file: checked with every section
+    if (strings.sh_type != SHT_STRTAB) continue;
+    const std::string_view names = in.bytes().substr(strings.sh_offset, strings.sh_size);
+    const std::uint64_t count = section.sh_size / sizeof(typename E::Sym);
+    for (std::uint64_t index = 1; index < count; ++index) {
+      const auto symbol = in.at<typename E::Sym>(section.sh_offset + index * sizeof(typename E::Sym));
+      if (symbol.st_name >= names.size()) continue;
+      const std::string_view name = names.substr(symbol.st_name);
+      for (const auto wanted : kNames) {
+        if (name.substr(0, wanted.size()) == wanted) return true;
+      }
+    }
+  }
+  return false;
+}
+
 template <class E>
 std::uint64_t dynamic_flags_1(const Reader &in, const std::vector<typename E::Shdr> &sections) {
   for (const auto &section : sections) {
@@ -192,6 +216,7 @@ ElfFacts read_host_elf(const Reader &in) {
   facts.machine = header.e_machine;
   facts.dynamic_symbols = dynamic_symbols<E>(in, sections);
   facts.flags_1 = dynamic_flags_1<E>(in, sections);
+  facts.registers_fatbinary = names_fatbinary_registration<E>(in, sections);
   return facts;
 }
 

@@ -25,6 +25,9 @@ struct ElfFacts {
   std::uint16_t machine = 0;
   std::vector<ElfSymbol> dynamic_symbols;  // .dynsym without its null entry
   std::uint64_t flags_1 = 0;               // DT_FLAGS_1 (DF_1_NODELETE, ...); 0 when absent
+  // A symbol of .symtab or .dynsym is __cudaRegisterFatBinary* or __cudaRegisterLinkedBinary*:
+  // the file hands device code to the CUDA runtime when it loads.
+  bool registers_fatbinary = false;
 };
 
 // Parses `bytes` as a shared object of this host's class, byte order and machine. Throws

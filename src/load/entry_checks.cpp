@@ -2,8 +2,11 @@
 
 #include <kiln/errors.hpp>
 
+#include "device/identity_json.hpp"
+#include "load/arch_claims.hpp"
 #include "load/plugin_file.hpp"
 #include "store/files.hpp"
+#include "store/layout.hpp"
 
 namespace kiln::load {
 
@@ -11,14 +14,25 @@ std::string entry_file_disagreement(const boost::filesystem::path &entry_dir, co
   if (meta.kind != "plugin") return "";
   const std::string file = (entry_dir / meta.file).string();
   const std::string bytes = store::read_file(file, store::FileOrigin::store);
+  FileStamp stamp;
   try {
-    const FileStamp stamp = stamp_of(bytes, file);
+    stamp = stamp_of(bytes, file);
     check_stamp_abi(stamp, file);
     if (stamp.content_key != meta.content_key) {
       return "plugin " + file + " carries build stamp " + stamp.content_key + ", not its entry's content key " +
              meta.content_key + ": the file belongs to another entry";
     }
   } catch (const AbiError &error) {  // no stamp, two stamps, another ABI major
+    return error.what();
+  }
+  // The archs identity.json records are a claim the file's fat binaries must back: an entry
+  // recording sm_80 for a file of sm_90 code would be chosen for a GPU it cannot run on.
+  const boost::filesystem::path identity_file = entry_dir / store::kIdentityFile;
+  try {
+    const ArtifactIdentity identity = device::parse_artifact_identity(
+        store::read_file(identity_file, store::FileOrigin::store, store::kMaxJsonFileBytes), identity_file.string());
+    check_recorded_archs(bytes, stamp, identity.archs, file);
+  } catch (const IntegrityError &error) {
     return error.what();
   }
   return "";

@@ -8,6 +8,7 @@
 #include <kiln/version.hpp>
 
 #include "device/identity_json.hpp"
+#include "load/arch_claims.hpp"
 #include "load/plugin_file.hpp"
 #include "load/stamp.hpp"
 #include "runtime/state.hpp"
@@ -53,8 +54,18 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
   // Everything knowable without running the plugin's code (ELF machine and completeness, the
   // unload rules, the stamp and its ABI): refused now rather than at every later load.
   const load::FileStamp stamp = load::check_plugin_file(bytes, source.string());
-
-  std::vector<Arch> archs = request.archs;
+  if (request.host_only && !request.archs.empty()) {
+    throw UsageError("publish: host_only (--arch none) and archs " + joined_archs(request.archs) +
+                     " contradict each other: claim one or the other");
+  }
+  // The archs are a claim the file's own fat binaries must back (docs/architecture.md §5).
+  const load::ArchClaim claim = !request.archs.empty() ? load::ArchClaim::listed
+                                : request.host_only    ? load::ArchClaim::host_only
+                                                       : load::ArchClaim::from_file;
+  const std::string claimant = claim == load::ArchClaim::host_only ? std::string("--arch none (host-only)")
+                                                                  : "--arch " + joined_archs(request.archs);
+  std::vector<Arch> archs = load::backed_archs(bytes, load::read_elf(bytes, source.string()), stamp, claim,
+                                               request.archs, claimant, source.string());
   std::sort(archs.begin(), archs.end(), [](const Arch &a, const Arch &b) { return a.to_string() < b.to_string(); });
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
 

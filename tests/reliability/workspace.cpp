@@ -72,11 +72,18 @@ std::vector<std::string> Workspace::kiln(std::vector<std::string> args) const {
   return args;
 }
 
-Op Workspace::publish(const std::string &name, const std::string &arch, const std::string &consumer) const {
+Op Workspace::publish(const std::string &name, const std::string &variant, const std::string &consumer) const {
   Op op;
-  op.label = "publish " + consumer + "/" + name + " --arch " + arch;
+  op.label = "publish " + consumer + "/" + name + " (variant " + variant + ")";
   op.argv = kiln({"publish", "--json", "--consumer", consumer, "--name", name, "--artifact", KILN_TEST_PLUGIN_HOST_ONLY,
-                  "--arch", arch});
+                  "--arch", "none"});
+  if (variant != "none") {
+    std::string digits;
+    for (const char c : variant) {
+      if (c >= '0' && c <= '9') digits += c;
+    }
+    op.argv.insert(op.argv.end(), {"--cuda-toolkit", std::to_string(12000 + std::stoi(digits))});
+  }
   op.env = env();
   op.consumer = consumer;
   op.name = name;

@@ -26,7 +26,7 @@ const char *to_string(Backend backend);
 
 // One CLI invocation that changes the store.
 struct Op {
-  std::string label;  // e.g. "publish crash/p1 --arch sm_90"
+  std::string label;  // e.g. "publish crash/p1 (variant sm_90)"
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   std::string consumer, name;  // what it (re)names
@@ -42,8 +42,11 @@ class Workspace {
   // The environment of every kiln child: this store only, a declared sm_90 device, the compilers.
   std::map<std::string, std::string> env() const;
 
-  // kiln publish of the host-only test plugin; arch "none", "sm_90", ... makes another entry.
-  Op publish(const std::string &name, const std::string &arch = "none",
+  // kiln publish of the host-only test plugin (host code: --arch none). Each variant is another
+  // entry of that file: "none" as it is, any other ("sm_90", "sm_80", ...) recorded with toolkit
+  // version 12000 + the variant's digits (its own content key; a claim of archs the file does
+  // not hold would be refused).
+  Op publish(const std::string &name, const std::string &variant = "none",
              const std::string &consumer = "crash") const;
   // kiln build of recipe `name`; each variant is another input key (a define differs).
   Op build(Backend backend, const std::string &name, int variant, const std::string &consumer = "crash") const;

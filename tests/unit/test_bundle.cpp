@@ -21,10 +21,13 @@
 #include "bundle/hash.hpp"
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
+#include "bundle/reader.hpp"
 #include "store/digest.hpp"
+#include "store/storage.hpp"
 #include "support/fixtures.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
+#include "support/test_plugins.hpp"
 
 using kiln::test::read_text;
 using kiln::test::run_kiln;
@@ -114,6 +117,24 @@ Member &find_member(std::vector<Member> &members, const std::string &suffix) {
   throw std::logic_error("unreachable");
 }
 
+// What a signer can do to its own bundle: the index's sizes and hashes recomputed from the
+// members as they now are and the index signed again with `secret`, so every digest and the
+// signature agree and only the entries' own checks can tell.
+void reindex_and_sign(std::vector<Member> &members, const fs::path &secret) {
+  kiln::bundle::Index index = kiln::bundle::parse_index(members[0].bytes, "test");
+  for (auto &entry : index.entries) {
+    for (auto &file : entry.files) {
+      const Member &carried = find_member(members, entry.content_key + "/" + file.name);
+      file.size = carried.bytes.size();
+      file.blake2b = kiln::bundle::blake2b_hex(carried.bytes);
+    }
+  }
+  members[0].bytes = kiln::bundle::serialize_index(index);
+  kiln::bundle::SecretKey key;
+  kiln::bundle::load_secret(key, secret.string());
+  members[1].bytes = kiln::bundle::serialize_signature({key.key_id, key.sign(members[0].bytes)});
+}
+
 // Nothing an import could have left: no entry, no staging directory, no manifest.
 void check_nothing_in(const fs::path &root) {
   boost::system::error_code error;
@@ -140,7 +161,7 @@ std::map<std::string, std::string> file_contents(const fs::path &root) {
 class BundleWorld {
  public:
   BundleWorld() {
-    publish("example", KILN_TEST_PLUGIN_EXAMPLE, "sm_90");
+    publish("example", KILN_TEST_PLUGIN_EXAMPLE, "");  // its archs: what the file holds
     publish("host_only", KILN_TEST_PLUGIN_HOST_ONLY, "none");
     auto result = run_kiln({"keygen", "-o", (dir / "vendor").string(), "--json"}, env());
     REQUIRE_MESSAGE(result.exit_code == 0, result.err);
@@ -185,8 +206,10 @@ class BundleWorld {
   std::map<std::string, std::string> keys;  // name -> content key
 
  private:
-  void publish(const std::string &name, const char *plugin, const char *arch) {
-    const auto result = run_kiln({"publish", "--consumer", "tests", "--name", name, "--artifact", plugin, "--arch", arch, "--json"}, env());
+  void publish(const std::string &name, const char *plugin, const std::string &arch) {
+    std::vector<std::string> args{"publish", "--consumer", "tests", "--name", name, "--artifact", plugin, "--json"};
+    if (!arch.empty()) args.insert(args.end(), {"--arch", arch});
+    const auto result = run_kiln(args, env());
     REQUIRE_MESSAGE(result.exit_code == 0, result.err);
     keys[name] = json::parse(result.out)["content_key"];
   }
@@ -483,19 +506,49 @@ TEST_CASE("bundle: a re-signed bundle whose entries' files were swapped is refus
     value["digest"] = kiln::store::digest_hex(plugin->bytes);
     value["size"] = plugin->bytes.size();
     meta.bytes = value.dump();
-    for (auto &file : entry.files) {
-      const Member &carried = find_member(members, entry.content_key + "/" + file.name);
-      file.size = carried.bytes.size();
-      file.blake2b = kiln::bundle::blake2b_hex(carried.bytes);
-    }
   }
-  members[0].bytes = kiln::bundle::serialize_index(index);
-  kiln::bundle::SecretKey key;
-  kiln::bundle::load_secret(key, world.secret().string());
-  members[1].bytes = kiln::bundle::serialize_signature({key.key_id, key.sign(members[0].bytes)});
+  reindex_and_sign(members, world.secret());
   const fs::path swapped = world.dir / "swapped.kbundle";
   write_members(swapped, members);
   world.check_refused(world.import_trusted(swapped), swapped, "carries build stamp");
+}
+
+// A signer's bundle whose plugin entry records archs its file does not hold (sm_80 for a file of
+// sm_90 code, or none, "host-only", for a file with device code): a GPU would pick a kernel image
+// the file lacks. Import and a remote fetch (a one-entry bundle) refuse it before committing.
+TEST_CASE("bundle: a re-signed bundle whose entry records archs its file does not back is refused by import and "
+          "remote fetch" * kiln::test::skip_if(kiln::test::example_is_host_code)) {
+  BundleWorld world;
+  const fs::path single = world.dir / "example.kbundle";
+  REQUIRE(run_kiln({"export", "--consumer", "tests", "--name", "example", "-o", single.string(), "--sign",
+                    world.secret().string()}, world.env()).exit_code == 0);
+  for (const json &claim : {json{"sm_80"}, json::array()}) {
+    CAPTURE(claim.dump());
+    const std::string why = claim.empty() ? "holds device code (SASS sm_90; PTX compute_90)" : "holds no device code for sm_80";
+    for (const fs::path &source : {world.bundle(), single}) {
+      auto members = read_members(source);
+      Member &identity = find_member(members, world.keys.at("example") + "/identity.json");
+      json record = json::parse(identity.bytes);
+      record["archs"] = claim;
+      identity.bytes = record.dump();
+      reindex_and_sign(members, world.secret());
+      const fs::path claimed = world.dir / ("claimed-" + source.filename().string());
+      write_members(claimed, members);
+      if (source == world.bundle()) {
+        world.check_refused(world.import_trusted(claimed), claimed, why);
+        continue;
+      }
+      const kiln::store::Storage fetched({kiln::store::StoreLocation{world.dir / "fetched", true, "test"}});
+      std::string message;
+      try {
+        kiln::bundle::read_entry_bundle(fetched, {claimed.string(), "tests", world.keys.at("example"), "", {world.pub().string()}}, {});
+      } catch (const kiln::IntegrityError &error) {
+        message = error.what();
+      }
+      CHECK_MESSAGE(message.find(why) != std::string::npos, message);
+      check_nothing_in(world.dir / "fetched");
+    }
+  }
 }
 
 TEST_CASE("bundle: a bundle cut short anywhere is refused and leaves nothing") {

@@ -76,7 +76,8 @@ TEST_CASE("publish + load: the example plugin negotiates, binds its stamp and an
     CHECK(again.content_key == published.content_key);
   }
   SUBCASE("other archs make another entry") {
-    CHECK(publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example87", "sm_87").content_key != published.content_key);
+    CHECK(publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example-ptx", "sm_90,compute_90").content_key !=
+          published.content_key);
   }
 }
 
@@ -94,19 +95,19 @@ TEST_CASE("host-only plugin loads and creates instances with no device at all") 
   CHECK(example->host_fma(instance.handle(), 1.5, 2.0, 0.5) == doctest::Approx(3.5));
 }
 
-TEST_CASE("arch refusal: sm_87 on a declared sm_90 device and sm_90 on a declared sm_87, each naming the field") {
+TEST_CASE("arch refusal: sm_90 SASS on a declared sm_100 device and on a declared sm_87, each naming the field") {
   TempDir dir;
   {
-    Runtime runtime(options_for(dir, std::string("sm_90")));
-    publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_87");
+    Runtime runtime(options_for(dir, std::string("sm_100")));
+    publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
     try {
       runtime.load("tests", "example");
-      FAIL("loaded sm_87 code for sm_90");
+      FAIL("loaded sm_90 code for sm_100");
     } catch (const IncompatibleError &error) {
       REQUIRE(!error.reasons().empty());
       CHECK(error.reasons()[0].field == "cuda_arch");
-      CHECK(error.reasons()[0].recorded == "sm_87");
-      CHECK(error.reasons()[0].current == "sm_90");
+      CHECK(error.reasons()[0].recorded == "sm_90");
+      CHECK(error.reasons()[0].current == "sm_100");
       CHECK(has(error.what(), "tests/example"));
     }
   }

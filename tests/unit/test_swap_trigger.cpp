@@ -616,8 +616,7 @@ TEST_CASE("trigger: kiln build bumps consumer/name when it changes what the mani
 std::string export_probe_v2(const TempDir &dir) {
   const std::map<std::string, std::string> env = {
       {"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
-  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2,
-                          "--arch", "sm_90"}, env);
+  auto result = run_kiln({"publish", "--consumer", "swap", "--name", "probe", "--artifact", KILN_TEST_PLUGIN_SWAP_V2}, env);
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   const std::string bundle = (dir / "probe.kbundle").string();
   result = run_kiln({"export", "--consumer", "swap", "-o", bundle}, env);

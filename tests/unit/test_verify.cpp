@@ -17,6 +17,8 @@
 #include "store/digest.hpp"
 #include "store/locks.hpp"
 #include "support/fixtures.hpp"
+#include "support/preconditions.hpp"
+#include "support/test_plugins.hpp"
 
 using namespace kiln::test;
 using nlohmann::json;
@@ -39,8 +41,8 @@ struct VerifyStore {
     return {{"KILN_CACHE_DIR", cache().string()}, {"KILN_STORE_PATH", ""}, {"KILN_DEVICE", "sm_90"}};
   }
   std::string publish(const std::string &name, const std::string &file) const {
-    const auto result = run_kiln({"publish", "--consumer", "t", "--name", name, "--artifact", file, "--arch", "sm_90",
-                                  "--json"}, env());
+    const auto result = run_kiln({"publish", "--consumer", "t", "--name", name, "--artifact", file, "--json"},
+                                 env());
     REQUIRE_MESSAGE(result.exit_code == 0, result.err);
     return json::parse(result.out)["content_key"];
   }
@@ -178,6 +180,26 @@ TEST_CASE("verify: whatever a load of an entry refuses as damaged, verify report
   }
 }
 
+// A load trusts the archs identity.json records (it picks the kernel image by them) and does not
+// read the fat binaries; verify does, so a record the file does not back is damage it reports.
+TEST_CASE("verify: recorded archs the plugin file does not hold, or host-only for a file with device code, are damage" *
+          kiln::test::skip_if(kiln::test::example_is_host_code)) {
+  for (const json &claim : {json{"sm_80"}, json::array()}) {
+    CAPTURE(claim.dump());
+    VerifyStore store;
+    edit_json(store.entry(store.key_a) / "identity.json", [&](json &identity) { identity["archs"] = claim; });
+    ::chmod((store.entry(store.key_a) / "identity.json").c_str(), 0444);
+    const auto [code, report] = store.verify();
+    CHECK(code == 6);
+    const auto damaged = findings_of(report, "damaged_entry");
+    REQUIRE_MESSAGE(damaged.size() == 1, report.dump(1));
+    CHECK(damaged[0]["path"] == store.entry(store.key_a).string());
+    const std::string detail = damaged[0]["detail"];
+    CHECK_MESSAGE(detail.find(claim.empty() ? "holds device code (SASS sm_90; PTX compute_90)"
+                                            : "holds no device code for sm_80") != std::string::npos, detail);
+  }
+}
+
 TEST_CASE("verify: a malformed meta.json, a FIFO in place of identity.json and a missing entry are damage, each "
           "repaired; the FIFO does not hang it") {
   VerifyStore store;
@@ -213,8 +235,8 @@ TEST_CASE("verify: a damaged manifest is moved aside by --repair, its entries be
   auto [code, report] = store.verify();
   CHECK(code == 6);
   REQUIRE(findings_of(report, "damaged_manifest").size() == 1);
-  CHECK(run_kiln({"publish", "--consumer", "t", "--name", "a", "--artifact", KILN_TEST_PLUGIN_EXAMPLE, "--arch",
-                  "sm_90"}, store.env()).exit_code == 6);  // writers refuse to overwrite what they cannot read
+  CHECK(run_kiln({"publish", "--consumer", "t", "--name", "a", "--artifact", KILN_TEST_PLUGIN_EXAMPLE}, store.env())
+            .exit_code == 6);  // writers refuse to overwrite what they cannot read
 
   std::tie(code, report) = store.verify({"--repair"});
   CHECK(code == 0);

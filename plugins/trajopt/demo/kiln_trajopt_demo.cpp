@@ -1,6 +1,8 @@
 // kiln-trajopt-demo: kiln's main job for the TrajOpt plugin. Builds the iiwa14 N=64 plugin of its
 // recipe on miss (kiln's CMake backend) into the default store, or loads what an earlier run built,
-// or (--plugin FILE) publishes a plugin file built elsewhere (kiln's own build) and loads that;
+// or (--plugin FILE) publishes a plugin file built elsewhere (kiln's own build) into a scratch
+// store of its own (a temporary directory, removed at exit: the user's cache is never written)
+// and loads that;
 // then solves a batch of random reachable pose goals on the GPU, or, where no CUDA device exists
 // (e.g. KILN_DEVICE=sm_87,integrated=1 declared), on the plugin's host path; and solves the same
 // problems with the single-thread CPU reference (Eigen, double) for the comparison.
@@ -13,7 +15,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -88,8 +94,37 @@ double run_reference(const Batch &b, Verdict *verdict) {
   return ms;
 }
 
+// A temporary store for a plugin file given on the command line: publishing it into the
+// user's cache would replace whatever entry the user keeps under the demo's names.
+class ScratchStore {
+ public:
+  ScratchStore() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-trajopt-demo-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw kiln::IoError("cannot create a scratch store in " + pattern);
+    dir_ = pattern;
+  }
+  ~ScratchStore() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  ScratchStore(const ScratchStore &) = delete;
+  ScratchStore &operator=(const ScratchStore &) = delete;
+  const std::string &dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
 int run(const std::string &recipe_file, const std::string &plugin, uint32_t problems, uint32_t host_problems, bool verbose) {
   kiln::RuntimeOptions options = kiln::RuntimeOptions::from_environment();
+  std::optional<ScratchStore> scratch;  // outlives the runtime and the module
+  if (!plugin.empty()) {
+    scratch.emplace();
+    options.cache_dir = scratch->dir();
+    options.read_only_stores.clear();  // the file given is what loads, nothing a layer holds
+    std::printf("kiln-trajopt-demo: --plugin: a scratch store %s (removed at exit); your cache is not written\n",
+                scratch->dir().c_str());
+  }
   options.log = [verbose](kiln::LogLevel level, const std::string &text) {
     if (verbose || level >= kiln::LogLevel::warning) std::fprintf(stderr, "kiln: %s: %s\n", kiln::to_string(level), text.c_str());
   };
@@ -183,7 +218,8 @@ int main(int argc, char **argv) {
   uint32_t problems = 256, host_problems = 16;
   bool verbose = false;
   app.add_option("recipe", recipe, "kiln recipe of the plugin (<build>/plugins/trajopt/recipes/trajopt-iiwa14-N64.json)");
-  app.add_option("--plugin", plugin, "publish and load this plugin file instead of ensuring the recipe (e.g. "
+  app.add_option("--plugin", plugin, "publish this plugin file into a scratch store (removed at exit; your cache "
+                                     "is not written) and load it instead of ensuring the recipe (e.g. "
                                      KILN_TRAJOPT_DEMO_PLUGIN ")");
   app.add_option("--problems", problems, "problems solved on the GPU (also max_batch)")->check(CLI::Range(1u, 1u << 16));
   app.add_option("--host-problems", host_problems, "problems solved by the host path where no GPU exists")
