@@ -56,7 +56,10 @@ std::string describe_entry_differences(const fs::path &old_dir, const EntryMeta 
       continue;
     }
     if (was->second.first == now.first) continue;
-    std::string part = name + ": " + std::to_string(was->second.second) + " -> " + std::to_string(now.second) + " bytes";
+    std::string part = name + ": " +
+                       (was->second.second == now.second ? std::to_string(now.second)
+                                                         : std::to_string(was->second.second) + " -> " + std::to_string(now.second)) +
+                       " bytes";
     if (const auto at = first_difference(old_dir / name, new_dir / name)) part += ", first difference at byte " + std::to_string(*at);
     clause(part);
   }

@@ -8,10 +8,10 @@
 
 namespace kiln::store {
 
-// "libx.so: 10240 -> 10248 bytes, first difference at byte 6518", one clause per file whose
-// digest differs ("; "-joined); a file only one side has is named as added or gone. Both
-// entries are valid by their own records; "" when no file differs. Never throws for a file it
-// cannot read: that part is left out.
+// "libx.so: 10240 -> 10248 bytes, first difference at byte 6518" (one size where both have
+// it), one clause per file whose digest differs ("; "-joined); a file only one side has is
+// named as new or gone. Both entries are valid by their own records; "" when no file differs.
+// Never throws for a file it cannot read: that part is left out.
 std::string describe_entry_differences(const fs::path &old_dir, const EntryMeta &old_meta, const fs::path &new_dir,
                                        const EntryMeta &new_meta);
 
