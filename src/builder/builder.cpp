@@ -438,7 +438,10 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   staging.write_records(meta, device::identity_file_text(artifact_identity));
   store::Publication published = publication;
   published.content_key = result.content_key;
-  const bool fresh = storage.commit(std::move(staging), published, log);
+  // Forced: the fresh output takes the name even where the stored one is valid (a toolchain that
+  // is not reproducible for these inputs wrote other bytes; the store says so at info level).
+  const bool fresh = storage.commit(std::move(staging), published, log,
+                                    options.force ? store::ExistingEntry::replace : store::ExistingEntry::keep);
   finish(result.content_key, fresh ? BuildResult::Outcome::built : BuildResult::Outcome::reused);
   upload(result.outcome);
   if (log) {

@@ -3,6 +3,7 @@
 // --build --target <target> --parallel <jobs>` -- whose declared output becomes the entry's
 // plugin (stamped as the nvcc backend's is, plugin_artifact.hpp).
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 
@@ -34,9 +35,31 @@ constexpr std::size_t kTailLines = 30;
 
 // Where the commands point. The content key hashes the commands with placeholders instead
 // ("{project}", ...), so that where the staging directory or the project lies keys nothing.
+// map_staging: whether the compilers are told to map the staging directory away (a flags
+// string is split at spaces by the shell, so only a plain path can go into one).
 struct Paths {
-  std::string project, build, abi, gen;
+  std::string project, build, abi, gen, staging;
+  bool map_staging = true;
 };
+
+// A path that can stand unquoted in CMAKE_<LANG>_FLAGS and in an nvcc -Xcompiler list, and on
+// the left of -ffile-prefix-map=OLD=NEW (split at its first '='): no space, quote, shell
+// character, comma or '='.
+bool plain_path(const std::string &path) {
+  return !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || std::string("/._+-@%:").find(c) != std::string::npos;
+  });
+}
+
+// CMAKE_<LANG>_FLAGS that make the project's outputs the same for the same inputs
+// (docs/architecture.md §3): the staging directory mapped away wherever the compilers record a
+// path (debug info, __FILE__ of generated headers), and nvcc's intermediate files beside each
+// object instead of pid-named in /tmp (the host object names the file it compiled).
+std::map<std::string, std::string> reproducible_flags(const Paths &paths) {
+  const std::string map = "-ffile-prefix-map=" + paths.staging + "=.";
+  if (!paths.map_staging) return {{"CMAKE_CUDA_FLAGS", "-objtemp"}};
+  return {{"CMAKE_C_FLAGS", map}, {"CMAKE_CXX_FLAGS", map}, {"CMAKE_CUDA_FLAGS", "-objtemp -Xcompiler=" + map}};
+}
 
 // The last `lines` lines of a log.
 std::string tail_of(const std::string &text, std::size_t lines) {
@@ -133,7 +156,7 @@ class CmakeBackend final : public Backend {
     plan.nvcc = toolchain_.nvcc_path;
     plan.nvcc_version = toolchain_.nvcc_version;
     plan.host_compiler = toolchain_.host_cxx_version;
-    const Paths paths{recipe.project, "<staging>/" + std::string(kBuildDir), context_.abi_dir, "<staging>/gen"};
+    const Paths paths{recipe.project, "<staging>/" + std::string(kBuildDir), context_.abi_dir, "<staging>/gen", "<staging>"};
     plan.steps.push_back("configure: " + support::shell_words(configure_command(recipe, plan.archs, paths)));
     plan.steps.push_back("build: " + support::shell_words(build_command(recipe, paths)) + " --parallel " +
                          std::to_string(jobs_for(recipe, options)));
@@ -145,7 +168,7 @@ class CmakeBackend final : public Backend {
   // project_files key it too. With no record yet, compile() settles the key after the build.
   std::optional<std::string> content_key(const StagedBuild &build) override {
     const Recipe &recipe = build.recipe;
-    const Paths abstract{"{project}", "{build}", "{abi}", "{gen}"};
+    const Paths abstract{"{project}", "{build}", "{abi}", "{gen}", "{staging}", plain_path(build.staging.string())};
     store::Hasher content;
     content.add_field("key", "content")
         .add_field("key_schema", std::to_string(kKeySchema))
@@ -171,8 +194,13 @@ class CmakeBackend final : public Backend {
   Produced compile(const StagedBuild &build, const std::string &known_key, const SettleContentKey &settle) override {
     const Recipe &recipe = build.recipe;
     const fs::path build_dir = build.staging / kBuildDir;
-    const Paths paths{recipe.project, build_dir.string(), context_.abi_dir, build.gen.string()};
+    const Paths paths{recipe.project, build_dir.string(), context_.abi_dir, build.gen.string(), build.staging.string(),
+                      plain_path(build.staging.string())};
     const unsigned jobs = jobs_for(recipe, build.options);
+    if (!paths.map_staging) {
+      append_log(build.build_log, "the staging directory " + build.staging.string() + " cannot stand unquoted in compiler "
+                                  "flags: outputs that record a path (debug info, __FILE__) differ from build to build\n");
+    }
     append_log(build.build_log, "cmake build with at most " + std::to_string(jobs) + " job(s) at once (" +
                                     std::to_string(recipe.unit_memory_mb) + " MiB each)\n");
     Produced produced;
@@ -242,9 +270,19 @@ class CmakeBackend final : public Backend {
                                      "-DCMAKE_CUDA_ARCHITECTURES=" + cuda_architectures(archs),
                                      "-DKILN_ABI_DIR=" + paths.abi,
                                      "-DKILN_GEN_DIR=" + paths.gen};
+    // kiln's flags first, then the recipe's own value of the same variable (appended: later
+    // flags win where they conflict).
+    std::map<std::string, std::string> flags = reproducible_flags(paths);
     for (const auto &[name, value] : recipe.cmake_options) {
-      argv.push_back("-D" + name + "=" + substitute({value}, {{"{gen}", paths.gen}, {"{abi}", paths.abi}}).front());
+      const std::string expanded = substitute({value}, {{"{gen}", paths.gen}, {"{abi}", paths.abi}}).front();
+      const auto ours = flags.find(name);
+      if (ours != flags.end()) {
+        ours->second += " " + expanded;
+      } else {
+        argv.push_back("-D" + name + "=" + expanded);
+      }
     }
+    for (const auto &[name, value] : flags) argv.push_back("-D" + name + "=" + value);
     return argv;
   }
 

@@ -51,12 +51,27 @@ std::vector<std::string> compile_command(const Recipe &recipe, const std::vector
   std::vector<std::string> command = {
       "-c", abstract_path(unit, recipe.base_dir), "-o", "$OUT", "-MMD", "-MF", "$DEP", "-std=c++17",
       // Plugins export only kiln_plugin_negotiate and must unload cleanly (abi/README.md).
-      "-Xcompiler=-fPIC,-fvisibility=hidden,-fvisibility-inlines-hidden,-fno-gnu-unique", "-I$ABI", "-I$GEN"};
+      "-Xcompiler=-fPIC,-fvisibility=hidden,-fvisibility-inlines-hidden,-fno-gnu-unique", "-I$ABI", "-I$GEN",
+      // The same inputs give the same bytes (docs/architecture.md §3): nvcc's intermediate files
+      // beside the object, not pid-named in /tmp (the host object names the file it compiled);
+      // its generated names seeded per unit; the staging directory mapped away wherever the host
+      // compiler records a path (debug info, __FILE__ of generated headers).
+      "-objtemp", "-frandom-seed=" + boost::filesystem::path(unit).filename().string(),
+      "-Xcompiler=-ffile-prefix-map=$STAGING=."};
   for (const auto &dir : recipe.include_dirs) command.push_back("-I" + abstract_path(dir, recipe.base_dir));
   for (const auto &define : recipe.defines) command.push_back("-D" + define);
   for (const auto &flag : gencode_flags(archs)) command.push_back(flag);
   for (const auto &flag : recipe.flags) command.push_back(flag);
   return command;
+}
+
+std::string xcompiler_escaped(const std::string &value) {
+  std::string escaped;
+  for (const char c : value) {
+    if (c == ',') escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
 }
 
 std::vector<std::string> link_command(const Recipe &recipe, const std::vector<Arch> &archs,
@@ -237,7 +252,10 @@ class NvccBackend final : public Backend {
     // Units, in parallel, bounded by cores and by memory; each from the object cache when seen.
     const fs::path objects = build.layout.objects();
     store::create_directories(objects);
-    const Placeholders paths = {{"$GEN", build.gen.string()}, {"$RECIPE", recipe.base_dir}, {"$ABI", context_.abi_dir}};
+    const Placeholders paths = {{"$GEN", build.gen.string()},
+                                {"$RECIPE", recipe.base_dir},
+                                {"$ABI", context_.abi_dir},
+                                {"$STAGING", xcompiler_escaped(staging.string())}};
     const DependencyRoots roots =  // nvcc runs in this process's directory
         dependency_roots(recipe.base_dir, context_.abi_dir, staging, toolchain_.nvcc_path, fs::current_path().string());
     const unsigned requested = options.jobs != 0 ? options.jobs : default_jobs();

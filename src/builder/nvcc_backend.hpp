@@ -1,6 +1,7 @@
 // nvcc command lines for the shared-object (plugin) backend. Lines are built with
 // placeholders for the paths that vary between builds ($GEN: generated outputs, $RECIPE: the
-// recipe's directory, $ABI: kiln's ABI headers, $OUT: the object or artifact), so the same
+// recipe's directory, $ABI: kiln's ABI headers, $STAGING: the build's staging directory, inside
+// an -Xcompiler value, $OUT: the object or artifact), so the same
 // list keys the content and object caches and, once substituted, runs.
 #pragma once
 
@@ -24,6 +25,8 @@ std::vector<std::string> gencode_flags(const std::vector<Arch> &archs);
 // nvcc -c <unit> -o $OUT with kiln's plugin flags, include dirs, defines, archs, recipe flags.
 std::vector<std::string> compile_command(const Recipe &recipe, const std::vector<Arch> &archs,
                                          const std::string &unit);
+// `value` inside an nvcc -Xcompiler list, which splits at commas: each comma escaped ("\,").
+std::string xcompiler_escaped(const std::string &value);
 // nvcc --shared -o $OUT <objects> with static cudart (unless the recipe's link flags name a
 // -cudart=: "-cudart=none" for a host-only plugin), hidden exports and the recipe's link flags.
 std::vector<std::string> link_command(const Recipe &recipe, const std::vector<Arch> &archs,

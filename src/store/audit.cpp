@@ -327,10 +327,10 @@ class Auditor {
       bool missing = false;
       const auto lock = FileLock::try_acquire_existing(it->path() / kStagingLockFile, &missing);
       if (!lock && !missing) continue;  // a live writer's
-      const bool aside = ends_with(name, kDamagedSuffix);
       found.push_back(add("staging_leftover", "stale", layout.consumer(), it->path(),
-                          aside ? "a damaged entry moved aside (kept a day for inspection)"
-                                : "the staging directory of a writer that died"));
+                          ends_with(name, kDamagedSuffix)    ? "a damaged entry moved aside (kept a day for inspection)"
+                          : ends_with(name, kReplacedSuffix) ? "an entry a forced rebuild replaced (kept a day: readers may still map it)"
+                                                             : "the staging directory of a writer that died"));
     }
     const auto temps_in = [&](const fs::path &dir) {
       boost::system::error_code list_error;

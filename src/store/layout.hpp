@@ -57,8 +57,10 @@ inline constexpr const char *kStagingPrefix = ".staging-";  // store/.staging-*:
 inline constexpr const char *kStagingVersionTag = "v2-";    // staging directories held by a lock (staging.hpp)
 inline constexpr const char *kStagingLockFile = ".staging.lock";  // inside each of them
 // Staging directories that were entries: moved aside as damaged (kept a day for inspection, then
-// swept), or renamed out of store/ by kiln gc on their way to removal.
+// swept), replaced by a forced rebuild whose bytes differ (kept and swept alike: readers may
+// still map the old file), or renamed out of store/ by kiln gc on their way to removal.
 inline constexpr const char *kDamagedSuffix = "-damaged";
+inline constexpr const char *kReplacedSuffix = "-replaced";
 inline constexpr const char *kEvictedSuffix = "-evicted";
 
 }  // namespace kiln::store

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <boost/filesystem/operations.hpp>
 
 #include <kiln/errors.hpp>
 
 #include "device/identity_json.hpp"
+#include "store/entry_differences.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
 #include "store/safety.hpp"
@@ -110,20 +112,30 @@ std::optional<std::string> LocalStore::pointer(const std::string &consumer, cons
   return key;
 }
 
-bool LocalStore::entry_intact(const std::string &consumer, const std::string &content_key,
-                              const std::string &digest) const {
-  const fs::path entry_dir = layout(consumer).entry(content_key);
+namespace {
+
+// The entry's meta.json when the entry is valid by its own records (its files have the digests
+// its meta.json lists, under its own key); nullopt when it is damaged.
+std::optional<EntryMeta> valid_entry_meta(const fs::path &entry_dir, const std::string &content_key) {
   try {
-    const EntryMeta meta = read_entry_meta(entry_dir);
-    return meta.content_key == content_key && (digest.empty() || meta.digest == digest) &&
-           entry_files_intact(entry_dir, meta);
+    EntryMeta meta = read_entry_meta(entry_dir);
+    if (meta.content_key == content_key && entry_files_intact(entry_dir, meta)) return meta;
+    return std::nullopt;
   } catch (const IntegrityError &) {
-    return false;  // damaged: missing, malformed or altered
+    return std::nullopt;  // damaged: missing, malformed or altered
   } catch (const IncompatibleError &) {
-    return false;  // another entry layout under this content key is no entry of ours
+    return std::nullopt;  // another entry layout under this content key is no entry of ours
   }
   // IoError (EACCES, EIO) propagates: an entry kiln cannot read is not known to be damaged, and
   // moving it aside would lose it for readers that can.
+}
+
+}  // namespace
+
+bool LocalStore::entry_intact(const std::string &consumer, const std::string &content_key,
+                              const std::string &digest) const {
+  const auto meta = valid_entry_meta(layout(consumer).entry(content_key), content_key);
+  return meta && (digest.empty() || meta->digest == digest);
 }
 
 Staging LocalStore::stage(const std::string &consumer, const LogCallback &log) const {
@@ -158,7 +170,7 @@ FileLock LocalStore::lock_input_key(const std::string &consumer, const std::stri
   }
 }
 
-bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
+bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log, ExistingEntry existing) const {
   Staging owned(std::move(staging));
   const EntryMeta &meta = owned.meta();
   if (!owned.has_records()) throw Error(ErrorKind::other, "internal: committing a staging directory without meta.json");
@@ -166,11 +178,25 @@ bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log) const {
   const fs::path entry = paths.entry(meta.content_key);
   boost::system::error_code error;
   if (fs::exists(entry, error)) {
-    if (entry_intact(owned.consumer(), meta.content_key, meta.digest)) return false;  // owned removes staging
-    // A damaged entry under our key (a torn or altered file) is moved aside, never modified
-    // in place and never trusted, so that the fresh copy can take its name. A sweep removes it
-    // a day later (a lock-less staging directory, sweep.hpp): time to inspect it.
-    move_entry_aside(owned.consumer(), meta.content_key, log);
+    if (const auto stored = valid_entry_meta(entry, meta.content_key)) {
+      // A valid entry: an older output of the same inputs. The same bytes, or not asked to
+      // replace it: kept (owned removes the staging directory).
+      if (stored->digest == meta.digest || existing == ExistingEntry::keep) return false;
+      // A forced rebuild wrote other bytes: the toolchain is not reproducible for these inputs.
+      // Replaced by a rename, never in place: readers may have the old file mapped.
+      const std::string differs = describe_entry_differences(entry, *stored, owned.dir(), meta);
+      const fs::path aside = rename_aside(owned.consumer(), meta.content_key, kReplacedSuffix);
+      if (log) {
+        log(LogLevel::info, "rebuilt: output differs from the stored entry (not reproducible: " +
+                                (differs.empty() ? std::string("which bytes is unknown") : differs) + "); " +
+                                entry.string() + " replaced, the stored one moved aside to " + aside.string());
+      }
+    } else {
+      // A damaged entry under our key (a torn or altered file) is moved aside, never modified
+      // in place and never trusted, so that the fresh copy can take its name. A sweep removes it
+      // a day later (a lock-less staging directory, sweep.hpp): time to inspect it.
+      move_entry_aside(owned.consumer(), meta.content_key, log);
+    }
   }
   const bool fresh = commit_staging(owned.dir(), entry);
   owned.release();  // renamed into place, or removed by commit_staging when another writer won
@@ -227,18 +253,24 @@ std::vector<std::string> LocalStore::write_records(const std::string &consumer,
   return renamed;
 }
 
-fs::path LocalStore::move_entry_aside(const std::string &consumer, const std::string &content_key,
-                                     const LogCallback &log) const {
+fs::path LocalStore::rename_aside(const std::string &consumer, const std::string &content_key, const char *suffix) const {
   const ConsumerLayout paths = layout(consumer);
   const fs::path entry = paths.entry(content_key);
-  const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + kDamagedSuffix);
+  const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + suffix);
   fs::rename(entry, aside);
   fsync_path(paths.entries());
-  {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    entries_.erase(entry.string());
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  entries_.erase(entry.string());
+  return aside;
+}
+
+fs::path LocalStore::move_entry_aside(const std::string &consumer, const std::string &content_key,
+                                     const LogCallback &log) const {
+  const fs::path aside = rename_aside(consumer, content_key, kDamagedSuffix);
+  if (log) {
+    log(LogLevel::warning, "store entry " + layout(consumer).entry(content_key).string() + " was damaged; moved aside to " +
+                               aside.string());
   }
-  if (log) log(LogLevel::warning, "store entry " + entry.string() + " was damaged; moved aside to " + aside.string());
   return aside;
 }
 

@@ -23,6 +23,14 @@
 
 namespace kiln::store {
 
+// What commit_entry does with an entry already under the content key that is valid by its own
+// records (its files match its own meta.json) but holds other bytes than the new one: the
+// toolchain wrote different bytes for the same inputs (docs/architecture.md §3, reproducible builds).
+enum class ExistingEntry {
+  keep,     // entries are identical by key: the stored output serves, the new copy is dropped
+  replace,  // a forced rebuild: the new bytes take the name, the stored entry is moved aside
+};
+
 // An entry's records as read from its meta.json and identity.json.
 struct EntryRecords {
   FileIdentity meta_id;  // meta.json stands for the whole entry (entries never change in place)
@@ -71,10 +79,13 @@ class LocalStore {
   // cancel token, waiting for another holder stops (typed error) once it is cancelled.
   FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
                           const CancelToken *cancel = nullptr) const;
-  // Renames a filled staging directory into store/<content key>. An intact entry under that key
-  // is kept (false is returned and the staging directory removed: entries are identical by
-  // key); a damaged one is moved aside first, never modified in place and never trusted.
-  bool commit_entry(Staging &&staging, const LogCallback &log) const;
+  // Renames a filled staging directory into store/<content key>. An entry with the same bytes
+  // under that key is kept (false is returned and the staging directory removed); so is one
+  // valid by its own records with other bytes, unless `existing` is replace: then it is moved
+  // aside (store/.staging-<random>-replaced, swept a day later) and logged at info level as
+  // "rebuilt: output differs from the stored entry (not reproducible: <which files, where>)".
+  // A damaged one is moved aside first (a warning), never modified in place and never trusted.
+  bool commit_entry(Staging &&staging, const LogCallback &log, ExistingEntry existing = ExistingEntry::keep) const;
   // bykey/<input_key> -> content key (written only when it differs). Its temp files are swept
   // only once the build lock of input_key is free and they are old (sweep.hpp).
   void write_pointer(const std::string &consumer, const std::string &input_key, const std::string &content_key) const;
@@ -108,6 +119,9 @@ class LocalStore {
   fs::path move_manifest_aside(const std::string &consumer) const;
 
  private:
+  // store/<content_key> renamed to store/.staging-<random><suffix>; returns where it went.
+  fs::path rename_aside(const std::string &consumer, const std::string &content_key, const char *suffix) const;
+
   StoreLocation location_;
 
   struct CachedManifest {

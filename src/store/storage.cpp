@@ -232,12 +232,13 @@ std::vector<ArtifactSummary> Storage::list(const std::string &consumer) const {
   return out;
 }
 
-bool Storage::commit(Staging &&staging, const Publication &publication, const LogCallback &log) const {
+bool Storage::commit(Staging &&staging, const Publication &publication, const LogCallback &log,
+                     ExistingEntry existing) const {
   if (staging.meta().content_key != publication.content_key || staging.consumer() != publication.consumer) {
     throw Error(ErrorKind::other, "internal: staging of " + staging.consumer() + "/" + staging.meta().content_key +
                                       " committed as " + publication.consumer + "/" + publication.content_key);
   }
-  const bool fresh = writable().commit_entry(std::move(staging), log);
+  const bool fresh = writable().commit_entry(std::move(staging), log, existing);
   if (publication.input_key.empty()) {
     KILN_FAULT_POINT("publish.after_entry");
   } else {

@@ -89,8 +89,10 @@ class Storage {
   Staging stage(const std::string &consumer, const LogCallback &log) const { return writable().stage(consumer, log); }
 
   // The publish protocol. `staging` holds the entry's files and records; an intact entry
-  // already under its key is reused (returns false). Then bykey (when built) and the manifest.
-  bool commit(Staging &&staging, const Publication &publication, const LogCallback &log) const;
+  // already under its key is reused (returns false), or replaced when its bytes differ and
+  // `existing` says so (LocalStore::commit_entry). Then bykey (when built) and the manifest.
+  bool commit(Staging &&staging, const Publication &publication, const LogCallback &log,
+              ExistingEntry existing = ExistingEntry::keep) const;
   // The same for an entry already in the writable cache (a build whose content key exists):
   // only the pointers are written, and only where they differ.
   void point(const Publication &publication) const;

@@ -32,7 +32,7 @@ bool unchanged_for(const fs::path &dir, std::chrono::seconds grace) {
 
 bool is_v2_staging(const std::string &name) {
   const std::string v2 = std::string(kStagingPrefix) + kStagingVersionTag;
-  return starts_with(name, v2) && name.find('-', v2.size()) == std::string::npos;  // not "-damaged"
+  return starts_with(name, v2) && name.find('-', v2.size()) == std::string::npos;  // not "-damaged" or "-replaced"
 }
 
 int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_grace, std::chrono::seconds v2_grace) {

@@ -12,10 +12,11 @@
 namespace kiln::store {
 
 // Lock-less directories under store/ named .staging-* are judged by age: those of kilns that
-// predate staging locks (.staging-<pid>-*), entries moved aside as damaged
-// (.staging-*-damaged, kept a day for inspection), and a held staging directory in the instants
-// before its lock file exists or after commit removed it (modified just then). A build takes
-// far less than a day, so such a directory unmodified (mtime and ctime) for a day is dead.
+// predate staging locks (.staging-<pid>-*), entries moved aside as damaged or replaced by a
+// forced rebuild (.staging-*-damaged, .staging-*-replaced, kept a day), and a held staging
+// directory in the instants before its lock file exists or after commit removed it (modified
+// just then). A build takes far less than a day, so such a directory unmodified (mtime and
+// ctime) for a day is dead.
 inline constexpr std::chrono::seconds kLocklessStagingGrace{24 * 3600};
 // This kiln's own staging directories (.staging-v2-*) are lock-less only in those instants (the
 // lock file is made right after the mkdir and removed right before the rename): one unmodified
