@@ -53,8 +53,11 @@ struct RemoteTransfer {
   std::string content_key;
   std::string input_key;
   std::string remote;   // the remote's URL
-  std::string status;   // push: "uploaded", "present"; pull: "downloaded", "present"; or "failed: why"
+  std::string status;   // push: "uploaded", "present", "replaced"; pull: "downloaded", "present"; or "failed: why"
   std::uint64_t bytes = 0;  // of the bundle moved
+  // "replaced": what the remote held under the upload's keys that this machine refuses, and
+  // why (an entry signed by a key it does not trust, unsigned, damaged; a pointer to one).
+  std::string replaced;
 };
 
 }  // namespace kiln

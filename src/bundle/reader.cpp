@@ -471,7 +471,8 @@ FetchedEntry read_entry_bundle(const store::Storage &target, const EntryBundleRe
     for (const auto &record : entry.records) recorded = recorded || record.input_key == request.input_key;
     if (!recorded) refuse("holds entry " + entry.content_key + ", which its signed index does not record for input key " + request.input_key);
   }
-  target.writable().commit_entry(std::move(*verified.stagings.front()), log);  // an intact one there is kept
+  // An intact one there is kept; an entry only judged goes with its staging.
+  if (request.commit) target.writable().commit_entry(std::move(*verified.stagings.front()), log);
   return {entry.content_key, report.signed_by};
 }
 

@@ -23,13 +23,15 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
 // verified as an import is (signed by one of trusted_keys when any is given; else only
 // checked for damage) and committed into target's writable cache. No manifest record and no
 // bykey pointer is written: the caller points what it asked for. IntegrityError (nothing
-// committed) for anything else.
+// committed) for anything else. With commit false, only the verdict: verified, never committed
+// (an upload judging what a remote holds under its key).
 struct EntryBundleRequest {
   std::string bundle;  // the downloaded file
   std::string consumer;
   std::string content_key;
   std::string input_key;
   std::vector<std::string> trusted_keys;
+  bool commit = true;
 };
 struct FetchedEntry {
   std::string content_key;

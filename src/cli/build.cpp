@@ -38,7 +38,9 @@ std::string build_text(const BuildResult &result) {
                      (result.layer.empty() ? "" : " from the read-only layer " + result.layer) +
                      "\n  content key " + result.content_key + "\n  input key   " + result.input_key + "\n  " +
                      result.entry_dir + "\n";
-  for (const auto &upload : result.uploads) text += "  remote " + upload.remote + ": " + upload.status + "\n";
+  for (const auto &upload : result.uploads) {
+    text += "  remote " + upload.remote + ": " + upload.status + (upload.replaced.empty() ? "" : " " + upload.replaced) + "\n";
+  }
   return text;
 }
 

@@ -38,7 +38,8 @@ int run_push(const Flags &flags, const PushArgs &args) {
     items.push_back(kiln::to_json(transfer));
     failed = failed || transfer.status.rfind("failed", 0) == 0;
     text += transfer.consumer + "/" + transfer.name + " " + transfer.content_key + " -> " + transfer.remote + ": " +
-            transfer.status + (transfer.bytes > 0 ? " (" + std::to_string(transfer.bytes) + " bytes)" : "") + "\n";
+            transfer.status + (transfer.bytes > 0 ? " (" + std::to_string(transfer.bytes) + " bytes)" : "") +
+            (transfer.replaced.empty() ? "" : "\n  it replaced " + transfer.replaced) + "\n";
   }
   emit(flags, {{"transfers", items}}, text);
   return failed ? 1 : 0;  // a remote that failed is no error of kiln's, but a script must see it

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
@@ -69,12 +70,10 @@ std::optional<std::vector<std::string>> resp_command(std::string &buffer) {
   return words;
 }
 
-struct HttpRequest {
-  std::string method, path;
-};
+using HttpRequest = FakeHttp::Request;
 
-// One HTTP request from the front of `buffer` (its body read and dropped), removed from it;
-// nullopt until all of it arrived. `continue_sent` answers "Expect: 100-continue" once.
+// One HTTP request from the front of `buffer`, removed from it; nullopt until all of it
+// arrived. `continue_sent` answers "Expect: 100-continue" once.
 std::optional<HttpRequest> http_request(std::string &buffer, int fd, bool &continue_sent) {
   const auto end = buffer.find("\r\n\r\n");
   if (end == std::string::npos) return std::nullopt;
@@ -89,12 +88,19 @@ std::optional<HttpRequest> http_request(std::string &buffer, int fd, bool &conti
     const std::string header = head.substr(at + 2, head.find("\r\n", at + 2) - at - 2);
     if (strncasecmp(header.c_str(), "content-length:", 15) == 0) length = std::strtoul(header.c_str() + 15, nullptr, 10);
     if (strncasecmp(header.c_str(), "expect: 100-continue", 20) == 0) expect = true;
+    const auto colon = header.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = header.substr(0, colon);
+    for (char &c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto value = header.find_first_not_of(' ', colon + 1);
+    request.headers[name] = value == std::string::npos ? std::string() : header.substr(value);
   }
   if (expect && !continue_sent) {
     continue_sent = true;
     send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n");
   }
   if (buffer.size() < end + 4 + length) return std::nullopt;
+  request.body = buffer.substr(end + 4, length);
   buffer.erase(0, end + 4 + length);
   continue_sent = false;
   return request;
@@ -108,6 +114,8 @@ const char *http_reason(int status) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Not Allowed";
+    case 409: return "Conflict";
+    case 412: return "Precondition Failed";
     default: return "Fake";
   }
 }
@@ -194,6 +202,12 @@ FakeRedis::FakeRedis(Answer answer, std::chrono::milliseconds give_up_after)
 std::string FakeRedis::url() const { return "redis://127.0.0.1:" + std::to_string(server_.port()) + "/0"; }
 
 FakeHttp::FakeHttp(Answer answer, std::chrono::milliseconds give_up_after)
+    : FakeHttp(RequestAnswer([answer = std::move(answer)](const Request &request) {
+                 return answer(request.method, request.path);
+               }),
+               give_up_after) {}
+
+FakeHttp::FakeHttp(RequestAnswer answer, std::chrono::milliseconds give_up_after)
     : server_([log = log_, answer = std::move(answer), until = Clock::now() + give_up_after, this](int fd) {
         std::string buffer;
         bool continue_sent = false;
@@ -202,9 +216,11 @@ FakeHttp::FakeHttp(Answer answer, std::chrono::milliseconds give_up_after)
             log->count(request->method);
             if (Clock::now() > until) log->give_up();
             const Reply reply = log->gave_up() ? Reply{500, "the fake server gave up"}
-                                               : answer(request->method, request->path);
+                                               : answer(*request);
             std::string bytes = "HTTP/1.1 " + std::to_string(reply.status) + " " + http_reason(reply.status) +
-                                "\r\nContent-Length: " + std::to_string(reply.body.size()) + "\r\n\r\n";
+                                "\r\nContent-Length: " + std::to_string(reply.body.size()) + "\r\n";
+            for (const auto &[name, value] : reply.headers) bytes += name + ": " + value + "\r\n";
+            bytes += "\r\n";
             if (request->method != "HEAD") bytes += reply.body;
             if (!send_all(fd, bytes)) return;
           }

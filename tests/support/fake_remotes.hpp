@@ -78,15 +78,25 @@ class FakeRedis {
   LoopbackServer server_;
 };
 
-// An HTTP/1.1 server: each request gets the status and body `answer` returns.
+// An HTTP/1.1 server: each request gets the status, body and headers `answer` returns.
 class FakeHttp {
  public:
-  struct Reply {
-    int status = 404;
+  struct Request {
+    std::string method, path;
+    std::map<std::string, std::string> headers;  // by lower-case name
     std::string body;
   };
+  struct Reply {
+    Reply(int status_ = 404, std::string body_ = "", std::vector<std::pair<std::string, std::string>> headers_ = {})
+        : status(status_), body(std::move(body_)), headers(std::move(headers_)) {}
+    int status;
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+  };
   using Answer = std::function<Reply(const std::string &method, const std::string &path)>;
+  using RequestAnswer = std::function<Reply(const Request &request)>;
   explicit FakeHttp(Answer answer, std::chrono::milliseconds give_up_after = std::chrono::seconds(8));
+  explicit FakeHttp(RequestAnswer answer, std::chrono::milliseconds give_up_after = std::chrono::seconds(8));
   std::string url() const;  // http://127.0.0.1:PORT/kiln
   const FakeServerLog &log() const { return *log_; }
 

@@ -25,6 +25,7 @@
 
 #include "load/elf.hpp"
 #include "support/fake_remotes.hpp"
+#include "support/fake_stores.hpp"
 #include "support/fixtures.hpp"
 
 namespace {
@@ -51,6 +52,7 @@ struct World {
   std::string names;  // what the message must mention (a path or a name)
   std::string absent;  // what no output may show (a password), when set
   std::shared_ptr<void> server;  // a fake remote the row's command talks to, while it runs
+  std::function<void(const json &out)> expect;  // more the row's --json output must show, when set
 
   fs::path file(const std::string &name) const { return dir / name; }
 };
@@ -115,6 +117,26 @@ void hostile_redis(World &w, std::string reply) {
   w.env["KILN_REMOTE"] = redis->url() + ";timeout=3";
   w.server = redis;
   w.args = {"remote", "status"};
+}
+
+// `kiln remote push` of tests/host-only, signed with a key it trusts, to a Redis where someone
+// planted garbage under the entry's key: the push replaces it and says so.
+void squatted_push(World &w) {
+  auto redis = std::make_shared<kiln::test::StoringRedis>();
+  const std::string key = "cas/tests/" + w.entry.filename().string();
+  redis->set(key, "planted");
+  const kiln::KeyPair pair = kiln::generate_keypair(w.file("k").string());
+  w.env["KILN_REMOTE"] = redis->url() + ";timeout=3";
+  w.env["KILN_REMOTE_TRUST"] = pair.public_file;
+  w.env["KILN_REMOTE_SIGN"] = pair.secret_file;
+  w.server = redis;
+  w.args = {"remote", "push", "--consumer", "tests"};
+  w.expect = [redis, key](const json &out) {
+    REQUIRE(out["transfers"].size() == 1);
+    CHECK(out["transfers"][0]["status"] == "replaced");
+    CHECK(out["transfers"][0]["replaced"].get<std::string>().find(key) != std::string::npos);
+    CHECK(redis->value(key) != "planted");
+  };
 }
 
 // A KILN_CONFIG naming `remote` (with lease_wait 1 s) for the row's recipe.
@@ -251,6 +273,7 @@ const std::vector<Row> &rows() {
       {"remote: Redis answers an array of 25 million elements", 1, "", [](World &w) { hostile_redis(w, "*25000000\r\n:1\r\n"); }},
       {"remote: Redis answers one reply too many", 1, "", [](World &w) { hostile_redis(w, "+PONG\r\n+PONG\r\n"); }},
       {"remote: Redis answers a 3 MB status line", 1, "", [](World &w) { hostile_redis(w, "+" + std::string(3 << 20, 'x') + "\r\n"); }},
+      {"remote push: garbage planted under the entry's key is replaced", 0, "", [](World &w) { squatted_push(w); }},
       {"remote pull: Redis refuses SET NX while GET finds no holder", 3, "not_found", [](World &w) { auto redis = std::make_shared<kiln::test::FakeRedis>([](const std::vector<std::string> &) { return std::string("$-1\r\n"); }, std::chrono::seconds(60)); w.server = redis; pull_from(w, redis->url()); }},
       {"remote pull: WebDAV refuses MKCOL while GET finds no holder", 3, "not_found", [](World &w) { auto heads = std::make_shared<int>(0); auto http = std::make_shared<kiln::test::FakeHttp>([heads](const std::string &method, const std::string &) -> kiln::test::FakeHttp::Reply { if (method == "MKCOL") return {405, ""}; if (method == "HEAD") return {++*heads % 2 == 1 ? 403 : 404, ""}; return {404, ""}; }, std::chrono::seconds(60)); w.server = http; pull_from(w, http->url()); }},
   };
@@ -305,6 +328,7 @@ TEST_CASE("bad inputs: every row is refused with its exit code, a typed --json e
     }
     const json out = json::parse(result.out, nullptr, /*allow_exceptions=*/false);
     CHECK_MESSAGE(out.is_object(), "stdout is not a JSON object: " << result.out);
+    if (out.is_object() && w.expect) w.expect(out);
     if (!out.is_object() || !out.contains("error")) continue;
     CHECK(out["error"]["kind"] == row.kind);
     const std::string message = out["error"]["message"].get<std::string>();

@@ -49,9 +49,19 @@ class Backend {
   virtual std::optional<std::string> get(const std::string &key) = 0;
   // Stores `value` at `key` unless the key already holds a value: true when this call wrote
   // it, false when a value was there (left as it was; the caller compares if it cares).
-  // Redis: SET NX. HTTP: HEAD, then PUT when absent (a race between two writers is harmless:
-  // the caller only writes content-addressed values, or pointers it re-checks).
+  // Redis: SET NX. HTTP: HEAD, then PUT with If-None-Match: * when absent (412: present; a
+  // server that ignores the header, as nginx's dav module does, lets a race between two
+  // writers overwrite: harmless, the caller only writes content-addressed values, or pointers
+  // it re-checks).
   virtual bool put_new(const std::string &key, const std::string &value) = 0;
+  // Replaces the value at `key` with `value` only while the key still holds exactly `expected`
+  // (a compare-and-swap): true when this call replaced it; false when the key holds anything
+  // else by then, or nothing (another writer's value is left as it is). Redis: one Lua script
+  // that compares and sets. HTTP: GET (the value and its ETag), compared, then PUT with
+  // If-Match: <ETag> (412: changed since); nginx's dav module ignores If-Match, and then only
+  // a writer between the GET and the PUT can be overwritten -- the caller replaces only what
+  // it refuses, with what it accepts (remote_cache.hpp, upload).
+  virtual bool replace(const std::string &key, const std::string &expected, const std::string &value) = 0;
   // A round trip that proves the server answers (HTTP: HEAD of the prefix, any status below
   // 500; Redis: PING); returns a short description ("HTTP 404", "PONG").
   virtual std::string ping() = 0;

@@ -22,7 +22,7 @@ json to_json(const RemoteStatus &status) {
 json to_json(const RemoteTransfer &transfer) {
   return {{"consumer", transfer.consumer}, {"name", transfer.name},     {"content_key", transfer.content_key},
           {"input_key", transfer.input_key}, {"remote", transfer.remote}, {"status", transfer.status},
-          {"bytes", transfer.bytes}};
+          {"bytes", transfer.bytes}, {"replaced", transfer.replaced.empty() ? json(nullptr) : json(transfer.replaced)}};
 }
 
 }  // namespace kiln

@@ -13,6 +13,7 @@
 #include "bundle/writer.hpp"
 #include "store/files.hpp"
 #include "store/names.hpp"
+#include "store/remote/entry_verdict.hpp"
 #include "store/remote/lease_holder.hpp"
 #include "store/storage.hpp"
 #include "support/elapsed.hpp"
@@ -121,7 +122,13 @@ std::optional<RemoteCache::Fetched> RemoteCache::fetch(const Storage &storage, c
   } catch (const Error &error) {
     // A damaged, truncated, tampered or untrusted entry is a miss: never an error that stops
     // a build, never a load of the bad bytes (nothing was committed).
-    if (log_) log_(LogLevel::warning, "remote " + slot.url + ": " + key + " refused: " + error.what());
+    // What every machine refuses the next upload replaces (upload): said where that is why.
+    const bool judged = error.kind() == ErrorKind::integrity || error.kind() == ErrorKind::incompatible;
+    const std::string replaced_by = !judged                       ? ""
+                                    : config_.trusted_keys.empty() ? " -- the next upload of this entry replaces it"
+                                                                   : " -- the next upload of this entry by a machine "
+                                                                     "signing with a trusted key replaces it";
+    if (log_) log_(LogLevel::warning, "remote " + slot.url + ": " + key + " refused: " + error.what() + replaced_by);
     return std::nullopt;
   }
 }
@@ -162,6 +169,32 @@ std::optional<std::string> RemoteCache::locate(const std::string &consumer, cons
   return std::nullopt;
 }
 
+std::optional<std::string> RemoteCache::replace_refused(Slot &slot, const std::string &key, const std::string &value,
+                                                        const std::function<std::optional<std::string>(const std::string &)> &refusal,
+                                                        std::string *failure) const {
+  const auto current = with(slot, "GET " + key, [&](Backend &backend) { return backend.get(key); }, failure);
+  if (!current) return std::nullopt;
+  // Gone since (nothing to judge; the next upload writes it), or this very value: kept.
+  if (!*current || **current == value) return std::string();
+  std::optional<std::string> why;
+  try {
+    why = refusal(**current);
+  } catch (const std::exception &error) {  // no verdict (a full disk, an unreadable trusted key): left as it is
+    if (log_) log_(LogLevel::warning, "remote " + slot.url + ": " + key + " could not be judged (" + error.what() + "); left as it is");
+    return std::string();
+  }
+  if (!why) return std::string();  // what it holds is accepted here: never overwritten
+  const auto swapped = with(
+      slot, "replace " + key, [&](Backend &backend) { return backend.replace(key, **current, value); }, failure);
+  if (!swapped) return std::nullopt;
+  if (!*swapped) {
+    // Another writer changed it since it was read: theirs stays, and is judged by the next upload.
+    if (log_) log_(LogLevel::info, "remote " + slot.url + ": " + key + " changed while this upload judged it; left as it is");
+    return std::string();
+  }
+  return key + " (refused: " + *why + ")";
+}
+
 std::vector<RemoteTransfer> RemoteCache::upload(const Storage &storage, const Resolution &resolution) const {
   std::vector<RemoteTransfer> transfers;
   std::vector<Slot *> writable;
@@ -169,9 +202,9 @@ std::vector<RemoteTransfer> RemoteCache::upload(const Storage &storage, const Re
     if (!slot->backend->endpoint().read_only) writable.push_back(slot.get());
   }
   if (writable.empty()) return transfers;
-  const auto report = [&](Slot &slot, const std::string &status, std::uint64_t bytes) {
+  const auto report = [&](Slot &slot, const std::string &status, std::uint64_t bytes, const std::string &replaced = "") {
     transfers.push_back({resolution.consumer, resolution.name, resolution.content_key, resolution.input_key, slot.url,
-                         status, bytes});
+                         status, bytes, replaced});
   };
   std::string bundle;
   try {
@@ -183,7 +216,35 @@ std::vector<RemoteTransfer> RemoteCache::upload(const Storage &storage, const Re
     if (log_) log_(LogLevel::warning, "not uploading " + resolution.consumer + "/" + resolution.name + ": " + error.what());
     return transfers;
   }
+  // An entry under cas is judged as the content key's (whatever input key its builder recorded:
+  // equal outputs of other inputs are the same entry); one a pointer names, as a build of these inputs.
+  const auto judge = [&](const std::string &body, const std::string &content_key, const std::string &input_key) {
+    return judge_entry(storage, body, resolution.consumer, content_key, input_key, config_.trusted_keys);
+  };
+  // What this machine refuses under its keys it replaces -- only with what it accepts itself:
+  // judged once, on the first need. A machine whose own uploads it would refuse (its signing
+  // key is none of its trusted keys) replaces nothing, and says so.
+  std::optional<EntryVerdict> own;
+  const auto may_replace = [&]() {
+    if (!own) {
+      try {
+        own = judge(bundle, resolution.content_key, "");
+      } catch (const std::exception &error) {
+        own = EntryVerdict{std::string(error.what()), ""};
+      }
+      if (own->refusal && log_) {
+        log_(LogLevel::warning, "not replacing refused remote entries with this machine's " + resolution.consumer + "/" +
+                                    resolution.name + ": it refuses its own upload (" + *own->refusal +
+                                    "): sign with a key among the trusted ones (KILN_REMOTE_SIGN, KILN_REMOTE_TRUST)");
+      }
+    }
+    return !own->refusal;
+  };
   const std::string entry = cas_key(resolution.consumer, resolution.content_key);
+  const auto entry_refusal = [&](const std::string &body) -> std::optional<std::string> {
+    if (!may_replace()) return std::nullopt;
+    return judge(body, resolution.content_key, "").refusal;
+  };
   for (Slot *slot : writable) {
     std::string why;
     const auto wrote = with(
@@ -191,6 +252,15 @@ std::vector<RemoteTransfer> RemoteCache::upload(const Storage &storage, const Re
     if (!wrote) {
       report(*slot, "failed: " + why, 0);
       continue;
+    }
+    std::string replaced;
+    if (!*wrote) {
+      const auto outcome = replace_refused(*slot, entry, bundle, entry_refusal, &why);
+      if (!outcome) {
+        report(*slot, "failed: the entry was there, and could not be judged: " + why, 0);
+        continue;
+      }
+      replaced = *outcome;
     }
     if (!resolution.input_key.empty()) {
       const std::string pointer = ac_key(resolution.consumer, resolution.input_key);
@@ -205,12 +275,44 @@ std::vector<RemoteTransfer> RemoteCache::upload(const Storage &storage, const Re
         report(*slot, "failed: the entry went up, its input-key pointer did not: " + why, 0);
         continue;
       }
-      if (!pointed->empty() && *pointed != resolution.content_key && log_) {
-        // Another machine built these inputs into another content key first; both entries are
-        // valid builds of the inputs, and its pointer stays (pointers are never overwritten).
-        log_(LogLevel::info, "remote " + slot->url + ": " + pointer + " already names " + pointed->substr(0, 64) +
-                                 ", not " + resolution.content_key + " (kept)");
+      if (!pointed->empty() && *pointed != resolution.content_key) {
+        // Another machine built these inputs into another content key first: both entries are
+        // valid builds of the inputs, and its pointer stays -- unless it leads nowhere this
+        // machine accepts (no content key, no entry, or one it refuses).
+        const auto pointer_refusal = [&](const std::string &value) -> std::optional<std::string> {
+          if (!may_replace()) return std::nullopt;
+          if (!is_valid_key(value)) return std::string("it names no content key");
+          const std::string target = cas_key(resolution.consumer, value);
+          const auto body = with(*slot, "GET " + target, [&](Backend &backend) { return backend.get(target); });
+          if (!body) return std::nullopt;  // no verdict from a remote that failed
+          if (!*body) return "it names entry " + value + ", which the remote does not hold";
+          const auto verdict = judge(**body, value, resolution.input_key).refusal;
+          if (!verdict) return std::nullopt;
+          return "it names entry " + value + ", which " + *verdict;
+        };
+        const auto outcome = replace_refused(*slot, pointer, resolution.content_key, pointer_refusal, &why);
+        if (!outcome) {
+          report(*slot, "failed: the entry went up, its input-key pointer could not be judged: " + why, 0);
+          continue;
+        }
+        if (!outcome->empty()) {
+          replaced += (replaced.empty() ? "" : "; ") + *outcome;
+        } else if (log_) {
+          log_(LogLevel::info, "remote " + slot->url + ": " + pointer + " already names " + pointed->substr(0, 64) +
+                                   ", not " + resolution.content_key + " (kept)");
+        }
       }
+    }
+    if (!replaced.empty()) {
+      if (log_) {
+        log_(LogLevel::warning, "remote " + slot->url + ": replaced " + replaced + " with this machine's upload of " +
+                                    resolution.consumer + "/" + resolution.name + " (" +
+                                    (own && !own->signed_by.empty() ? "signed by " + own->signed_by
+                                                                    : std::string("no trusted keys configured")) +
+                                    ")");
+      }
+      report(*slot, "replaced", bundle.size(), replaced);
+      continue;
     }
     report(*slot, *wrote ? "uploaded" : "present", *wrote ? bundle.size() : 0);
   }

@@ -13,6 +13,7 @@
 // Threads: any thread; each backend is used by one thread at a time.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,13 @@ class RemoteCache {
 
   // The entry `resolution` names, to every read-write remote: cas (unless present), then the
   // ac pointer when it has an input key. Never throws; each remote's outcome is reported.
+  // Remote writes never overwrite, with one exception that keeps a key planted by someone who
+  // can write but not sign from poisoning the fleet for good: where a key is taken, what it
+  // holds is judged as a fetch here would judge it, and what this machine refuses (an entry
+  // signed by a key it does not trust, unsigned while keys are trusted, damaged, of another
+  // entry; a pointer to no entry or to a refused one) is replaced by a compare-and-swap
+  // (Backend::replace) -- only with an upload this machine accepts itself. What it accepts is
+  // never overwritten. Reported as "replaced", with what and why.
   std::vector<RemoteTransfer> upload(const Storage &storage, const Resolution &resolution) const;
 
   // Before building input_key: with no other machine building it, a lease on the first
@@ -89,6 +97,12 @@ class RemoteCache {
       -> std::optional<decltype(call(std::declval<Backend &>()))>;
   // The content key ac/<consumer>/<input_key> names on `slot`; nullopt: none, or not a key (logged).
   std::optional<std::string> pointer(Slot &slot, const std::string &consumer, const std::string &input_key) const;
+  // When `key` on `slot` holds a value `refusal` refuses (it says why; nullopt: accepted),
+  // replaces it with `value` unless it changed meanwhile: what was replaced and why ("" for
+  // nothing); nullopt when the remote failed (why into *failure).
+  std::optional<std::string> replace_refused(Slot &slot, const std::string &key, const std::string &value,
+                                             const std::function<std::optional<std::string>(const std::string &)> &refusal,
+                                             std::string *failure) const;
   std::optional<Fetched> fetch(const Storage &storage, const std::string &consumer, const std::string &content_key,
                                const std::string &input_key, Slot &slot) const;
 

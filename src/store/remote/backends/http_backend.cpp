@@ -10,6 +10,7 @@
 #include "store/remote/backend.hpp"
 
 #include <curl/curl.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <cmath>
@@ -156,6 +157,37 @@ int http_seek_body(void *user, curl_off_t offset, int origin) {
   return CURL_SEEKFUNC_OK;
 }
 
+// A request's own header lines, freed with it.
+struct HttpHeaderList {
+  curl_slist *list = nullptr;
+  HttpHeaderList() = default;
+  HttpHeaderList(const HttpHeaderList &) = delete;
+  HttpHeaderList &operator=(const HttpHeaderList &) = delete;
+  ~HttpHeaderList() { curl_slist_free_all(list); }
+  void append(const std::string &line) {
+    curl_slist *longer = curl_slist_append(list, line.c_str());
+    if (longer == nullptr) throw std::bad_alloc();
+    list = longer;
+  }
+};
+
+// Keeps the ETag response header's value (a GET's: replace() sends it back in If-Match).
+size_t http_read_etag(char *data, size_t size, size_t count, void *user) {
+  const size_t bytes = size * count;
+  constexpr char kName[] = "etag:";
+  if (bytes > sizeof kName - 1 && bytes < 1024 && strncasecmp(data, kName, sizeof kName - 1) == 0) {
+    try {  // no exception may cross libcurl's C frames
+      const std::string value(data + sizeof kName - 1, bytes - (sizeof kName - 1));
+      const auto first = value.find_first_not_of(" \t");
+      const auto last = value.find_last_not_of(" \t\r\n");
+      *static_cast<std::string *>(user) = first == std::string::npos ? std::string() : value.substr(first, last - first + 1);
+    } catch (const std::bad_alloc &) {
+      return 0;
+    }
+  }
+  return bytes;
+}
+
 // What a status means to whoever reads the message.
 std::string http_status_text(long status) {
   std::string text = "HTTP " + std::to_string(status);
@@ -183,17 +215,8 @@ class HttpBackend final : public Backend {
     http_global_init();
     curl_ = curl_easy_init();
     if (curl_ == nullptr) throw std::bad_alloc();
-    // Expect: 100-continue costs a round trip per PUT (and a second's wait on servers that ignore it).
-    no_expect_ = curl_slist_append(nullptr, "Expect:");
-    if (no_expect_ == nullptr) {
-      curl_easy_cleanup(curl_);
-      throw std::bad_alloc();
-    }
   }
-  ~HttpBackend() override {
-    curl_slist_free_all(no_expect_);
-    curl_easy_cleanup(curl_);
-  }
+  ~HttpBackend() override { curl_easy_cleanup(curl_); }
   HttpBackend(const HttpBackend &) = delete;
   HttpBackend &operator=(const HttpBackend &) = delete;
 
@@ -214,11 +237,32 @@ class HttpBackend final : public Backend {
     const long head = request("HEAD", key, url).status;
     if (head == 200 || head == 204) return false;
     if (head != 404) throw_status("HEAD", key, head);
-    long put = request("PUT", key, url, &value).status;
+    // A server that honours If-None-Match refuses a value another writer stored since the HEAD.
+    const std::vector<std::string> absent{"If-None-Match: *"};
+    long put = request("PUT", key, url, &value, absent).status;
     if (put == 409) {  // RFC 4918: the collections above must exist (nginx's create_full_put_path makes them)
       create_parents(key);
-      put = request("PUT", key, url, &value).status;
+      put = request("PUT", key, url, &value, absent).status;
     }
+    if (put == 412) return false;
+    if (put == 200 || put == 201 || put == 204) return true;
+    throw_status("PUT", key, put);
+  }
+
+  bool replace(const std::string &key, const std::string &expected, const std::string &value) override {
+    validate_key(key);
+    refuse_too_large(key, value);
+    const std::string url = url_.base + "/" + key;
+    const Response current = request("GET", key, url);
+    if (current.status == 404) return false;
+    if (current.status != 200) throw_status("GET", key, current.status);
+    if (current.body != expected) return false;
+    // If-Match makes the PUT fail (412) once the value changed since this GET, on a server that
+    // honours it; a weak ETag never matches (RFC 9110), so none is sent for one.
+    std::vector<std::string> headers;
+    if (!current.etag.empty() && current.etag.rfind("W/", 0) != 0) headers.push_back("If-Match: " + current.etag);
+    const long put = request("PUT", key, url, &value, headers).status;
+    if (put == 412) return false;
     if (put == 200 || put == 201 || put == 204) return true;
     throw_status("PUT", key, put);
   }
@@ -294,6 +338,7 @@ class HttpBackend final : public Backend {
   struct Response {
     long status = 0;
     std::string body;
+    std::string etag;  // GET: the ETag header's value, "" when there is none
   };
 
   [[noreturn]] void throw_status(const char *method, const std::string &key, long status) const {
@@ -308,10 +353,11 @@ class HttpBackend final : public Backend {
     }
   }
 
-  // One request. `what` names the key (or path) in messages. Throws RemoteError when there is
-  // no HTTP answer at all; any status comes back for the caller to judge.
+  // One request. `what` names the key (or path) in messages; `headers` are sent with a PUT.
+  // Throws RemoteError when there is no HTTP answer at all; any status comes back for the
+  // caller to judge.
   Response request(const char *method, const std::string &what, const std::string &url,
-                   const std::string *upload = nullptr) {
+                   const std::string *upload = nullptr, const std::vector<std::string> &headers = {}) {
     curl_easy_reset(curl_);
     Response response;
     HttpSink sink;
@@ -347,8 +393,11 @@ class HttpBackend final : public Backend {
     // Always our own write function: libcurl's default writes the body to stdout.
     option(curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, http_write_body));
     option(curl_easy_setopt(curl_, CURLOPT_WRITEDATA, &sink));
+    HttpHeaderList sent;
     if (is_get) {
       option(curl_easy_setopt(curl_, CURLOPT_HTTPGET, 1L));
+      option(curl_easy_setopt(curl_, CURLOPT_HEADERFUNCTION, http_read_etag));
+      option(curl_easy_setopt(curl_, CURLOPT_HEADERDATA, &response.etag));
       // Refused from the Content-Length, before any of the body arrives.
       option(curl_easy_setopt(curl_, CURLOPT_MAXFILESIZE_LARGE,
                               static_cast<curl_off_t>(std::min<std::uint64_t>(endpoint_.max_bytes, INT64_MAX))));
@@ -361,7 +410,10 @@ class HttpBackend final : public Backend {
       option(curl_easy_setopt(curl_, CURLOPT_SEEKFUNCTION, http_seek_body));
       option(curl_easy_setopt(curl_, CURLOPT_SEEKDATA, &source));
       option(curl_easy_setopt(curl_, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload->size())));
-      option(curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, no_expect_));
+      // Expect: 100-continue costs a round trip per PUT (and a second's wait on servers that ignore it).
+      sent.append("Expect:");
+      for (const auto &header : headers) sent.append(header);
+      option(curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, sent.list));
     } else {
       // MKCOL, DELETE: the response body (an error page) is read and dropped, so that the
       // connection stays usable for the next request.
@@ -437,7 +489,6 @@ class HttpBackend final : public Backend {
 
   HttpUrl url_;
   CURL *curl_ = nullptr;
-  curl_slist *no_expect_ = nullptr;
 };
 
 }  // namespace

@@ -54,6 +54,9 @@ constexpr const char *kRedisRenewScript =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
 constexpr const char *kRedisReleaseScript =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+// replace: set the key only while it still holds the value the caller read (a compare-and-swap).
+constexpr const char *kRedisReplaceScript =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0";
 
 const std::string kRedisExpected = ": use redis://[:password@]host[:port][/db] (e.g. redis://cache.local:6379/0)";
 
@@ -240,17 +243,26 @@ class RedisBackend final : public Backend {
   bool put_new(const std::string &key, const std::string &value) override {
     validate_key(key);
     const std::string name = endpoint_.redis_prefix + key;
-    if (value.size() > endpoint_.max_bytes) {
-      throw RemoteError(where("SET", name) + ": the value is " + std::to_string(value.size()) +
-                        " bytes, more than the endpoint's max_bytes (" + std::to_string(endpoint_.max_bytes) +
-                        "): not sent (raise max_bytes to store it)");
-    }
+    refuse_too_large("SET", name, value);
     // After a reconnect, nil may be this very value, written before the connection broke: the
     // caller then sees "a value was there", which is true.
     const RedisReplyPtr reply = command("SET", {"SET", name, value, "NX"}, answer(kStatus | kNil));
     if (is_ok(*reply)) return true;
     if (reply->type == REDIS_REPLY_NIL) return false;
     unexpected("SET", name, *reply, "OK or nil");
+  }
+
+  bool replace(const std::string &key, const std::string &expected, const std::string &value) override {
+    validate_key(key);
+    const std::string name = endpoint_.redis_prefix + key;
+    refuse_too_large("EVAL (replace)", name, value);
+    refuse_too_large("EVAL (replace)", name, expected);
+    // Asked twice after a reconnect, a script the first request ran answers 0 (the key holds
+    // `value` now, not `expected`): the caller sees "changed meanwhile", and reads it again.
+    const RedisReplyPtr reply =
+        command("EVAL", {"EVAL", kRedisReplaceScript, "1", name, expected, value}, answer(kInteger));
+    if (reply->type != REDIS_REPLY_INTEGER) unexpected("EVAL (replace)", name, *reply, "an integer");
+    return reply->integer == 1;
   }
 
   std::string ping() override {
@@ -311,6 +323,14 @@ class RedisBackend final : public Backend {
                                const char *expected) const {
     throw RemoteError(where(command, name) + ": the server answered " + redis_reply_kind(reply) + ", not " + expected +
                       " (is this a Redis server?)");
+  }
+
+  void refuse_too_large(const std::string &command, const std::string &name, const std::string &value) const {
+    if (value.size() > endpoint_.max_bytes) {
+      throw RemoteError(where(command, name) + ": the value is " + std::to_string(value.size()) +
+                        " bytes, more than the endpoint's max_bytes (" + std::to_string(endpoint_.max_bytes) +
+                        "): not sent (raise max_bytes to store it)");
+    }
   }
 
   [[noreturn]] void too_large(const std::string &command, const std::string &name) const {
