@@ -332,6 +332,7 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
   auto &stagings = verified.stagings;
   stagings.resize(index.entries.size());
   std::uint64_t total = 0;
+  std::set<std::string> swept;  // consumers whose leftovers this import swept
   for (; member != nullptr; member = reader.next()) {
     check_regular(member, refuse);
     const std::string name = member_path(member);
@@ -351,7 +352,11 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
     total += file.size;
     if (total > kMaxBundleBytes) refuse("holds more than " + std::to_string(kMaxBundleBytes) + " bytes");
     auto &staging = stagings[found->second.entry];
-    if (!staging) staging.emplace(target.stage(entry.consumer, log));
+    if (!staging) {
+      // One sweep per consumer: later ones would only retry this import's own staging locks.
+      const bool first = swept.insert(entry.consumer).second;
+      staging.emplace(target.stage(entry.consumer, log, first ? store::SweepFirst::yes : store::SweepFirst::already_swept));
+    }
     extract(reader, entry, file, *staging, refuse);
     KILN_FAULT_POINT("import.after_extract");
     report.verified_bytes += file.size;
