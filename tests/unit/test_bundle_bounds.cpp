@@ -1,7 +1,9 @@
-// What a bundle may cost the machine that imports it: work in proportion to its entries.
+// What a bundle may cost the machine that imports it: work in proportion to its entries, no
+// more disk than its index declares and the target has free.
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
+#include <kiln/errors.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/stamp.h>
 #include <kiln/version.h>
@@ -19,14 +22,43 @@
 #include "store/digest.hpp"
 #include "store/local_store.hpp"
 #include "store/manifest.hpp"
+#include "support/bundle_world.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
 
+using kiln::test::BundleWorld;
+using kiln::test::check_nothing_in;
+using kiln::test::Member;
+using kiln::test::read_members;
 using kiln::test::run_shell;
+using kiln::test::write_members;
 using nlohmann::json;
 namespace fs = boost::filesystem;
 
 namespace {
+
+// Bytes this process handed to write(2) and its kin so far (/proc/self/io "wchar").
+std::uint64_t bytes_written_by_process() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  std::uint64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "wchar:") return value;
+  }
+  FAIL("/proc/self/io has no wchar line");
+  return 0;
+}
+
+std::optional<std::string> no_private_tmpfs() {
+#if defined(__SANITIZE_ADDRESS__)
+  return std::string("an ASan build's runtime cannot start in a user namespace with a fresh mount");
+#else
+  if (run_shell("unshare -r -m sh -c 'mount -t tmpfs -o size=1m none /mnt'").exit_code != 0) {
+    return std::string("unshare -r -m with a tmpfs mount is not permitted here, so a small file system cannot be staged");
+  }
+  return std::nullopt;
+#endif
+}
 
 std::optional<std::string> no_strace() {
   if (run_shell("command -v strace").exit_code != 0) {
@@ -82,6 +114,14 @@ fs::path many_entry_bundle(const fs::path &source, int entries) {
   return request.output;
 }
 
+std::uint64_t declared_bytes(const json &index) {
+  std::uint64_t total = 0;
+  for (const auto &entry : index["entries"]) {
+    for (const auto &file : entry["files"]) total += file["size"].get<std::uint64_t>();
+  }
+  return total;
+}
+
 }  // namespace
 
 TEST_SUITE("bundle") {
@@ -111,6 +151,78 @@ TEST_CASE("bundle: an import's work grows with its entries, not their square: ea
   MESSAGE(lock_opens << " opens of staging locks for an import of " << kEntries << " entries");
   CHECK(lock_opens >= kEntries);  // each entry's own
   CHECK(lock_opens <= 3 * kEntries);
+}
+
+TEST_CASE("bundle: a sparse member that decodes past its declared size is refused before a byte past it is written") {
+  BundleWorld world;
+  std::vector<Member> members = read_members(world.bundle());
+  const Member &bomb = members.back();  // keeps the signed index: an attacker cannot re-sign
+  const fs::path hostile = world.dir / "bomb.kbundle";
+  constexpr std::uint64_t kHole = 256ull << 20;
+  kiln::test::write_sparse_bomb(hostile, members, bomb.name, kHole);
+  CHECK(fs::file_size(hostile) < kHole / 256);  // small on disk (the plugin, compressed), 256 MiB more once decoded
+
+  kiln::RuntimeOptions options;
+  options.cache_dir = (world.dir / "other-cache").string();
+  options.declared_device = "sm_90";
+  kiln::Runtime runtime(options);
+  kiln::ImportRequest request;
+  request.bundle = hostile.string();
+  request.into = world.target().string();
+  request.trusted_keys = {world.pub().string()};
+  const std::uint64_t before = bytes_written_by_process();
+  std::string message;
+  try {
+    runtime.import_bundle(request);
+  } catch (const kiln::IntegrityError &error) {
+    message = error.what();
+  }
+  const std::uint64_t written = bytes_written_by_process() - before;
+  CHECK_MESSAGE(message.find(bomb.name) != std::string::npos, message);
+  CHECK_MESSAGE(message.find("decodes to more than the " + std::to_string(bomb.bytes.size()) + " bytes its index declares") !=
+                    std::string::npos,
+                message);
+  // Everything the index declares may be written, and no more (the records and messages
+  // besides are small): nothing of the hole.
+  const std::uint64_t declared = declared_bytes(json::parse(members.front().bytes));
+  CHECK_MESSAGE(written <= declared + (1u << 20), written << " bytes written for " << declared << " declared");
+  check_nothing_in(world.target());
+}
+
+TEST_CASE("bundle: a bundle declaring more bytes than the target has free is refused before extracting any" *
+          kiln::test::skip_if(no_private_tmpfs)) {
+  BundleWorld world;
+  // Unsigned, its index rewritten to declare a 16 MiB artifact of zeros (a few KiB compressed).
+  std::vector<Member> members = read_members(world.bundle());
+  members.erase(members.begin() + 1);  // the signature
+  json index = json::parse(members.front().bytes);
+  Member &artifact = members.back();
+  artifact.bytes.assign(16u << 20, '\0');
+  const std::string file_name = fs::path(artifact.name).filename().string();
+  for (auto &entry : index["entries"]) {
+    for (auto &file : entry["files"]) {
+      if (file["name"] == file_name && artifact.name.find(entry["content_key"].get<std::string>()) != std::string::npos) {
+        file["size"] = artifact.bytes.size();
+      }
+    }
+  }
+  members.front().bytes = index.dump(1) + "\n";
+  const fs::path large = world.dir / "large.kbundle";
+  write_members(large, members);
+  CHECK(fs::file_size(large) < (1u << 20));
+
+  // The target is a 4 MiB tmpfs in a private mount namespace.
+  const fs::path target = world.dir / "small-disk";
+  fs::create_directories(target);
+  const auto result = run_shell("unshare -r -m sh -c 'mount -t tmpfs -o size=4m none " + target.string() +
+                                " && exec env KILN_CACHE_DIR=" + (world.dir / "other-cache").string() +
+                                " KILN_STORE_PATH= KILN_DEVICE=sm_90 " + kiln::test::kiln_cli_command() + " import " +
+                                large.string() + " --allow-unsigned --into " + (target / "store").string() + " --json'");
+  CHECK_MESSAGE(result.exit_code == 1, result.err);
+  const std::string error = json::parse(result.out)["error"]["message"];
+  CHECK_MESSAGE(error.find(large.string()) != std::string::npos, error);
+  CHECK_MESSAGE(error.find("bytes free in") != std::string::npos, error);
+  CHECK_MESSAGE(error.find("nothing was imported") != std::string::npos, error);
 }
 
 }  // TEST_SUITE
