@@ -85,6 +85,13 @@ class Reader {
       refuse_("is not a kiln bundle, or is cut short (" + std::string(archive_message(archive_.get())) + ")",
               "pass a complete file kiln export wrote");
     }
+    // libarchive reads an uncompressed tar through its always-on "none" filter: the format is
+    // zstd over tar and nothing else, one filter deep.
+    if (archive_filter_count(archive_.get()) != 2 || archive_filter_code(archive_.get(), 0) != ARCHIVE_FILTER_ZSTD) {
+      refuse_("is not compressed with zstd (" + std::string(archive_filter_name(archive_.get(), 0)) +
+                  "): a kiln bundle is a zstd-compressed tar",
+              "pass a file kiln export wrote; a plain tar is no kiln bundle");
+    }
   }
 
   // The next member's header; nullptr at the archive's end.

@@ -88,10 +88,10 @@ std::vector<Member> read_members(const fs::path &bundle) {
   return members;
 }
 
-void write_members(const fs::path &bundle, const std::vector<Member> &members) {
+void write_members(const fs::path &bundle, const std::vector<Member> &members, bool zstd) {
   std::unique_ptr<archive, decltype(&archive_write_free)> writer(archive_write_new(), archive_write_free);
   REQUIRE(archive_write_set_format_pax_restricted(writer.get()) == ARCHIVE_OK);
-  REQUIRE(archive_write_add_filter_zstd(writer.get()) == ARCHIVE_OK);
+  if (zstd) REQUIRE(archive_write_add_filter_zstd(writer.get()) == ARCHIVE_OK);
   REQUIRE(archive_write_open_filename(writer.get(), bundle.c_str()) == ARCHIVE_OK);
   for (const auto &member : members) {
     std::unique_ptr<archive_entry, decltype(&archive_entry_free)> entry(archive_entry_new(), archive_entry_free);

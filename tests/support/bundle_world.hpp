@@ -32,8 +32,8 @@ Member plain(std::string name, std::string bytes);
 // A member with no data: a symlink (AE_IFLNK, to `link`), a hard link (AE_IFREG, to `link`), a device.
 Member special(std::string name, unsigned type, std::string link = "");
 std::vector<Member> read_members(const fs::path &bundle);
-// A zstd-compressed pax tar of `members`.
-void write_members(const fs::path &bundle, const std::vector<Member> &members);
+// A pax tar of `members`, compressed with zstd unless `zstd` is false.
+void write_members(const fs::path &bundle, const std::vector<Member> &members, bool zstd = true);
 Member &find_member(std::vector<Member> &members, const std::string &suffix);
 // A zstd-compressed tar of regular-file `members` in which the one named `bomb` is a GNU sparse
 // (pax 1.0) member whose map puts its bytes `hole` bytes in: its headers declare its own size,

@@ -242,6 +242,7 @@ const std::vector<Row> &rows() {
       {"plugin: entry table smaller than ABI 1.0's", 5, "abi", [](World &w) { hostile_load(w, "entry-too-small"); }},
       {"plugin: offers no ABI the host speaks", 5, "abi", [](World &w) { hostile_load(w, "negotiate-unsupported"); }},
       // ---- bundles
+      {"bundle: a plain tar, not zstd-compressed", 6, "integrity", [](World &w) { kiln::test::write_members(w.file("hostile.kbundle"), exported_members(w), false); }},
       {"bundle: a sparse member decoding to 1 GiB (decompression bomb)", 6, "integrity", [](World &w) { const auto m = exported_members(w); kiln::test::write_sparse_bomb(w.file("hostile.kbundle"), m, m.back().name, 1ull << 30); w.names = m.back().name; }},
       // ---- environment
       {"env: KILN_DEVICE garbage", 2, "usage", [](World &w) { w.env["KILN_DEVICE"] = "gpu9000"; load_args(w); w.names = "gpu9000"; }},

@@ -1,5 +1,6 @@
 // What a bundle may cost the machine that imports it: work in proportion to its entries, no
-// more disk than its index declares and the target has free.
+// more disk than its index declares and the target has free, and only the documented format
+// (zstd over tar) is read at all.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -187,6 +188,13 @@ TEST_CASE("bundle: a sparse member that decodes past its declared size is refuse
   const std::uint64_t declared = declared_bytes(json::parse(members.front().bytes));
   CHECK_MESSAGE(written <= declared + (1u << 20), written << " bytes written for " << declared << " declared");
   check_nothing_in(world.target());
+}
+
+TEST_CASE("bundle: a plain tar (not zstd-compressed) is refused, naming the format expected") {
+  BundleWorld world;
+  const fs::path plain = world.dir / "plain.tar";
+  write_members(plain, read_members(world.bundle()), /*zstd=*/false);
+  world.check_refused(world.import_trusted(plain), plain, "is not compressed with zstd (none): a kiln bundle is a zstd-compressed tar");
 }
 
 TEST_CASE("bundle: a bundle declaring more bytes than the target has free is refused before extracting any" *
