@@ -6,12 +6,18 @@
 // Entries are written through the store's own staging and commit (not kiln publish: the
 // artifacts are random bytes, which gc and verify never execute).
 //
-//   kiln_bench_store [entries] [artifact_kib]
+// Then bundles: one consumer's N tiny entries (default 10,000, the most a bundle may carry)
+// exported unsigned and imported into an empty cache, against the least such an import writes:
+// one create + write + fsync + rename per entry.
+//
+//   kiln_bench_store [entries] [artifact_kib] [import_entries]
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +25,8 @@
 #include <boost/filesystem/operations.hpp>
 
 #include <kiln/runtime.hpp>
+#include <kiln/stamp.h>
+#include <kiln/version.h>
 
 #include "device/identity_json.hpp"
 #include "store/digest.hpp"
@@ -33,10 +41,97 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// Peak resident set since the last reset_peak_rss(), in MB (/proc/self/status VmHWM; the reset
+// is clear_refs "5", Linux 4.0). 0 where /proc says nothing.
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
 std::string hex32(std::uint64_t a, std::uint64_t b) {
   char text[33];
   std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
   return text;
+}
+
+// Bytes standing in for a plugin: random, with a build stamp naming `key` (what an import
+// checks of a plugin file; abi/kiln/stamp.h).
+std::string stamped_plugin(const std::string &key, std::mt19937_64 &random) {
+  std::string bytes(64, '\0');
+  for (auto &c : bytes) c = static_cast<char>(random());
+  kiln_build_stamp stamp{};
+  std::memcpy(stamp.magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE);
+  stamp.struct_size = sizeof stamp;
+  stamp.abi_version = KILN_ABI_VERSION;
+  std::memcpy(stamp.content_key, key.data(), KILN_STAMP_KEY_SIZE);
+  return bytes.append(reinterpret_cast<const char *>(&stamp), sizeof stamp);
+}
+
+// The least an import of `entries` files writes: each created, written, fsynced and renamed
+// into place (the store's write_file_atomic).
+double baseline_write_rename(const fs::path &dir, int entries, const std::string &bytes) {
+  fs::create_directories(dir);
+  const auto start = Clock::now();
+  for (int i = 0; i < entries; ++i) kiln::store::write_file_atomic(dir / std::to_string(i), bytes);
+  return seconds_since(start);
+}
+
+bool bench_import(const fs::path &root, int entries) {
+  const fs::path source = root / "import-source";
+  const kiln::store::LocalStore store({source, true, "bench"});
+  std::mt19937_64 random(7);
+  const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
+  kiln::store::Manifest named;
+  for (int i = 0; i < entries; ++i) {
+    const std::string key = hex32(random(), random());
+    const std::string bytes = stamped_plugin(key, random);
+    kiln::store::Staging staging =
+        store.stage("c", {}, i == 0 ? kiln::store::SweepFirst::yes : kiln::store::SweepFirst::already_swept);
+    staging.write("libsolver.so", bytes, 0755);
+    staging.write_records({key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),
+                           kiln::store::utc_now_iso8601(), {}, {}},
+                          identity);
+    store.commit_entry(std::move(staging), {});
+    named.artifacts["n" + std::to_string(i)] = {key, "", "plugin", kiln::store::utc_now_iso8601(), ""};
+  }
+  kiln::store::update_manifest(store.layout("c"), [&](kiln::store::Manifest &manifest) { manifest.artifacts = named.artifacts; });
+
+  kiln::RuntimeOptions options;
+  options.cache_dir = source.string();
+  options.declared_device = "sm_90";
+  kiln::ExportRequest request;
+  request.consumer = "c";
+  request.output = (root / "many.kbundle").string();
+  auto start = Clock::now();
+  const kiln::ExportReport exported = kiln::Runtime(options).export_bundle(request);
+  const double export_s = seconds_since(start);
+
+  options.cache_dir = (root / "import-target").string();
+  kiln::Runtime target(options);
+  kiln::ImportRequest import;
+  import.bundle = request.output;
+  import.allow_unsigned = true;
+  reset_peak_rss();
+  start = Clock::now();
+  const kiln::ImportReport imported = target.import_bundle(import);
+  const double import_s = seconds_since(start);
+  const double import_peak_mb = peak_rss_mb();
+  const double baseline_s = baseline_write_rename(root / "import-baseline", entries, std::string(256, 'x'));
+  const bool ok = imported.entries.size() == static_cast<std::size_t>(entries);
+  std::printf("  bundle of %d entries (%llu bytes): export %.3f s\n", entries,
+              static_cast<unsigned long long>(exported.bundle_bytes), export_s);
+  std::printf("  baseline write + fsync + rename per entry %7.3f s\n", baseline_s);
+  std::printf("  kiln import                               %7.3f s  %7.0f entries/s   ratio %.2fx  peak RSS %.0f MB%s\n",
+              import_s, entries / import_s, import_s / baseline_s, import_peak_mb,
+              ok ? "" : "  FAILED: not every entry imported");
+  std::printf("{\"bench\":\"import\",\"entries\":%d,\"export_s\":%.3f,\"import_s\":%.3f,\"baseline_s\":%.3f}\n",
+              entries, export_s, import_s, baseline_s);
+  return ok;
 }
 
 }  // namespace
@@ -44,6 +139,7 @@ std::string hex32(std::uint64_t a, std::uint64_t b) {
 int main(int argc, char **argv) {
   const int entries = argc > 1 ? std::atoi(argv[1]) : 10000;
   const std::size_t kib = argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 64;
+  const int import_entries = argc > 3 ? std::atoi(argv[3]) : 10000;
   const int consumers = 10;
   char pattern[] = "/tmp/kiln-bench-store-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) return 1;
@@ -140,6 +236,7 @@ int main(int argc, char **argv) {
               static_cast<unsigned long long>(collected.entries_evicted),
               static_cast<unsigned long long>(planned.entries_evicted), walk_s, static_cast<unsigned long long>(hashed),
               static_cast<unsigned long long>(walked));
+  const bool import_ok = import_entries <= 0 || bench_import(fs::path(pattern), import_entries);
   fs::remove_all(pattern);
-  return verify_ok ? 0 : 1;
+  return verify_ok && import_ok ? 0 : 1;
 }

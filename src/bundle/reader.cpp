@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,8 @@
 #include <map>
 #include <optional>
 #include <set>
+
+#include <boost/filesystem/operations.hpp>
 
 #include <kiln/errors.hpp>
 
@@ -82,6 +85,13 @@ class Reader {
       refuse_("is not a kiln bundle, or is cut short (" + std::string(archive_message(archive_.get())) + ")",
               "pass a complete file kiln export wrote");
     }
+    // libarchive reads an uncompressed tar through its always-on "none" filter: the format is
+    // zstd over tar and nothing else, one filter deep.
+    if (archive_filter_count(archive_.get()) != 2 || archive_filter_code(archive_.get(), 0) != ARCHIVE_FILTER_ZSTD) {
+      refuse_("is not compressed with zstd (" + std::string(archive_filter_name(archive_.get(), 0)) +
+                  "): a kiln bundle is a zstd-compressed tar",
+              "pass a file kiln export wrote; a plain tar is no kiln bundle");
+    }
   }
 
   // The next member's header; nullptr at the archive's end.
@@ -152,11 +162,28 @@ std::string read_small_member(Reader &reader, archive_entry *entry, std::uint64_
   }
   std::string bytes;
   reader.read([&](const char *data, std::size_t n) {
-    if (bytes.size() + n > max) refuse("member " + name + " is larger than its header says");
+    if (bytes.size() + n > static_cast<std::uint64_t>(size)) refuse("member " + name + " is larger than its header says");
     bytes.append(data, n);
   });
   if (bytes.size() != static_cast<std::uint64_t>(size)) refuse("member " + name + " is cut short");
   return bytes;
+}
+
+// What the index declares must fit the target's free space before a byte is extracted: the
+// declared sizes are the most an import writes (extract stops a member at its size), so a
+// bundle can fill the disk no more than it is allowed to by that check.
+void check_room(const fs::path &root, std::uint64_t declared, const Refusal &refuse) {
+  fs::path existing = root;  // a fresh cache or --into directory: its nearest existing parent
+  boost::system::error_code error;
+  while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+  struct statvfs disk {};
+  if (existing.empty() || ::statvfs(existing.c_str(), &disk) != 0) return;  // unknown: the writes will tell
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(disk.f_bavail) * disk.f_frsize;
+  if (declared > free_bytes) {
+    throw IoError("bundle " + refuse.bundle() + " holds " + std::to_string(declared) + " bytes, more than the " +
+                  std::to_string(free_bytes) + " bytes free in " + existing.string() +
+                  "; nothing was imported (free space there, or import elsewhere with --into DIR)");
+  }
 }
 
 // One file listed in the index, and whether its member has arrived.
@@ -166,39 +193,26 @@ struct Expected {
   bool seen = false;
 };
 
-void write_all(int fd, const char *data, std::size_t size, const fs::path &file) {
-  while (size > 0) {
-    const ssize_t wrote = ::write(fd, data, size);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      const int error = wrote < 0 ? errno : EIO;
-      throw IoError("cannot write " + file.string() + ": " + std::strerror(error) + support::io_fix(error));
-    }
-    data += wrote;
-    size -= static_cast<std::size_t>(wrote);
-  }
-}
-
 // The member's bytes into a new file of the staging directory, hashed on the way: checked
 // against the index's size and BLAKE2b-256.
 void extract(Reader &reader, const IndexEntry &entry, const IndexFile &file, const store::Staging &staging,
              const Refusal &refuse) {
   const std::string member = member_name(entry, file);
-  const fs::path target = staging.dir() / file.name;
-  store::UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (fd.get() < 0) {
-    const int error = errno;
-    throw IoError("cannot create " + target.string() + ": " + std::strerror(error) + support::io_fix(error));
-  }
+  store::StagingFileWriter target(staging.dir() / file.name, file.mode);
   Blake2b hash;
   const std::uint64_t read = reader.read([&](const char *data, std::size_t size) {
-    write_all(fd.get(), data, size, target);
+    // A member may decode to more than its header says (a sparse tar member whose map points
+    // past its size expands to any length from a few bytes): not one byte past the index's size
+    // reaches the disk.
+    if (size > file.size - target.written()) {
+      refuse("member " + member + " decodes to more than the " + std::to_string(file.size) +
+             " bytes its index declares (a decompression bomb, or a damaged archive); stopped before writing past them");
+    }
+    target.append(data, size);
     hash.update(data, size);
   });
   if (read != file.size) refuse("member " + member + " holds " + std::to_string(read) + " bytes, the index says " + std::to_string(file.size));
-  if (::fchmod(fd.get(), file.mode) != 0) {
-    throw IoError("cannot chmod " + target.string() + ": " + std::strerror(errno));
-  }
+  target.close();
   if (hash.hex() != file.blake2b) {
     refuse("member " + member + " does not have the BLAKE2b-256 its index records: its bytes were altered or damaged");
   }
@@ -322,17 +336,22 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
   verified.index = parse_index(index_text, request.bundle);
   const Index &index = verified.index;
   std::map<std::string, Expected> expected;
+  std::uint64_t declared = 0;
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
     for (std::size_t f = 0; f < index.entries[e].files.size(); ++f) {
       expected[member_name(index.entries[e], index.entries[e].files[f])] = {e, f, false};
+      declared += std::min(index.entries[e].files[f].size, kMaxBundleBytes + 1);  // no wrap-around
     }
   }
+  if (declared > kMaxBundleBytes) refuse("holds more than " + std::to_string(kMaxBundleBytes) + " bytes");
+  check_room(target.writable().root(), declared, refuse);
 
   // 4. Every member into a staging directory of its entry. A refusal anywhere destroys the
   // stagings (their destructor removes them): nothing becomes visible, nothing is left.
   auto &stagings = verified.stagings;
   stagings.resize(index.entries.size());
   std::uint64_t total = 0;
+  std::set<std::string> swept;  // consumers whose leftovers this import swept
   for (; member != nullptr; member = reader.next()) {
     check_regular(member, refuse);
     const std::string name = member_path(member);
@@ -352,7 +371,11 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
     total += file.size;
     if (total > kMaxBundleBytes) refuse("holds more than " + std::to_string(kMaxBundleBytes) + " bytes");
     auto &staging = stagings[found->second.entry];
-    if (!staging) staging.emplace(target.stage(entry.consumer, log));
+    if (!staging) {
+      // One sweep per consumer: later ones would only retry this import's own staging locks.
+      const bool first = swept.insert(entry.consumer).second;
+      staging.emplace(target.stage(entry.consumer, log, first ? store::SweepFirst::yes : store::SweepFirst::already_swept));
+    }
     extract(reader, entry, file, *staging, refuse);
     KILN_FAULT_POINT("import.after_extract");
     report.verified_bytes += file.size;

@@ -174,6 +174,31 @@ void write_staging_file(const fs::path &file, std::string_view content, unsigned
   close_checked(fd, file);
 }
 
+StagingFileWriter::StagingFileWriter(const fs::path &file, unsigned mode)
+    : file_(file), fd_(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)) {
+  if (fd_ < 0) throw_io("cannot create", file_, errno);
+  if (::fchmod(fd_, mode) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    throw_io("cannot chmod", file_, error);
+  }
+}
+
+StagingFileWriter::~StagingFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void StagingFileWriter::append(const char *data, std::size_t size) {
+  write_all(fd_, data, size, file_);
+  written_ += size;
+}
+
+void StagingFileWriter::close() {
+  UniqueFd fd(fd_);
+  fd_ = -1;
+  close_checked(fd, file_);
+}
+
 void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
   UniqueFd in(open_regular(from, FileOrigin::store));
   UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));

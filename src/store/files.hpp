@@ -67,6 +67,26 @@ int remove_dead_temps(const fs::path &file, std::chrono::seconds min_age = kTemp
 // reads staging and commit_staging fsyncs every file once before the rename makes it visible.
 void write_staging_file(const fs::path &file, std::string_view content, unsigned mode = 0644);
 
+// The same for content that arrives in pieces (a download, an archive member), never held
+// whole: the file is created exclusively, filled by append(), and close() reports a failed
+// close. Throws IoError naming the file.
+class StagingFileWriter {
+ public:
+  StagingFileWriter(const fs::path &file, unsigned mode);
+  ~StagingFileWriter();
+  StagingFileWriter(const StagingFileWriter &) = delete;
+  StagingFileWriter &operator=(const StagingFileWriter &) = delete;
+  void append(const char *data, std::size_t size);
+  void close();
+  std::uint64_t written() const { return written_; }
+  const fs::path &file() const { return file_; }
+
+ private:
+  fs::path file_;
+  int fd_ = -1;
+  std::uint64_t written_ = 0;
+};
+
 // Copy `from` to `to` (which must not exist) and fsync it; throws IoError.
 void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode = 0644);
 

@@ -138,12 +138,13 @@ bool LocalStore::entry_intact(const std::string &consumer, const std::string &co
   return meta && (digest.empty() || meta->digest == digest);
 }
 
-Staging LocalStore::stage(const std::string &consumer, const LogCallback &log) const {
+Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep) const {
   const ConsumerLayout paths = layout(consumer);
   store::create_directories(paths.entries());
   // Before the sweep: in a store others can write, what looks like a dead writer's staging
   // directory may be a trap for it.
   check_safe_to_write(paths.entries(), root());
+  if (sweep == SweepFirst::already_swept) return Staging(consumer, paths.entries());
   const SweepCounts swept = sweep_leftovers(paths);
   if (swept.total() > 0 && log) {
     log(LogLevel::info, "removed " + std::to_string(swept.staging_dirs) + " staging director(ies) and " +

@@ -73,8 +73,9 @@ class LocalStore {
 
   // ---- Writing (the writable cache only).
 
-  // A fresh staging directory for a new entry of `consumer`; dead writers' leftovers are swept first.
-  Staging stage(const std::string &consumer, const LogCallback &log) const;
+  // A fresh staging directory for a new entry of `consumer`; dead writers' leftovers are swept
+  // first unless this writer already swept them (SweepFirst::already_swept).
+  Staging stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep = SweepFirst::yes) const;
   // The build lock of one input key: one builder per key across threads and processes. With a
   // cancel token, waiting for another holder stops (typed error) once it is cancelled.
   FileLock lock_input_key(const std::string &consumer, const std::string &input_key,

@@ -16,6 +16,12 @@
 
 namespace kiln::store {
 
+// Whether stage() sweeps dead writers' leftovers (sweep.hpp) before making the directory. A
+// writer that stages many entries of one consumer (an import) sweeps once, before the first:
+// sweeping before each would try the locks of its own earlier stagings again every time,
+// n(n-1)/2 attempts for n entries.
+enum class SweepFirst { yes, already_swept };
+
 class Staging {
  public:
   Staging(Staging &&other) noexcept;

@@ -86,7 +86,9 @@ class Storage {
     return writable().lock_input_key(consumer, input_key, cancel);
   }
   // A fresh private directory to assemble a new entry of `consumer` in.
-  Staging stage(const std::string &consumer, const LogCallback &log) const { return writable().stage(consumer, log); }
+  Staging stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep = SweepFirst::yes) const {
+    return writable().stage(consumer, log, sweep);
+  }
 
   // The publish protocol. `staging` holds the entry's files and records; an intact entry
   // already under its key is reused (returns false), or replaced when its bytes differ and

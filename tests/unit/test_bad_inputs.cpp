@@ -24,6 +24,7 @@
 #include <kiln/version.hpp>
 
 #include "load/elf.hpp"
+#include "support/bundle_world.hpp"
 #include "support/fake_remotes.hpp"
 #include "support/fake_stores.hpp"
 #include "support/fixtures.hpp"
@@ -149,6 +150,18 @@ void pull_from(World &w, const std::string &remote) {
   w.names = "bad-inputs/r";
 }
 
+// tests/host-only exported as an unsigned bundle, taken apart into its members; the row then
+// imports what it puts together from them (w.file("hostile.kbundle")).
+std::vector<kiln::test::Member> exported_members(World &w) {
+  kiln::RuntimeOptions options;
+  options.cache_dir = w.cache.string();
+  options.declared_device = "sm_90";
+  kiln::Runtime(options).export_bundle({"tests", {}, w.file("exported.kbundle").string(), ""});
+  w.args = {"import", w.file("hostile.kbundle").string(), "--allow-unsigned", "--into", w.file("into").string()};
+  w.names = w.file("hostile.kbundle").string();
+  return kiln::test::read_members(w.file("exported.kbundle"));
+}
+
 std::string patched(std::string bytes, std::size_t at, const std::string &with) {
   bytes.replace(at, with.size(), with);
   return bytes;
@@ -254,6 +267,9 @@ const std::vector<Row> &rows() {
       {"plugin: negotiate returns a NULL entry table", 5, "abi", [](World &w) { hostile_load(w, "null-entry"); }},
       {"plugin: entry table smaller than ABI 1.0's", 5, "abi", [](World &w) { hostile_load(w, "entry-too-small"); }},
       {"plugin: offers no ABI the host speaks", 5, "abi", [](World &w) { hostile_load(w, "negotiate-unsupported"); }},
+      // ---- bundles
+      {"bundle: a plain tar, not zstd-compressed", 6, "integrity", [](World &w) { kiln::test::write_members(w.file("hostile.kbundle"), exported_members(w), false); }},
+      {"bundle: a sparse member decoding to 1 GiB (decompression bomb)", 6, "integrity", [](World &w) { const auto m = exported_members(w); kiln::test::write_sparse_bomb(w.file("hostile.kbundle"), m, m.back().name, 1ull << 30); w.names = m.back().name; }},
       // ---- environment
       {"env: KILN_DEVICE garbage", 2, "usage", [](World &w) { w.env["KILN_DEVICE"] = "gpu9000"; load_args(w); w.names = "gpu9000"; }},
       {"env: KILN_CACHE_DIR relative", 2, "usage", [](World &w) { w.env["KILN_CACHE_DIR"] = "relative/cache"; load_args(w); w.names = "relative/cache"; }},

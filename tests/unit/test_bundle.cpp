@@ -24,11 +24,21 @@
 #include "bundle/reader.hpp"
 #include "store/digest.hpp"
 #include "store/storage.hpp"
+#include "support/bundle_world.hpp"
 #include "support/fixtures.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
 #include "support/test_plugins.hpp"
 
+using kiln::test::BundleWorld;
+using kiln::test::check_nothing_in;
+using kiln::test::file_contents;
+using kiln::test::find_member;
+using kiln::test::Member;
+using kiln::test::plain;
+using kiln::test::read_members;
+using kiln::test::special;
+using kiln::test::write_members;
 using kiln::test::read_text;
 using kiln::test::run_kiln;
 using kiln::test::TempDir;
@@ -37,85 +47,6 @@ using nlohmann::json;
 namespace fs = boost::filesystem;
 
 namespace {
-
-// One tar member as the tests write it: any type libarchive can express.
-struct Member {
-  std::string name;
-  std::string bytes;
-  unsigned mode = 0644;
-  unsigned type = AE_IFREG;
-  std::string link;                 // symlink target or hard link source
-  std::int64_t header_size = -1;    // the size the header claims; -1: bytes.size()
-};
-
-Member plain(std::string name, std::string bytes) {
-  Member member;
-  member.name = std::move(name);
-  member.bytes = std::move(bytes);
-  return member;
-}
-
-// A member with no data: a symlink (AE_IFLNK, to `link`), a hard link (AE_IFREG, to `link`), a device.
-Member special(std::string name, unsigned type, std::string link = "") {
-  Member member;
-  member.name = std::move(name);
-  member.type = type;
-  member.link = std::move(link);
-  return member;
-}
-
-std::vector<Member> read_members(const fs::path &bundle) {
-  std::unique_ptr<archive, decltype(&archive_read_free)> reader(archive_read_new(), archive_read_free);
-  archive_read_support_filter_all(reader.get());
-  archive_read_support_format_all(reader.get());
-  REQUIRE(archive_read_open_filename(reader.get(), bundle.c_str(), 65536) == ARCHIVE_OK);
-  std::vector<Member> members;
-  archive_entry *entry = nullptr;
-  while (archive_read_next_header(reader.get(), &entry) == ARCHIVE_OK) {
-    Member member;
-    member.name = archive_entry_pathname(entry);
-    member.mode = archive_entry_perm(entry);
-    char buffer[65536];
-    la_ssize_t got = 0;
-    while ((got = archive_read_data(reader.get(), buffer, sizeof buffer)) > 0) member.bytes.append(buffer, got);
-    REQUIRE(got == 0);
-    members.push_back(std::move(member));
-  }
-  return members;
-}
-
-void write_members(const fs::path &bundle, const std::vector<Member> &members) {
-  std::unique_ptr<archive, decltype(&archive_write_free)> writer(archive_write_new(), archive_write_free);
-  REQUIRE(archive_write_set_format_pax_restricted(writer.get()) == ARCHIVE_OK);
-  REQUIRE(archive_write_add_filter_zstd(writer.get()) == ARCHIVE_OK);
-  REQUIRE(archive_write_open_filename(writer.get(), bundle.c_str()) == ARCHIVE_OK);
-  for (const auto &member : members) {
-    std::unique_ptr<archive_entry, decltype(&archive_entry_free)> entry(archive_entry_new(), archive_entry_free);
-    archive_entry_set_pathname(entry.get(), member.name.c_str());
-    archive_entry_set_filetype(entry.get(), member.type);
-    archive_entry_set_perm(entry.get(), member.mode);
-    if (member.type == AE_IFLNK) archive_entry_set_symlink(entry.get(), member.link.c_str());
-    if (member.type == AE_IFCHR) archive_entry_set_rdev(entry.get(), makedev(1, 3));
-    if (member.type == AE_IFREG && !member.link.empty()) archive_entry_set_hardlink(entry.get(), member.link.c_str());
-    const bool has_data = member.type == AE_IFREG && member.link.empty();
-    archive_entry_set_size(entry.get(), has_data ? (member.header_size >= 0 ? member.header_size
-                                                                             : static_cast<std::int64_t>(member.bytes.size()))
-                                                 : 0);
-    REQUIRE(archive_write_header(writer.get(), entry.get()) == ARCHIVE_OK);
-    if (has_data && !member.bytes.empty()) archive_write_data(writer.get(), member.bytes.data(), member.bytes.size());
-  }
-  REQUIRE(archive_write_close(writer.get()) == ARCHIVE_OK);
-}
-
-Member &find_member(std::vector<Member> &members, const std::string &suffix) {
-  for (auto &member : members) {
-    if (member.name.size() >= suffix.size() && member.name.compare(member.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      return member;
-    }
-  }
-  FAIL("no member ending in " << suffix);
-  throw std::logic_error("unreachable");
-}
 
 // What a signer can do to its own bundle: the index's sizes and hashes recomputed from the
 // members as they now are and the index signed again with `secret`, so every digest and the
@@ -134,86 +65,6 @@ void reindex_and_sign(std::vector<Member> &members, const fs::path &secret) {
   kiln::bundle::load_secret(key, secret.string());
   members[1].bytes = kiln::bundle::serialize_signature({key.key_id, key.sign(members[0].bytes)});
 }
-
-// Nothing an import could have left: no entry, no staging directory, no manifest.
-void check_nothing_in(const fs::path &root) {
-  boost::system::error_code error;
-  if (!fs::exists(root, error)) return;
-  CHECK_MESSAGE(!fs::exists(root / "consumers" / "tests" / "manifest.json"), "manifest written in " << root);
-  for (fs::recursive_directory_iterator it(root), end; it != end; ++it) {
-    const std::string path = it->path().string();
-    CHECK_MESSAGE(path.find(".staging-") == std::string::npos, "staging left: " << path);
-    CHECK_MESSAGE(it->path().filename() != "manifest.json", "manifest written: " << path);
-    CHECK_MESSAGE(it->path().parent_path().filename() != "store", "entry left: " << path);
-  }
-}
-
-// Every file below root with its bytes: "unchanged" means equal maps.
-std::map<std::string, std::string> file_contents(const fs::path &root) {
-  std::map<std::string, std::string> files;
-  for (fs::recursive_directory_iterator it(root), end; it != end; ++it) {
-    if (fs::is_regular_file(it->path()) && it->path().extension() != ".lock") files[it->path().string()] = read_text(it->path());
-  }
-  return files;
-}
-
-// Two published test plugins, a key pair, and their signed bundle.
-class BundleWorld {
- public:
-  BundleWorld() {
-    publish("example", KILN_TEST_PLUGIN_EXAMPLE, "");  // its archs: what the file holds
-    publish("host_only", KILN_TEST_PLUGIN_HOST_ONLY, "none");
-    auto result = run_kiln({"keygen", "-o", (dir / "vendor").string(), "--json"}, env());
-    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-    key_id = json::parse(result.out)["key_id"];
-    result = run_kiln({"export", "--consumer", "tests", "-o", bundle().string(), "--sign", secret().string(), "--json"}, env());
-    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-    exported = json::parse(result.out);
-  }
-
-  std::map<std::string, std::string> env(const fs::path &cache = {}) const {
-    return {{"KILN_CACHE_DIR", (cache.empty() ? dir / "cache" : cache).string()},
-            {"KILN_DEVICE", "sm_90"},
-            {"KILN_STORE_PATH", ""}};
-  }
-  fs::path bundle() const { return dir / "tests.kbundle"; }
-  fs::path secret() const { return dir / "vendor.key"; }
-  fs::path pub() const { return dir / "vendor.pub"; }
-  fs::path target() const { return dir / "image" / "vendor-store"; }
-
-  kiln::test::CommandResult import(const fs::path &bundle, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args{"import", bundle.string(), "--into", target().string(), "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_kiln(args, env(dir / "other-cache"));
-  }
-  kiln::test::CommandResult import_trusted(const fs::path &bundle) const { return import(bundle, {"--trust", pub().string()}); }
-
-  // The refusal every hostile case must give: exit 6 (integrity), naming the bundle and `why`,
-  // and nothing in the target.
-  void check_refused(const kiln::test::CommandResult &result, const fs::path &bundle, const std::string &why,
-                     int exit_code = 6) const {
-    CHECK_MESSAGE(result.exit_code == exit_code, result.err);
-    const json error = json::parse(result.out)["error"];
-    const std::string message = error["message"];
-    CHECK_MESSAGE(message.find(bundle.string()) != std::string::npos, message);
-    CHECK_MESSAGE(message.find(why) != std::string::npos, message);
-    check_nothing_in(target());
-  }
-
-  TempDir dir;
-  std::string key_id;
-  json exported;
-  std::map<std::string, std::string> keys;  // name -> content key
-
- private:
-  void publish(const std::string &name, const char *plugin, const std::string &arch) {
-    std::vector<std::string> args{"publish", "--consumer", "tests", "--name", name, "--artifact", plugin, "--json"};
-    if (!arch.empty()) args.insert(args.end(), {"--arch", arch});
-    const auto result = run_kiln(args, env());
-    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-    keys[name] = json::parse(result.out)["content_key"];
-  }
-};
 
 }  // namespace
 

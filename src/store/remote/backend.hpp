@@ -16,7 +16,9 @@
 // Threads: one backend object is used by one thread at a time (the caller serializes).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -46,7 +48,14 @@ class Backend {
   virtual std::string display_url() const = 0;
 
   // The value at `key`; nullopt when the server clearly does not have it (HTTP 404, Redis nil).
+  // For small values (pointers, lease holders): the whole value is held in memory.
   virtual std::optional<std::string> get(const std::string &key) = 0;
+  // The same value handed to `sink` piece by piece as it arrives, never held whole (a cas/
+  // entry may be max_bytes large): false when the server clearly does not have it. Pieces are
+  // at most a few MiB. What `sink` throws (a full disk) stops the transfer and reaches the
+  // caller as it was thrown; on a RemoteError the sink may have received part of the value.
+  using Sink = std::function<void(const char *data, std::size_t size)>;
+  virtual bool get_to(const std::string &key, const Sink &sink) = 0;
   // Stores `value` at `key` unless the key already holds a value: true when this call wrote
   // it, false when a value was there (left as it was; the caller compares if it cares).
   // Redis: SET NX. HTTP: HEAD, then PUT with If-None-Match: * when absent (412: present; a

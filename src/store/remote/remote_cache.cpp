@@ -103,25 +103,39 @@ std::optional<RemoteCache::Fetched> RemoteCache::fetch(const Storage &storage, c
                                                        const std::string &content_key, const std::string &input_key,
                                                        Slot &slot) const {
   const std::string key = cas_key(consumer, content_key);
-  const auto body = with(slot, "GET " + key, [&](Backend &backend) { return backend.get(key); });
-  if (!body || !*body) return std::nullopt;
   try {
-    const Staging transfer = storage.stage(consumer, log_);
-    write_staging_file(transfer_file(transfer), **body, 0600);
+    // The body goes straight into the transfer file as it arrives (bounded by the remote's
+    // max_bytes), never whole in memory; the staging directory is made at its first byte, so a
+    // miss writes nothing.
+    std::optional<Staging> transfer;
+    std::optional<StagingFileWriter> file;
+    const auto found = with(slot, "GET " + key, [&](Backend &backend) {
+      return backend.get_to(key, [&](const char *data, std::size_t size) {
+        if (!transfer) {
+          transfer.emplace(storage.stage(consumer, log_));
+          file.emplace(transfer_file(*transfer), 0600);
+        }
+        file->append(data, size);
+      });
+    });
+    if (!found || !*found || !transfer) return std::nullopt;  // an empty body is no bundle either
+    const std::uint64_t bytes = file->written();
+    file->close();
     const bundle::FetchedEntry entry = bundle::read_entry_bundle(
-        storage, {transfer_file(transfer).string(), consumer, content_key, input_key, config_.trusted_keys}, log_);
+        storage, {transfer_file(*transfer).string(), consumer, content_key, input_key, config_.trusted_keys}, log_);
     if (log_) {
       // An entry nobody vouched for is said at the default verbosity, not only in the details.
       const bool checked = !entry.signed_by.empty();
       log_(checked ? LogLevel::info : LogLevel::warning,
            "fetched " + consumer + " entry " + entry.content_key + " from " + slot.url + " (" +
-               std::to_string((*body)->size()) + " bytes, " +
+               std::to_string(bytes) + " bytes, " +
                (checked ? "signed by " + entry.signed_by : std::string("signature not checked: no trusted keys configured")) + ")");
     }
-    return Fetched{entry.content_key, slot.url, (*body)->size(), entry.signed_by};
+    return Fetched{entry.content_key, slot.url, bytes, entry.signed_by};
   } catch (const Error &error) {
     // A damaged, truncated, tampered or untrusted entry is a miss: never an error that stops
-    // a build, never a load of the bad bytes (nothing was committed).
+    // a build, never a load of the bad bytes (nothing was committed). So is a transfer this
+    // machine could not store (a full disk).
     // What every machine refuses the next upload replaces (upload): said where that is why.
     const bool judged = error.kind() == ErrorKind::integrity || error.kind() == ErrorKind::incompatible;
     const std::string replaced_by = !judged                       ? ""

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -109,7 +110,12 @@ long http_milliseconds(double seconds) {
 
 // Collects a response body up to `limit` bytes; past it, the transfer is aborted.
 struct HttpSink {
-  std::string *body = nullptr;  // nullptr: the body is read and dropped
+  std::string *body = nullptr;  // nullptr: the body is read and dropped (or streamed)
+  // Streamed instead: the body of a 200 answer goes to `stream` as it arrives (any other
+  // status's body is an error page, dropped). `curl` tells the status.
+  const Backend::Sink *stream = nullptr;
+  CURL *curl = nullptr;
+  std::exception_ptr stream_failure;  // what `stream` threw, rethrown after the transfer
   std::uint64_t limit = 0;
   std::uint64_t received = 0;
   bool too_large = false;
@@ -129,6 +135,16 @@ size_t http_write_body(char *data, size_t size, size_t count, void *user) {
       sink->body->append(data, bytes);
     } catch (const std::bad_alloc &) {
       sink->out_of_memory = true;
+      return 0;
+    }
+  }
+  long status = 0;
+  if (sink->stream != nullptr && curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+      status == 200) {
+    try {
+      (*sink->stream)(data, bytes);
+    } catch (...) {
+      sink->stream_failure = std::current_exception();
       return 0;
     }
   }
@@ -228,6 +244,14 @@ class HttpBackend final : public Backend {
     if (response.status == 200) return std::move(response.body);
     if (response.status == 404) return std::nullopt;
     throw_status("GET", key, response.status);
+  }
+
+  bool get_to(const std::string &key, const Sink &sink) override {
+    validate_key(key);
+    const long status = request("GET", key, url_.base + "/" + key, nullptr, {}, &sink).status;
+    if (status == 200) return true;
+    if (status == 404) return false;
+    throw_status("GET", key, status);
   }
 
   bool put_new(const std::string &key, const std::string &value) override {
@@ -355,14 +379,17 @@ class HttpBackend final : public Backend {
 
   // One request. `what` names the key (or path) in messages; `headers` are sent with a PUT.
   // Throws RemoteError when there is no HTTP answer at all; any status comes back for the
-  // caller to judge.
+  // caller to judge. With `stream`, a GET's body goes there instead of into the response.
   Response request(const char *method, const std::string &what, const std::string &url,
-                   const std::string *upload = nullptr, const std::vector<std::string> &headers = {}) {
+                   const std::string *upload = nullptr, const std::vector<std::string> &headers = {},
+                   const Sink *stream = nullptr) {
     curl_easy_reset(curl_);
     Response response;
     HttpSink sink;
     const bool is_get = std::strcmp(method, "GET") == 0;
-    sink.body = is_get ? &response.body : nullptr;
+    sink.body = is_get && stream == nullptr ? &response.body : nullptr;
+    sink.stream = stream;
+    sink.curl = curl_;
     // Any body is bounded: a value by max_bytes, an error page or a lease's text by the same.
     sink.limit = endpoint_.max_bytes;
     HttpSource source;
@@ -426,6 +453,7 @@ class HttpBackend final : public Backend {
     const CURLcode rc = curl_easy_perform(curl_);
     curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, nullptr);  // `error` goes out of scope
     if (sink.out_of_memory || rc == CURLE_OUT_OF_MEMORY) throw std::bad_alloc();
+    if (sink.stream_failure) std::rethrow_exception(sink.stream_failure);
     if (rc != CURLE_OK) {
       if (sink.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
         throw RemoteError(where + ": the value is larger than the endpoint's max_bytes (" +

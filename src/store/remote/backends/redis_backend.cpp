@@ -240,6 +240,40 @@ class RedisBackend final : public Backend {
     return std::string(reply->str, reply->len);
   }
 
+  // A bulk reply is buffered whole by hiredis (twice, while it is parsed): the value is read
+  // in GETRANGE pieces instead, so a cas/ entry of any size costs one piece of memory. Values
+  // are written once (SET NX) and never changed; one that vanishes or changes length while it
+  // is read is a RemoteError (a mix of two values would fail the bundle's hashes anyway).
+  bool get_to(const std::string &key, const Sink &sink) override {
+    validate_key(key);
+    const std::string name = endpoint_.redis_prefix + key;
+    const RedisReplyPtr length = command("STRLEN", {"STRLEN", name}, answer(kInteger));
+    if (length->type != REDIS_REPLY_INTEGER || length->integer < 0) unexpected("STRLEN", name, *length, "a length");
+    const auto size = static_cast<std::uint64_t>(length->integer);
+    if (size > endpoint_.max_bytes) too_large("GET", name);
+    if (size == 0) {  // no value, or an empty one: GET tells which
+      const auto whole = get(key);
+      if (!whole) return false;
+      sink(whole->data(), whole->size());
+      return true;
+    }
+    constexpr std::uint64_t kPiece = 4ull << 20;
+    for (std::uint64_t start = 0; start < size; start += kPiece) {
+      const std::uint64_t end = std::min(size, start + kPiece);
+      const RedisReplyPtr piece =
+          command("GETRANGE", {"GETRANGE", name, std::to_string(start), std::to_string(end - 1)},
+                  {RedisReplyLimits::of(REDIS_REPLY_STRING), end - start, 1});
+      if (piece->type != REDIS_REPLY_STRING) unexpected("GETRANGE", name, *piece, "a string");
+      if (piece->len != end - start) {
+        throw RemoteError(where("GETRANGE", name) + ": the value changed or vanished while it was read (" +
+                          std::to_string(piece->len) + " bytes at offset " + std::to_string(start) + ", " +
+                          std::to_string(end - start) + " expected)");
+      }
+      sink(piece->str, piece->len);
+    }
+    return true;
+  }
+
   bool put_new(const std::string &key, const std::string &value) override {
     validate_key(key);
     const std::string name = endpoint_.redis_prefix + key;
