@@ -4,7 +4,8 @@
 //   verify  vs reading every artifact and hashing it with XXH3-128 (what its digest check must do)
 //   gc      vs one lstat of every file of every entry (the least any size-based eviction walks)
 // Entries are written through the store's own staging and commit (not kiln publish: the
-// artifacts are random bytes, which gc and verify never execute).
+// artifacts are random bytes carrying a build stamp of their entry's key, which gc and verify
+// read but never execute).
 //
 // Then bundles: one consumer's N tiny entries (default 10,000, the most a bundle may carry)
 // exported unsigned and imported into an empty cache, against the least such an import writes:
@@ -61,8 +62,8 @@ std::string hex32(std::uint64_t a, std::uint64_t b) {
 
 // Bytes standing in for a plugin: random, with a build stamp naming `key` (what an import
 // checks of a plugin file; abi/kiln/stamp.h).
-std::string stamped_plugin(const std::string &key, std::mt19937_64 &random) {
-  std::string bytes(64, '\0');
+std::string stamped_plugin(const std::string &key, std::mt19937_64 &random, std::size_t size = 64) {
+  std::string bytes(size, '\0');
   for (auto &c : bytes) c = static_cast<char>(random());
   kiln_build_stamp stamp{};
   std::memcpy(stamp.magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE);
@@ -147,14 +148,14 @@ int main(int argc, char **argv) {
   const kiln::store::LocalStore store({cache, true, "bench"});
 
   std::mt19937_64 random(42);
-  std::string bytes(kib * 1024, '\0');
   const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
   auto start = Clock::now();
   std::vector<std::vector<std::string>> keys(consumers);
   for (int i = 0; i < entries; ++i) {
-    for (auto &c : bytes) c = static_cast<char>(random());
     const std::string consumer = "c" + std::to_string(i % consumers);
     const std::string key = hex32(random(), random());
+    // Stamped with its own key, as verify checks every plugin file's stamp.
+    const std::string bytes = stamped_plugin(key, random, kib * 1024);
     kiln::store::Staging staging = store.stage(consumer, {});
     staging.write("libsolver.so", bytes, 0755);
     staging.write_records({key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),
