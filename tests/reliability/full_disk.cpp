@@ -145,6 +145,8 @@ LevelFigures run_level(const Scenario &scenario, const FillLevel &level, const f
     CHECK_MESSAGE(done.err.find("No space left on device") != std::string::npos, done.describe());
     CHECK_MESSAGE(done.err.find(ws.store().string()) != std::string::npos,
                   "the error names no path of the store: " << done.describe());
+    // What this machine could not store is not the remote's or the bundle's fault.
+    CHECK_MESSAGE(done.err.find(" refused") == std::string::npos, "a full disk called a refusal: " << done.describe());
   }
 
   // The store whole: nothing partial visible, the manifest as it was or naming a complete entry,
