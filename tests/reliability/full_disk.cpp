@@ -73,10 +73,8 @@ std::uint64_t bytes_of(const std::map<std::string, std::uint64_t> &files) {
   return total;
 }
 
-std::string sized(long long bytes) {
-  if (bytes >= (1 << 20)) return std::to_string(bytes / 1024) + " KiB";  // KiB keeps the pages visible
-  if (bytes >= 1024) return std::to_string(bytes / 1024) + " KiB";
-  return std::to_string(bytes) + " B";
+std::string sized(long long bytes) {  // in KiB, even past a MiB: the pages stay visible
+  return bytes >= 1024 ? std::to_string(bytes / 1024) + " KiB" : std::to_string(bytes) + " B";
 }
 
 std::string manifest_text(const Workspace &ws, const std::string &consumer) {
