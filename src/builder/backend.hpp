@@ -97,7 +97,8 @@ std::unique_ptr<Backend> make_cmake_backend(const BuilderContext &context);
 
 // "exit code 2", "killed by signal 9".
 std::string how_it_ended(const ProcessResult &result);
-// Throws BuildError "<what> failed (<how>); nothing was published" with the step's output.
+// Throws BuildError "<what> failed (<how>); nothing was published" with the step's output; an
+// IoError instead when the output says the disk was full (ENOSPC, EDQUOT).
 [[noreturn]] void fail_step(const std::string &what, const ProcessResult &result);
 
 // Appends to a file (build.log).

@@ -4,7 +4,9 @@
 #include "builder/builder.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -31,6 +33,7 @@
 #include "store/digest.hpp"
 #include "store/entry.hpp"
 #include "store/files.hpp"
+#include "support/typed_errors.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -172,6 +175,15 @@ std::string how_it_ended(const ProcessResult &result) {
 }
 
 void fail_step(const std::string &what, const ProcessResult &result) {
+  // A compiler that could not write its output for a full disk (or quota) failed for the
+  // machine, not the recipe: an I/O error, as kiln's own writes report it, so that a caller
+  // retries after freeing space instead of taking the recipe for broken. Compilers say so with
+  // strerror's text, which names the file they were writing.
+  for (const int error : {ENOSPC, EDQUOT}) {
+    if (result.output.find(std::strerror(error)) == std::string::npos) continue;
+    throw IoError(what + " failed (" + how_it_ended(result) + "): " + std::strerror(error) +
+                  support::io_fix(error) + ". Its output:\n" + result.output);
+  }
   throw BuildError(what + " failed (" + how_it_ended(result) + "); nothing was published. Its output:\n" + result.output,
                    result.output);
 }

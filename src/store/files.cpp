@@ -203,19 +203,24 @@ void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode) {
   UniqueFd in(open_regular(from, FileOrigin::store));
   UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (out.get() < 0) throw_io("cannot create", to, errno);
-  std::vector<char> buffer(1 << 20);
-  for (;;) {
-    const ssize_t got = ::read(in.get(), buffer.data(), buffer.size());
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw_io("cannot read", from, errno);
+  try {
+    std::vector<char> buffer(1 << 20);
+    for (;;) {
+      const ssize_t got = ::read(in.get(), buffer.data(), buffer.size());
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw_io("cannot read", from, errno);
+      }
+      if (got == 0) break;
+      write_all(out.get(), buffer.data(), static_cast<std::size_t>(got), to);
     }
-    if (got == 0) break;
-    write_all(out.get(), buffer.data(), static_cast<std::size_t>(got), to);
+    if (::fchmod(out.get(), mode) != 0) throw_io("cannot chmod", to, errno);
+    if (::fsync(out.get()) != 0) throw_io("cannot fsync", to, errno);
+    close_checked(out, to);
+  } catch (...) {
+    ::unlink(to.c_str());  // a full disk leaves no partial copy (callers copy into temps of shared directories)
+    throw;
   }
-  if (::fchmod(out.get(), mode) != 0) throw_io("cannot chmod", to, errno);
-  if (::fsync(out.get()) != 0) throw_io("cannot fsync", to, errno);
-  close_checked(out, to);
   KILN_FAULT_POINT("file.after_copy_fsync");
 }
 

@@ -41,6 +41,7 @@ std::string leftover_kind(const std::string &parent, const std::string &name) {
   if (parent == "bykey" && contains(name, ".tmp-")) return "bykey temp";
   if (parent == "objects" && contains(name, ".tmp-")) return "object temp";
   if (parent == "root" && starts_with(name, ".toolchain.json.tmp-")) return "toolchain memo temp";
+  if (parent == "abi" && starts_with(name, ".staging-")) return "ABI headers staging";
   return "other";
 }
 
@@ -143,6 +144,9 @@ class Checker {
     for (const auto &path : children(store_root)) {
       if (starts_with(path.filename().string(), ".")) leftover("root", path);
     }
+    for (const auto &path : children(store_root / "abi")) {
+      if (starts_with(path.filename().string(), ".")) leftover("abi", path);
+    }
     std::set<std::string> plugins, images;
     for (const auto &dir : children(store_root / "consumers")) consumer(dir, plugins, images);
 
@@ -199,6 +203,7 @@ const std::vector<LeftoverKind> &leftover_kinds() {
       {"bykey temp", "<consumer>/bykey/.<input key>.tmp-*", false},
       {"object temp", "<consumer>/objects/.<unit>.tmp-*", false},
       {"toolchain memo temp", "<store>/.toolchain.json.tmp-*", false},
+      {"ABI headers staging", "<store>/abi/.staging-* (a copy of the ABI headers being written)", false},
       {"other", "any other dot-named file", false},
   };
   return kinds;

@@ -102,6 +102,17 @@ TEST_SUITE("checks") {
       CHECK(check.ok());  // visible to nobody: not a problem in itself ...
       CHECK(unswept(check).size() == 1);  // ... but the next writer must have swept it
     }
+    SUBCASE("a failed writer's ABI headers' staging copy and object-cache temp (what the full-disk test counts)") {
+      const fs::path abi = ws.store() / "abi" / ".staging-0123-1-2", temp = consumer / "objects" / ".plugin.tmp-1-2-3";
+      fs::create_directories(abi / "kiln");
+      write_text(abi / "kiln" / "plugin.h", "");
+      write_text(temp, "");
+      const StoreCheck check = check_store(ws, names);
+      CHECK(check.ok());
+      CHECK(check.leftovers.at("ABI headers staging") == std::vector<std::string>{abi.string()});
+      CHECK(check.leftovers.at("object temp") == std::vector<std::string>{temp.string()});
+      CHECK(check.leftover_count() == 2);
+    }
   }
 }
 

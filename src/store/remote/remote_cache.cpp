@@ -132,10 +132,17 @@ std::optional<RemoteCache::Fetched> RemoteCache::fetch(const Storage &storage, c
                (checked ? "signed by " + entry.signed_by : std::string("signature not checked: no trusted keys configured")) + ")");
     }
     return Fetched{entry.content_key, slot.url, bytes, entry.signed_by};
+  } catch (const IoError &error) {
+    // This machine could not store it (a full disk): the entry is not to blame. A miss too;
+    // the staging directory went with its Staging.
+    if (log_) {
+      log_(LogLevel::warning, "remote " + slot.url + ": " + key + " fetched but not stored here: " + error.what() +
+                                  "; the build proceeds without it");
+    }
+    return std::nullopt;
   } catch (const Error &error) {
     // A damaged, truncated, tampered or untrusted entry is a miss: never an error that stops
-    // a build, never a load of the bad bytes (nothing was committed). So is a transfer this
-    // machine could not store (a full disk).
+    // a build, never a load of the bad bytes (nothing was committed).
     // What every machine refuses the next upload replaces (upload): said where that is why.
     const bool judged = error.kind() == ErrorKind::integrity || error.kind() == ErrorKind::incompatible;
     const std::string replaced_by = !judged                       ? ""
