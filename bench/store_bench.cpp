@@ -20,6 +20,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <cstddef>
+#include <stdexcept>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -60,17 +63,20 @@ std::string hex32(std::uint64_t a, std::uint64_t b) {
   return text;
 }
 
-// Bytes standing in for a plugin: random, with a build stamp naming `key` (what an import
-// checks of a plugin file; abi/kiln/stamp.h).
-std::string stamped_plugin(const std::string &key, std::mt19937_64 &random, std::size_t size = 64) {
-  std::string bytes(size, '\0');
-  for (auto &c : bytes) c = static_cast<char>(random());
-  kiln_build_stamp stamp{};
-  std::memcpy(stamp.magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE);
-  stamp.struct_size = sizeof stamp;
-  stamp.abi_version = KILN_ABI_VERSION;
-  std::memcpy(stamp.content_key, key.data(), KILN_STAMP_KEY_SIZE);
-  return bytes.append(reinterpret_cast<const char *>(&stamp), sizeof stamp);
+// The host-only test plugin with its build stamp naming `key` (what verify, export and import
+// check of a plugin entry's file), padded with random bytes to `size` (an ELF reader reads by
+// offsets: what follows the file's last section is never read as part of it).
+std::string stamped_plugin(const std::string &key, std::mt19937_64 &random, std::size_t size = 0) {
+  static const std::string base = [] {
+    std::ifstream in(KILN_BENCH_STORE_PLUGIN, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  std::string bytes = base;
+  const std::size_t at = bytes.find(std::string(KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE));
+  if (at == std::string::npos) throw std::runtime_error(std::string("no build stamp in ") + KILN_BENCH_STORE_PLUGIN);
+  std::memcpy(&bytes[at + offsetof(kiln_build_stamp, content_key)], key.data(), KILN_STAMP_KEY_SIZE);
+  while (bytes.size() < size) bytes.push_back(static_cast<char>(random()));
+  return bytes;
 }
 
 // The least an import of `entries` files writes: each created, written, fsynced and renamed

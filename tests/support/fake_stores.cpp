@@ -124,6 +124,16 @@ StoringRedis::StoringRedis()
             if (verb == "PING") return "+PONG\r\n";
             if (verb == "GET" && command.size() == 2) return resp_bulk(values->value(command[1]));
             if (verb == "DEL" && command.size() == 2) return resp_integer(values->erase(command[1]) ? 1 : 0);
+            // How kiln streams a value (STRLEN, then GETRANGE pieces): as Redis answers them.
+            if (verb == "STRLEN" && command.size() == 2) {
+              return resp_integer(static_cast<long long>(values->value(command[1]).value_or("").size()));
+            }
+            if (verb == "GETRANGE" && command.size() == 4) {
+              const std::string value = values->value(command[1]).value_or("");
+              const long long first = std::stoll(command[2]), last = std::stoll(command[3]);
+              if (first < 0 || last < first || static_cast<std::size_t>(first) >= value.size()) return resp_bulk(std::string());
+              return resp_bulk(value.substr(static_cast<std::size_t>(first), static_cast<std::size_t>(last - first + 1)));
+            }
             if (verb == "SET" && command.size() >= 3) {
               bool nx = false;
               for (std::size_t i = 3; i < command.size(); ++i) nx = nx || command[i] == "NX";  // PX: no expiry here

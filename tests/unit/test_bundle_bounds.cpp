@@ -26,6 +26,7 @@
 #include "support/bundle_world.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
+#include "support/test_plugins.hpp"
 
 using kiln::test::BundleWorld;
 using kiln::test::check_nothing_in;
@@ -71,19 +72,6 @@ std::optional<std::string> no_strace() {
   return std::nullopt;
 }
 
-// Bytes standing in for a plugin: random, with a build stamp naming `key` (what an import
-// checks of a plugin file; abi/kiln/stamp.h).
-std::string stamped_plugin(const std::string &key, std::mt19937_64 &random) {
-  std::string bytes(64, '\0');
-  for (auto &c : bytes) c = static_cast<char>(random());
-  kiln_build_stamp stamp{};
-  std::memcpy(stamp.magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE);
-  stamp.struct_size = sizeof stamp;
-  stamp.abi_version = KILN_ABI_VERSION;
-  std::memcpy(stamp.content_key, key.data(), KILN_STAMP_KEY_SIZE);
-  return bytes.append(reinterpret_cast<const char *>(&stamp), sizeof stamp);
-}
-
 // An unsigned bundle of `entries` tiny entries of consumer "many", each named, written through
 // the store's own staging and commit into `source` and exported from it.
 fs::path many_entry_bundle(const fs::path &source, int entries) {
@@ -95,7 +83,7 @@ fs::path many_entry_bundle(const fs::path &source, int entries) {
     char key[33];
     std::snprintf(key, sizeof key, "%016llx%016llx", static_cast<unsigned long long>(random()),
                   static_cast<unsigned long long>(random()));
-    const std::string bytes = stamped_plugin(key, random);
+    const std::string bytes = kiln::test::host_only_plugin_stamped(key);
     kiln::store::Staging staging = store.stage("many", {});
     staging.write("libsolver.so", bytes, 0755);
     staging.write_records({key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),

@@ -2,11 +2,14 @@
 // (and ensure) as it serves loads; nothing is compiled and nothing is written to either store.
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
 #include "support/build_recipe.hpp"
 #include "support/fixtures.hpp"
+#include "support/machine.hpp"
 #include "support/preconditions.hpp"
 
 using namespace kiln::test;
@@ -39,7 +42,15 @@ TEST_CASE("layer builds: a read-only layer's current entry for the same inputs s
   env["KILN_STORE_PATH"] = vendor.string();
   env["KILN_CACHE_DIR"] = (robot / "cache").string();
   const fs::path nvcc_log = fx.cache().parent_path() / "nvcc.log";
-  const auto compiles = [&] { return fs::exists(nvcc_log) ? read_text(nvcc_log) : std::string(); };
+  // The compiler calls (-c, --shared) in the log; a cache's first use also probes --version.
+  const auto compiles = [&] {
+    std::string calls;
+    std::istringstream log(fs::exists(nvcc_log) ? read_text(nvcc_log) : std::string());
+    for (std::string line; std::getline(log, line);) {
+      if (line.rfind("-c ", 0) == 0 || line.rfind("--shared", 0) == 0) calls += line + "\n";
+    }
+    return calls;
+  };
   const std::string compiled_before = compiles();
 
   result = run_kiln({"build", fx.recipe_file().string(), "--plan", "--json"}, env);

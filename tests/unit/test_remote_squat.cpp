@@ -61,21 +61,27 @@ std::vector<Server> servers() {
           server_of<kiln::test::StoringRedis>("Redis", true)};
 }
 
-const std::string kInputKey = "0123456789abcdef0123456789abcdef";
+const std::string kSquatInputKey = "0123456789abcdef0123456789abcdef";
 
 // A machine: its own cache, with tests/example (a host-only plugin, nothing compiled) published
 // there when `publish` is set (a second machine starts empty), and its remote configuration.
 struct Machine {
-  explicit Machine(bool publish, const std::string &archs = "") {
+  // `toolkit`: the CUDA version the entry records (another one makes another content key).
+  explicit Machine(bool publish, int toolkit = 0) {
     if (publish) {
       Runtime runtime(kiln::test::store_options(dir));
-      kiln::test::publish_plugin(runtime, KILN_TEST_PLUGIN_HOST_ONLY, "example", archs);
+      PublishRequest request;
+      request.consumer = "tests";
+      request.name = "example";
+      request.artifact_file = KILN_TEST_PLUGIN_HOST_ONLY;
+      if (toolkit != 0) request.cuda_toolkit_version = toolkit;
+      runtime.publish(request);
     }
     storage = std::make_unique<store::Storage>(std::vector<store::StoreLocation>{{dir / "cache", true, "test"}});
   }
   Resolution entry() const {
     Resolution resolution = *storage->resolve("tests", "example");
-    resolution.input_key = kInputKey;  // as a build of these inputs records it
+    resolution.input_key = kSquatInputKey;  // as a build of these inputs records it
     return resolution;
   }
   // The entry as a one-entry bundle signed with `key` ("" unsigned): what an upload sends.
@@ -210,8 +216,8 @@ TEST_CASE("remote squat: an entry the uploader accepts is never overwritten") {
 
 TEST_CASE("remote squat: a pointer planted under an input key is replaced when it leads nowhere the uploader accepts") {
   Keys keys;
-  Machine a(true), other(true, "sm_80");
-  const std::string content_key = a.entry().content_key, pointer = "ac/tests/" + kInputKey;
+  Machine a(true), other(true, 12000);
+  const std::string content_key = a.entry().content_key, pointer = "ac/tests/" + kSquatInputKey;
   const std::string other_key = other.entry().content_key;
   REQUIRE(other_key != content_key);
   const struct {
@@ -239,7 +245,7 @@ TEST_CASE("remote squat: a pointer planted under an input key is replaced when i
       if (!plant_case.replaced) continue;
       CHECK(contains(uploads[0].replaced, pointer));
       Machine b(false);
-      const auto fetched = b.cache(server.url(), {keys.fleet.public_file}, "")->fetch_input_key(*b.storage, "tests", kInputKey);
+      const auto fetched = b.cache(server.url(), {keys.fleet.public_file}, "")->fetch_input_key(*b.storage, "tests", kSquatInputKey);
       REQUIRE(fetched);
       CHECK(fetched->content_key == content_key);
       CHECK(fetched->signed_by == keys.fleet.key_id);
