@@ -137,10 +137,13 @@ LevelFigures run_level(const Scenario &scenario, const FillLevel &level, const f
   const Outcome &done = run_full.op;
   figures.failed = !done.ok();
 
-  // A failure is an I/O error that says what: the file and "No space left on device".
+  // A failure is an I/O error that says what: the file and "No space left on device" -- or,
+  // from an import, the refusal made before extracting anything: more bytes than are free there.
   if (figures.failed) {
     CHECK_MESSAGE(done.exit_code == 1, "a full disk is an I/O error (exit 1): " << done.describe());
-    CHECK_MESSAGE(done.err.find("No space left on device") != std::string::npos, done.describe());
+    const bool said_no_space = done.err.find("No space left on device") != std::string::npos ||
+                               done.err.find(" bytes free in ") != std::string::npos;
+    CHECK_MESSAGE(said_no_space, done.describe());
     CHECK_MESSAGE(done.err.find(ws.store().string()) != std::string::npos,
                   "the error names no path of the store: " << done.describe());
     // What this machine could not store is not the remote's or the bundle's fault.
