@@ -1,5 +1,7 @@
 #include "load/fatbin.hpp"
 
+#include "load/byte_reads.hpp"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -16,15 +18,11 @@
 #endif
 
 namespace kiln::load {
-// Its own namespace: image_validation.cpp has file-local helpers of the same names (inside,
-// read_at, kFatbinMagic), and a unity build compiles both files as one.
-namespace fatbin_layout {
 namespace {
 
 // The container and entry layouts as nvcc (CUDA 11-13) writes them, little-endian. Only the
 // fields kiln reads are named; an entry header may be longer (PTX and newer ELF entries carry
 // options after these 64 bytes) and says how long it is.
-constexpr std::uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr std::uint64_t kContainerHeaderSize = 16;  // magic u32, version u16, header size u16, fat size u64
 constexpr std::uint64_t kEntryHeaderMin = 64;
 constexpr std::uint64_t kEntryHeaderMax = 4096;     // far above any nvcc writes: a bound, not a format rule
@@ -40,17 +38,6 @@ constexpr std::uint64_t kFlagCompressedLz4 = 0x2000;
 constexpr std::uint64_t kFlagCompressedZstd = 0x8000;
 constexpr std::uint64_t kFlagArchSpecific = 0x100000;  // sm_90a, compute_90a
 constexpr std::uint64_t kFlagFamily = 0x200000;        // sm_100f, compute_100f
-
-bool inside(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
-  return offset <= total && size <= total - offset;
-}
-
-template <class T>
-T read_at(std::string_view bytes, std::uint64_t offset) {
-  T value;
-  std::memcpy(&value, bytes.data() + offset, sizeof(T));
-  return value;
-}
 
 class Damage {
  public:
@@ -206,10 +193,9 @@ std::vector<FatbinEntry> read_containers(std::string_view section, const std::st
 }
 
 }  // namespace
-}  // namespace fatbin_layout
 
 std::vector<FatbinEntry> read_fatbin(std::string_view section, const std::string &file) {
-  return fatbin_layout::read_containers(section, file);
+  return read_containers(section, file);
 }
 
 std::vector<Arch> DeviceCode::archs() const {

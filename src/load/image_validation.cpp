@@ -2,6 +2,8 @@
 // before any driver reads them.
 #include "load/device_images.hpp"
 
+#include "load/byte_reads.hpp"
+
 #include <elf.h>
 
 #include <cstdint>
@@ -16,23 +18,6 @@
 #endif
 
 namespace kiln::load {
-namespace {
-
-constexpr std::uint32_t kFatbinMagic = 0xBA55ED50u;
-
-// Overflow-safe "offset + size <= total".
-bool inside(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
-  return offset <= total && size <= total - offset;
-}
-
-template <class T>
-T read_at(const std::string &bytes, std::uint64_t offset) {
-  T value;
-  std::memcpy(&value, bytes.data() + offset, sizeof(T));
-  return value;
-}
-
-}  // namespace
 
 void validate_image(const DeviceImage &image) {
   const std::string name = image.describe();
