@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include <kiln/errors.hpp>
 
@@ -77,29 +79,33 @@ void check_one(const std::string &path, bool must_be_file, const Purpose &purpos
 
 }  // namespace
 
-void check_directories(const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
-  // Plain string walking: this runs on every cold load, and path objects cost more than the lstat calls.
-  const std::string root = store_root.lexically_normal().string();
+namespace {
+
+// `dir` and each directory above it up to `root` (the store root, included), by one rule.
+// Plain string walking: this runs on every cold load, and path objects cost more than the lstat calls.
+void check_up_to_root(std::string dir, const std::string &root, const Purpose &purpose) {
   const uid_t me = ::geteuid();
-  std::string dir = file.string();
-  for (std::size_t slash = dir.rfind('/'); slash != std::string::npos && slash > 0; slash = dir.rfind('/')) {
+  for (;;) {
+    check_one(dir, false, purpose, nullptr, me);
+    const std::size_t slash = dir.rfind('/');
+    if (dir == root || slash == std::string::npos || slash == 0) break;
     dir.resize(slash);
-    check_one(dir, false, kCode, nullptr, me);
-    if (dir == root) break;
   }
 }
 
+}  // namespace
+
+void check_directories(const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
+  const std::string path = file.string();
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return;
+  check_up_to_root(path.substr(0, slash), store_root.lexically_normal().string(), kCode);
+}
+
 void check_safe_to_write(const boost::filesystem::path &dir, const boost::filesystem::path &store_root) {
-  const std::string root = store_root.lexically_normal().string();
-  const uid_t me = ::geteuid();
   std::string each = dir.lexically_normal().string();
-  while (!each.empty() && each.size() > 1 && each.back() == '/') each.pop_back();
-  for (;;) {
-    check_one(each, false, kWrite, nullptr, me);
-    const std::size_t slash = each.rfind('/');
-    if (each == root || slash == std::string::npos || slash == 0) break;
-    each.resize(slash);
-  }
+  while (each.size() > 1 && each.back() == '/') each.pop_back();
+  check_up_to_root(std::move(each), store_root.lexically_normal().string(), kWrite);
 }
 
 void check_safe_to_execute(const boost::filesystem::path &file, const boost::filesystem::path &store_root) {
