@@ -71,6 +71,12 @@ struct ProcessResources {
   std::size_t fds = 0;
   std::size_t mappings = 0;
   std::size_t rss_kb = 0;
+  // The heap in use, in kB. Under ASan or TSan the sanitizer allocator's live bytes: its
+  // quarantine keeps freed blocks resident (up to 256 MB) and its shadow grows with each load,
+  // so there the resident set says more about what ran before than about this code. Elsewhere
+  // the resident set.
+  std::size_t heap_kb = 0;
+  std::string heap_measure = "resident set";
   static ProcessResources now();
 };
 
