@@ -23,7 +23,7 @@ void Runtime::State::bump_generation(const std::string &consumer, const std::str
       }
       if (!table) return;
       try {
-        const std::uint64_t generation = table->bump(consumer, name);
+        const std::uint64_t generation = table->bump_if_watched(consumer, name);
         if (generation != 0) {
           log(LogLevel::debug, "swap trigger: " + consumer + "/" + name + " is at generation " + std::to_string(generation));
         }

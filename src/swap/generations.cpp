@@ -166,26 +166,33 @@ void validate_names(const std::string &consumer, const std::string &name) {
 
 // consumer/name's slot (names validated), claimed when new and `claim`; the caller holds the
 // file (exclusively when claiming). nullopt when absent (or the table is full: logged when claiming).
+// Probing reads a block of slots with each pread: a name absent from a crowded table is
+// answered with a few reads, not one per slot.
 std::optional<FoundSlot> find_held(const GenerationsFile &file, const std::string &consumer, const std::string &name,
                                    bool claim, const LogCallback &log) {
+  constexpr std::size_t kProbeBlock = 16;  // 4 KB
   const std::string key = consumer + "/" + name;
   char packed[kNameBytes] = {};
   std::memcpy(packed, key.data(), std::min(key.size(), kNameBytes - 1));
   const std::uint64_t hash = hash_of(key);
   const std::uint64_t tag = hash | 1;
-  for (std::size_t probe = 0; probe < kSlots; ++probe) {
-    const std::size_t index = (hash + probe) % kSlots;
-    FoundSlot found{SlotId{static_cast<std::uint32_t>(index)}, Slot{}};
-    Slot &slot = found.slot;
-    if (!file.read(slot_offset(index), &slot, sizeof slot)) throw IoError(unusable(file.path()));
-    if (slot.tag == 0) {
-      if (!claim) return std::nullopt;  // open addressing: a free slot ends the search
-      slot.tag = tag;
-      std::memcpy(slot.name, packed, sizeof packed);
-      if (!file.write(slot_offset(index), &slot, sizeof slot)) throw IoError(unusable(file.path()));
-      return found;
+  Slot block[kProbeBlock];
+  for (std::size_t probe = 0; probe < kSlots;) {
+    const std::size_t first = (hash + probe) % kSlots;
+    const std::size_t count = std::min({kProbeBlock, kSlots - first, kSlots - probe});
+    if (!file.read(slot_offset(first), block, count * sizeof(Slot))) throw IoError(unusable(file.path()));
+    for (std::size_t i = 0; i < count; ++i, ++probe) {
+      FoundSlot found{SlotId{static_cast<std::uint32_t>(first + i)}, block[i]};
+      Slot &slot = found.slot;
+      if (slot.tag == 0) {
+        if (!claim) return std::nullopt;  // open addressing: a free slot ends the search
+        slot.tag = tag;
+        std::memcpy(slot.name, packed, sizeof packed);
+        if (!file.write(slot_offset(first + i), &slot, sizeof slot)) throw IoError(unusable(file.path()));
+        return found;
+      }
+      if (slot.tag == tag && std::memcmp(slot.name, packed, sizeof packed) == 0) return found;
     }
-    if (slot.tag == tag && std::memcmp(slot.name, packed, sizeof packed) == 0) return found;
   }
   if (claim) {
     safe_log(log, LogLevel::warning, "swap trigger table " + file.path() + " is full (" + std::to_string(kSlots) +
@@ -234,11 +241,20 @@ std::uint64_t GenerationTable::bump(const std::string &consumer, const std::stri
   if (content_key && !store::is_valid_key(*content_key)) {
     throw UsageError("content key \"" + *content_key + "\" is not 32 lower-case hex digits (kiln ls lists keys)");
   }
+  return bump_slot(consumer, name, content_key, true);
+}
+
+std::uint64_t GenerationTable::bump_if_watched(const std::string &consumer, const std::string &name) {
+  return bump_slot(consumer, name, std::nullopt, false);
+}
+
+std::uint64_t GenerationTable::bump_slot(const std::string &consumer, const std::string &name,
+                                         const std::optional<std::string> &content_key, bool claim) {
   validate_names(consumer, name);
   // One hold for finding (or claiming) the slot and bumping it.
   const auto held = file_->hold(true);
   if (!held) throw IoError(unusable(file_->path()));
-  auto found = find_held(*file_, consumer, name, true, log_);
+  auto found = find_held(*file_, consumer, name, claim, log_);
   if (!found) return 0;
   Slot &slot = found->slot;
   slot.generation += 1;

@@ -86,6 +86,11 @@ class GenerationTable {
   // be read or written.
   std::uint64_t bump(const std::string &consumer, const std::string &name,
                      const std::optional<std::string> &content_key = std::nullopt);
+  // A manifest change of consumer/name (publish, build, import): bumps its generation where a
+  // watcher has claimed its slot; 0, and nothing written, for a name no watcher has claimed. A
+  // watcher claims its slot before it first resolves the name, so it reads such a change itself;
+  // an import of thousands of names leaves the table to the names controllers watch.
+  std::uint64_t bump_if_watched(const std::string &consumer, const std::string &name);
 
   // Watcher records. claim: a free record for this process watching `slot` (free: never
   // claimed, or its process is gone: of this pid namespace dead, of another one silent past
@@ -107,6 +112,8 @@ class GenerationTable {
  private:
   GenerationTable() = default;
   std::optional<SlotId> find(const std::string &consumer, const std::string &name, bool claim) const;
+  std::uint64_t bump_slot(const std::string &consumer, const std::string &name,
+                          const std::optional<std::string> &content_key, bool claim);
   bool reclaimable(const void *record, std::uint64_t now) const noexcept;
   std::unique_ptr<GenerationsFile> file_;
   LogCallback log_;
