@@ -4,6 +4,10 @@
 #   -DKILN_SANITIZE=thread              TSan
 #   -DKILN_BUILD_FUZZ=ON                libFuzzer targets (fuzz/); needs clang. Implies
 #                                       KILN_SANITIZE=address,undefined unless set otherwise.
+#   -DKILN_LINE_TABLES_ONLY=ON          C and C++ with line tables only (-g1): what a sanitizer
+#                                       report, a fuzz finding or a backtrace names, at about two
+#                                       thirds of the compile time of full debug information
+#                                       (scripts/test's checking trees)
 #
 # KILN_SANITIZE is used with g++ (scripts/test's asan and tsan trees: g++ links the shared
 # sanitizer runtime, which plugins linked with --no-undefined need) and with clang in the fuzz
@@ -95,4 +99,10 @@ if(KILN_SANITIZE)
   unset(_kiln_xcompiler)
   unset(_kiln_rest)
   unset(_kiln_target_gets)
+endif()
+
+option(KILN_LINE_TABLES_ONLY "Compile C and C++ with line tables only (-g1)" OFF)
+if(KILN_LINE_TABLES_ONLY)
+  # After CMAKE_<LANG>_FLAGS_<CONFIG> on the command line, so it overrides their -g.
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-g1>)
 endif()
