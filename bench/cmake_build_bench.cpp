@@ -1,4 +1,4 @@
-// The cmake backend, measured against baselines in the same run (README "Benchmarks"):
+// The cmake backend, measured against baselines in the same run (docs/benchmarks.md "kiln_bench_cmake_build"):
 //  (a) an unchanged `ensure` of a cmake recipe: its time, and whether it spawned any process
 //      (cmake runs through a logging wrapper; the generator logs each run);
 //  (b) a forced one-job build against the very same two cmake commands (from build.log) run

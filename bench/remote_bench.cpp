@@ -1,4 +1,4 @@
-// The fleet cache on loopback (README "Sharing a cache across machines"), against a baseline in
+// The fleet cache on loopback (docs/remote-cache.md), against a baseline in
 // the same run: the real nginx (WebDAV) and redis-server started by tests/remote/servers.
 //  (a) fetch-on-miss of the IK plugin (kiln-ik/iiwa14, built for sm_90) into an empty cache,
 //      from nginx and from Redis, against building it locally into an empty cache;

@@ -4,7 +4,7 @@
 // transfers from and to pinned host memory), against the same header in double on the CPU in the
 // same run (one thread, and all cores with one range of states per thread at a time), and the
 // accuracy of both GPU precisions against the CPU double torques of the same states. Prints
-// PASS/FAIL against issue 11's target (>= 10 M evaluations/s, fp32 within the tolerance below).
+// PASS/FAIL against the goal (>= 10 M evaluations/s, fp32 within the tolerance below).
 // Without a GPU: "skipped: no CUDA device", the CPU figures, exit 0.
 //
 //   kiln_bench_rnea [--max-states N] [--cpu-states N] [--runs N] [--threads N]

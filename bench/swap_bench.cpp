@@ -1,4 +1,4 @@
-// Hot-swap bench (issue 9), two parts, each against a baseline measured in the same run:
+// Hot-swap bench, two parts, each against a baseline measured in the same run:
 //
 // (a) The control thread's cost of one cycle's acquire + quiescent announcement, against a plain
 //     atomic (acquire) load: batches of --batch calls timed with steady_clock and divided, the two
@@ -13,7 +13,7 @@
 //
 //   kiln_bench_swap [--seconds S] [--swap-every-ms MS] [--targets N] [--device D] [--keep-resident K]
 //                   [--rounds N] [--batch N] [--cache DIR] [--no-fifo]
-//     --seconds     each run of the loop (default 60; the 2-core dev VM runs 5)
+//     --seconds     each run of the loop (default 60; a 2-core x86-64 machine runs 5)
 //     --device      CUDA ordinal, -1 the host path (default: 0 where a device exists, else -1 against
 //                   a declared sm_90 unless KILN_DEVICE says otherwise)
 //     --keep-resident  1 (default): every swap loads, activates, self-tests and retires a version;

@@ -1,4 +1,4 @@
-// kiln: bundles -- one signed file carrying chosen store entries to another machine (issue 10).
+// kiln: bundles -- one signed file carrying chosen store entries to another machine.
 //
 // A bundle is a tar (libarchive, pax) compressed with zstd. Its first member, kiln-bundle.json
 // (the index), lists every entry (consumer, name, content key, kind, input key) and every file

@@ -1,7 +1,7 @@
 // kiln: the typed errors of the C++ API.
 //
 // Every error says what input it concerns and what would fix it. The CLI maps each kind to
-// a documented exit code (README "Exit codes").
+// a documented exit code (docs/cli.md "Exit codes").
 #pragma once
 
 #include <stdexcept>

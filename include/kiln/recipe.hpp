@@ -52,7 +52,8 @@ struct Recipe {
   std::vector<RecipeKernel> kernels;     // nvrtc only (required there): kernels to record and resolve
   bool lto = false;                      // nvrtc only: compile to LTO-IR and link with nvJitLink -lto
   std::vector<GeneratorStep> generators;
-  // cmake only (README "Recipes"): the project, what of it keys the build, and what it builds.
+  // cmake only (docs/recipes.md "Plugins from a CMake project"): the project, what of it keys the
+  // build, and what it builds.
   std::string project;                   // directory holding CMakeLists.txt (absolute after load)
   std::vector<std::string> project_files;  // globs relative to `project`, hashed by content
   std::map<std::string, std::string> cmake_options;  // -DNAME=VALUE; values may hold {gen}, {abi}

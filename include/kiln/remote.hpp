@@ -1,4 +1,4 @@
-// kiln: sharing a cache across machines (issue 13) -- remote caches on existing servers (an
+// kiln: sharing a cache across machines -- remote caches on existing servers (an
 // nginx with WebDAV PUT, any server with GET/HEAD/PUT; Redis), never a server of kiln's own.
 //
 // A build that misses locally asks the remotes, in order, by input key (ac/<consumer>/<input

@@ -231,7 +231,7 @@ struct SwapAcknowledgement {
   bool same_pid_namespace = true;
   std::uint64_t generation = 0;  // the newest generation it handled
   std::string outcome;           // "watching" (nothing handled yet), "swapped", "unchanged", "refused"
-  int exit_code = 0;             // of a refusal: its ErrorKind (README "Exit codes"), else 0
+  int exit_code = 0;             // of a refusal: its ErrorKind (docs/cli.md "Exit codes"), else 0
   std::string note;              // the swap's to-key, or the refusal's reason (truncated to 120 bytes)
 };
 

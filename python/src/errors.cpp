@@ -1,5 +1,5 @@
 // kiln::Error -> kiln.<Kind>Error. Each class carries exit_code and kind (class attributes: the
-// CLI's exit code, README "Exit codes"); instances add the message's details: reasons
+// CLI's exit code, docs/cli.md "Exit codes"); instances add the message's details: reasons
 // (IncompatibleError, a list of dicts as --json prints them) and log (BuildError).
 #include "errors.hpp"
 

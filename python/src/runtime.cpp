@@ -254,7 +254,7 @@ void bind_runtime(py::module_ &m) {
       "A new Ed25519 key pair for signing bundles, as `kiln keygen`: PATH.key (secret, mode 0600) and PATH.pub; "
       "{secret_file, public_file, key_id}. kiln.UsageError when either exists (a key is never overwritten).");
   py::class_<Recipe>(m, "Recipe",
-                     "A parsed, validated recipe (README 'Build on miss'). Runtime.plan/build/ensure also take "
+                     "A parsed, validated recipe (docs/recipes.md). Runtime.plan/build/ensure also take "
                      "a path or a dict directly.")
       .def_static(
           "load", [](const py::object &path) { return Recipe::load(fs_path(path)); }, py::arg("path"),
@@ -444,7 +444,7 @@ void bind_runtime(py::module_ &m) {
       .def(
           "remote_status",
           [](const Runtime &runtime) { return released([&] { return kiln::to_json(runtime.remote_status()); }); },
-          "The remote caches (README 'Sharing a cache across machines'), each asked for a round trip, as "
+          "The remote caches (docs/remote-cache.md), each asked for a round trip, as "
           "`kiln remote status`: {config_file, remotes: [{url, read_only, state, detail, round_trip_ms ...}], "
           "trusted_keys, signing_key}. kiln.UsageError for a malformed configuration.")
       .def(

@@ -1,6 +1,6 @@
 // The plugin ABI headers (abi/kiln) compiled into kiln, and the directory builds include them
 // from. A kiln that was installed, moved or had its source tree deleted builds exactly as before:
-// it never reads the tree it was built from (README "Install").
+// it never reads the tree it was built from (docs/install.md "To a prefix").
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-// kiln internal: the fields of a "backend": "cmake" recipe (README "Recipes"): reading them,
-// expanding the project's file globs, and the cache options kiln passes itself.
+// kiln internal: the fields of a "backend": "cmake" recipe (docs/recipes.md "Plugins from a CMake
+// project"): reading them, expanding the project's file globs, and the cache options kiln passes itself.
 #pragma once
 
 #include <set>

@@ -3,7 +3,7 @@
 namespace kiln::cli {
 
 void add_recipe_options(CLI::App &command, BuildArgs &args) {
-  // Not CLI::ExistingFile: a missing recipe is "not found" (exit 3, README), said by Recipe::load.
+  // Not CLI::ExistingFile: a missing recipe is "not found" (exit 3, docs/cli.md), said by Recipe::load.
   command.add_option("recipe", args.recipe, "recipe JSON file")->required();
   command.add_flag("--force", args.force, "recompile every unit");
   command.add_option("--jobs", args.jobs, "parallel compiles (default KILN_JOBS or cores, bounded by memory)");

@@ -1,7 +1,7 @@
 // kiln — command line front end of the runtime: one file per verb (verbs.hpp); this file
 // registers them, runs the one asked for and maps errors to exit codes. Every verb takes --json.
 // Exit codes: 0 ok, 1 other, 2 usage/bad name, 3 not found, 4 incompatible, 5 plugin ABI,
-// 6 integrity/corrupt, 7 build failed (README "Exit codes").
+// 6 integrity/corrupt, 7 build failed (docs/cli.md "Exit codes").
 #include <cstdio>
 #include <iostream>
 #include <string>

@@ -1,5 +1,5 @@
 // kiln verify: check the stores (or one store directory) and, with --repair, repair them.
-// Exit 0 when no damage is left, 6 (integrity) when some is (README "Exit codes").
+// Exit 0 when no damage is left, 6 (integrity) when some is (docs/cli.md "Exit codes").
 #include <memory>
 
 #include <kiln/json.hpp>

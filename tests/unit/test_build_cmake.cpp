@@ -1,5 +1,6 @@
-// The cmake backend (README "Recipes", docs/architecture.md §3): recipe validation, what keys a
-// build, hits that spawn nothing, generator outputs shared by N variants, and one build per key.
+// The cmake backend (docs/recipes.md "Plugins from a CMake project", docs/architecture.md §3):
+// recipe validation, what keys a build, hits that spawn nothing, generator outputs shared by N
+// variants, and one build per key.
 // The project is tests/data/cmake: C++ only, so that CI's many configures stay cheap.
 #include <doctest/doctest.h>
 

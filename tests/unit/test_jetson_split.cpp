@@ -1,5 +1,5 @@
 // The Jetson path of the IK plugin's split form, run by CI's aarch64 stage under the emulator
-// (README "Deploying to a Jetson"): the workstation's NVRTC device images arrive in a signed
+// (docs/jetson.md "Deploying to a Jetson"): the workstation's NVRTC device images arrive in a signed
 // bundle, the cross-built aarch64 host part is published by the aarch64 kiln, both travel in one
 // signed bundle into a read-only vendor layer, and the robot (a declared Orin or Thor, no
 // toolchain) loads the host part from that layer, is offered the image of its exact arch, and

@@ -8,7 +8,7 @@
 // Every solution is judged with the plugin's own host FK (double, rounded to float) from the
 // returned joint vector: success = position error < 1 mm, orientation error < 0.01 rad and
 // every joint within its limits. Exit status: 0 when at least 99 % of the targets succeed;
-// 1 when fewer do or a solve fails; kiln's error codes (README "Exit codes") otherwise.
+// 1 when fewer do or a solve fails; kiln's error codes (docs/cli.md "Exit codes") otherwise.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

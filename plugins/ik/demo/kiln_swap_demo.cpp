@@ -1,4 +1,4 @@
-// kiln-swap-demo: hot swap under a running control loop (issue 9). A 1 kHz control thread solves
+// kiln-swap-demo: hot swap under a running control loop. A 1 kHz control thread solves
 // IK for smoothly moving targets (warm-started from each slot's last solution) through
 // kiln::Swappable<kiln_ik_v1>, while a setup thread swaps the solver between two recipe variants
 // (iiwa14 and iiwa14-b: other damping and iteration cap, built on miss) every --swap-every-ms,

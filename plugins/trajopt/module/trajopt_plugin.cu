@@ -25,8 +25,8 @@ namespace {
 using namespace kiln_trajopt;
 
 // The seed kernel's instantiations: threads per block and the blocks per SM its registers must
-// allow. kDefaultVariant is the measured choice (README "Measured"); KILN_TRAJOPT_KERNEL=<index> picks
-// another at activate, for measurements.
+// allow. kDefaultVariant is the measured choice (plugins/trajopt/README.md "Measured");
+// KILN_TRAJOPT_KERNEL=<index> picks another at activate, for measurements.
 struct SeedVariant {
   void (*kernel)(KernelParams);
   unsigned threads;

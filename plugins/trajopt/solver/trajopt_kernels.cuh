@@ -20,7 +20,7 @@ constexpr size_t kSeedSharedBytes = kBandReals * sizeof(Real) + 32 * sizeof(floa
 constexpr unsigned kFinalizeBlock = 64;
 
 // Threads per block and the blocks per SM the compiler must fit (so, registers per thread):
-// solver/README "GPU layout" gives the measured choice among the instantiations the plugin carries.
+// plugins/trajopt/README.md "GPU layout" gives the measured choice among the instantiations the plugin carries.
 template <int Threads, int MinBlocks>
 __global__ void __launch_bounds__(Threads, MinBlocks) seed_kernel(const KernelParams p) {
   extern __shared__ Real shared[];

@@ -1,6 +1,6 @@
 // kiln TrajOpt plugin: the optimisation problem of one (problem, seed), shared by the kernels and
 // the host path: the knots' finite-difference states, the residuals and their cost, the goal
-// error, the starting trajectories. Formulation (README "Solver"): variables q_1..q_N (q_0 and the
+// error, the starting trajectories. Formulation (plugins/trajopt/README.md "Solver"): variables q_1..q_N (q_0 and the
 // ghost q_{-1} = q_0 - dt qd_0 fixed), qd_k = (q_k - q_{k-1}) / dt, qdd_k = (q_{k+1} - 2 q_k +
 // q_{k-1}) / dt^2 (qdd_N = 0), tau_k = RNEA(q_k, qd_k, qdd_k); every residual of knot k depends on
 // q_{k-1}, q_k, q_{k+1} only ("slots" 0, 1, 2), so the Gauss-Newton matrix is block-banded.

@@ -1,4 +1,4 @@
-// One remote cache server (issue 13), as ccache's storage/remote/: a small interface, one file
+// One remote cache server, as ccache's storage/remote/: a small interface, one file
 // per kind of server, in their own module (backends/, backend_module.hpp) -- (http_backend.cpp: GET/HEAD/PUT/MKCOL/DELETE against nginx's WebDAV module
 // or any server with those verbs; redis_backend.cpp: hiredis). The flow that decides what to ask
 // and what to trust lives above it (store/remote/remote_cache.hpp): a backend only moves bytes
