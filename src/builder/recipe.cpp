@@ -69,7 +69,7 @@ Recipe Recipe::load(const std::string &path) try {
 
 Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, const std::string &file_for_errors) try {
   const json root = support::parse_json(json_text, [&](const std::string &why) {
-    throw UsageError("recipe " + file_for_errors + ": " + why + "; fix the file (a recipe is one JSON object, see README)");
+    throw UsageError("recipe " + file_for_errors + ": " + why + "; fix the file (a recipe is one JSON object: docs/recipes.md)");
   });
   if (!root.is_object()) throw UsageError("recipe " + file_for_errors + " must be a JSON object");
   const RecipeReader read(root, file_for_errors, fs::path(base_dir));
