@@ -1,8 +1,12 @@
 #include "store/local_store.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <optional>
+#include <set>
+
+#include <sys/stat.h>
 
 #include <boost/filesystem/operations.hpp>
 
@@ -208,15 +212,32 @@ bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log, Existin
   return fresh;
 }
 
+namespace {
+
+// syncfs once per file system holding one of `dirs` (the stagings' store/ directories): usually
+// the store root's, but a consumer's directory may be a mount of its own.
+void sync_file_systems(const std::set<fs::path> &dirs) {
+  std::set<dev_t> synced;
+  for (const auto &dir : dirs) {
+    struct stat info {};
+    if (::stat(dir.c_str(), &info) != 0) throw_io("cannot stat", dir, errno);
+    if (synced.insert(info.st_dev).second) sync_file_system(dir);
+  }
+}
+
+}  // namespace
+
 std::vector<bool> LocalStore::commit_entries(std::vector<Staging> stagings, const LogCallback &log,
                                              const std::function<void(std::size_t)> &placed) const {
   std::vector<Staging> owned(std::move(stagings));  // what is not renamed is removed on return
   std::vector<bool> fresh(owned.size(), false);
   if (owned.empty()) return fresh;
+  std::set<fs::path> dirs;  // where the entries go
+  for (const auto &staging : owned) dirs.insert(staging.dir().parent_path());
   // Staged files were written without fsync: one flush of the store's file system makes them
   // all durable before any rename can make one visible (each file's fsync would be a journal
   // commit of its own).
-  sync_file_system(root());
+  sync_file_systems(dirs);
   KILN_FAULT_POINT("staging.after_fsync");
   for (std::size_t i = 0; i < owned.size(); ++i) {
     if (make_room(owned[i], log, ExistingEntry::keep)) {
@@ -228,7 +249,7 @@ std::vector<bool> LocalStore::commit_entries(std::vector<Staging> stagings, cons
     if (placed) placed(i);
   }
   // The renames and the staging locks' removals, durable before any pointer or manifest names them.
-  sync_file_system(root());
+  sync_file_systems(dirs);
   return fresh;
 }
 

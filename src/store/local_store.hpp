@@ -91,9 +91,9 @@ class LocalStore {
   bool commit_entry(Staging &&staging, const LogCallback &log, ExistingEntry existing = ExistingEntry::keep) const;
   // commit_entry for many stagings at once (an import), with the same outcome per entry (true:
   // renamed into place; false: an entry already there was kept, or another writer's won), and
-  // the same crash safety for fewer flushes: one syncfs makes every staged file durable, then
-  // each staging is renamed into place (`placed`, when given, hears its index after), then one
-  // more syncfs makes the renames durable. An entry already under a key is judged as
+  // the same crash safety for fewer flushes: one syncfs (per file system the entries go to)
+  // makes every staged file durable, then each staging is renamed into place (`placed`, when
+  // given, hears its index after), then one more syncfs makes the renames durable. An entry already under a key is judged as
   // commit_entry judges it (ExistingEntry::keep). On a throw, the stagings not yet renamed are
   // removed; the entries renamed before stay, named by no manifest yet.
   std::vector<bool> commit_entries(std::vector<Staging> stagings, const LogCallback &log,
