@@ -244,7 +244,7 @@ std::vector<bool> LocalStore::commit_entries(std::vector<Staging> stagings, cons
       fresh[i] = place_staging(owned[i].dir(), layout(owned[i].consumer()).entry(owned[i].meta().content_key));
       owned[i].release();  // renamed into place, or removed by place_staging when another writer won
     } else {
-      const Staging kept(std::move(owned[i]));  // an entry there serves: the staging goes now
+      const Staging dropped(std::move(owned[i]));  // the entry there serves: this copy goes now
     }
     if (placed) placed(i);
   }
