@@ -433,15 +433,16 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
     }
   }
 
-  // 5. The whole bundle verified: commit every entry (an intact one already there is kept),
-  // then the bykey pointers and one manifest update per consumer, with the store's own
-  // protocol. A crash between two entry commits leaves only entries no manifest names yet --
-  // invisible to every reader -- and importing the bundle again completes the job.
-  std::vector<bool> fresh(index.entries.size());
-  for (std::size_t e = 0; e < index.entries.size(); ++e) {
-    fresh[e] = target.writable().commit_entry(std::move(*stagings[e]), log);
-    KILN_FAULT_POINT("import.after_entry");
-  }
+  // 5. The whole bundle verified: commit every entry in one batch (one flush for all staged
+  // files, one for all renames; an intact one already there is kept), then the bykey pointers
+  // and one manifest update per consumer, with the store's own protocol. A crash between two
+  // entry commits leaves only entries no manifest names yet -- invisible to every reader -- and
+  // importing the bundle again completes the job.
+  std::vector<store::Staging> batch;
+  batch.reserve(stagings.size());
+  for (auto &staging : stagings) batch.push_back(std::move(*staging));
+  const std::vector<bool> fresh =
+      target.writable().commit_entries(std::move(batch), log, [](std::size_t) { KILN_FAULT_POINT("import.after_entry"); });
   std::vector<store::Publication> publications;
   for (const auto &entry : index.entries) {
     for (const auto &record : entry.records) {

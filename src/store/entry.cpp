@@ -216,11 +216,13 @@ bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta) {
   return true;
 }
 
-bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
+void sync_staging(const fs::path &staging_dir) {
   // Every file and directory below, deepest first (generated headers live in a subdirectory).
   for (fs::recursive_directory_iterator it(staging_dir), end; it != end; ++it) fsync_path(it->path());
   fsync_path(staging_dir);
-  KILN_FAULT_POINT("staging.after_fsync");
+}
+
+bool place_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
   // The writer's liveness lock goes last, just before the rename, so that a writer killed at
   // any earlier step leaves a directory whose free lock tells the next sweep it is dead.
   const fs::path lock_file = staging_dir / kStagingLockFile;
@@ -237,6 +239,13 @@ bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
                   std::strerror(error));
   }
   KILN_FAULT_POINT("staging.after_rename");
+  return true;
+}
+
+bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
+  sync_staging(staging_dir);
+  KILN_FAULT_POINT("staging.after_fsync");
+  if (!place_staging(staging_dir, entry_dir)) return false;
   fsync_path(entry_dir);  // the lock file's removal
   fsync_path(entry_dir.parent_path());
   return true;

@@ -51,9 +51,19 @@ bool entry_files_present(const fs::path &entry_dir, const EntryMeta &meta);
 // not be mistaken for damage (a damaged entry is moved aside, a merely unreadable one must not be).
 bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta);
 
-// Make a filled staging directory the entry: fsync its files and itself, rename it to
-// `entry_dir`, fsync the parent. Returns false (and removes the staging directory) when an
-// entry with that content key already exists: entries are immutable and identical by key.
+// Make a filled staging directory the entry: fsync its files and itself (sync_staging), rename
+// it to `entry_dir` (place_staging), fsync the entry and its parent. Returns false (and removes
+// the staging directory) when an entry with that content key already exists: entries are
+// immutable and identical by key.
 bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir);
+
+// commit_staging's steps, for a writer that commits many entries at once (LocalStore::
+// commit_entries) and makes them durable with one flush of the file system instead of each
+// file's fsync. sync_staging: fsync every file and directory below staging_dir, and itself.
+void sync_staging(const fs::path &staging_dir);
+// A staging directory whose files are durable renamed to `entry_dir` (its liveness lock removed
+// first); false (the staging directory removed) when another writer's entry took the name. The
+// rename is durable only once entry_dir and its parent are fsynced (or the file system synced).
+bool place_staging(const fs::path &staging_dir, const fs::path &entry_dir);
 
 }  // namespace kiln::store

@@ -129,6 +129,12 @@ void fsync_path(const fs::path &path) {
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw_io("cannot fsync", path, errno);
 }
 
+void sync_file_system(const fs::path &path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw_io("cannot open", path, errno);
+  if (::syncfs(fd.get()) != 0) throw_io("cannot sync the file system of", path, errno);
+}
+
 std::string atomic_temp_prefix(const std::string &file_name) { return "." + file_name + ".tmp-"; }
 
 int remove_dead_temps(const fs::path &file, std::chrono::seconds min_age) {

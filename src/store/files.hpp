@@ -92,6 +92,11 @@ void copy_file_synced(const fs::path &from, const fs::path &to, unsigned mode = 
 
 void fsync_path(const fs::path &path);  // a file or a directory
 
+// Everything written to the file system holding `path` made durable at once (syncfs(2)): one
+// flush for many files where each file's fsync would cost a journal commit. Throws IoError
+// (EIO, ENOSPC: a write that did not reach the disk) like fsync_path.
+void sync_file_system(const fs::path &path);
+
 // Create a directory and its parents, with permissions 0755 whatever the umask (a store
 // must not be writable by others, or kiln itself would refuse to run code from it).
 void create_directories(const fs::path &dir);

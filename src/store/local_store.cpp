@@ -1,8 +1,12 @@
 #include "store/local_store.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <optional>
+#include <set>
+
+#include <sys/stat.h>
 
 #include <boost/filesystem/operations.hpp>
 
@@ -14,6 +18,7 @@
 #include "store/names.hpp"
 #include "store/safety.hpp"
 #include "store/sweep.hpp"
+#include "support/fault_point.hpp"
 
 namespace kiln::store {
 
@@ -171,36 +176,80 @@ FileLock LocalStore::lock_input_key(const std::string &consumer, const std::stri
   }
 }
 
+bool LocalStore::make_room(const Staging &staging, const LogCallback &log, ExistingEntry existing) const {
+  const EntryMeta &meta = staging.meta();
+  if (!staging.has_records()) throw Error(ErrorKind::other, "internal: committing a staging directory without meta.json");
+  const fs::path entry = layout(staging.consumer()).entry(meta.content_key);
+  boost::system::error_code error;
+  if (!fs::exists(entry, error)) return true;
+  if (const auto stored = valid_entry_meta(entry, meta.content_key)) {
+    // A valid entry: an older output of the same inputs. The same bytes, or not asked to
+    // replace it: kept (the caller removes the staging directory).
+    if (stored->digest == meta.digest || existing == ExistingEntry::keep) return false;
+    // A forced rebuild wrote other bytes: the toolchain is not reproducible for these inputs.
+    // Replaced by a rename, never in place: readers may have the old file mapped.
+    const std::string differs = describe_entry_differences(entry, *stored, staging.dir(), meta);
+    const fs::path aside = rename_aside(staging.consumer(), meta.content_key, kReplacedSuffix);
+    if (log) {
+      log(LogLevel::info, "rebuilt: output differs from the stored entry (not reproducible: " +
+                              (differs.empty() ? std::string("which bytes is unknown") : differs) + "); " +
+                              entry.string() + " replaced, the stored one moved aside to " + aside.string());
+    }
+  } else {
+    // A damaged entry under our key (a torn or altered file) is moved aside, never modified
+    // in place and never trusted, so that the fresh copy can take its name. A sweep removes it
+    // a day later (a lock-less staging directory, sweep.hpp): time to inspect it.
+    move_entry_aside(staging.consumer(), meta.content_key, log);
+  }
+  return true;
+}
+
 bool LocalStore::commit_entry(Staging &&staging, const LogCallback &log, ExistingEntry existing) const {
   Staging owned(std::move(staging));
-  const EntryMeta &meta = owned.meta();
-  if (!owned.has_records()) throw Error(ErrorKind::other, "internal: committing a staging directory without meta.json");
-  const ConsumerLayout paths = layout(owned.consumer());
-  const fs::path entry = paths.entry(meta.content_key);
-  boost::system::error_code error;
-  if (fs::exists(entry, error)) {
-    if (const auto stored = valid_entry_meta(entry, meta.content_key)) {
-      // A valid entry: an older output of the same inputs. The same bytes, or not asked to
-      // replace it: kept (owned removes the staging directory).
-      if (stored->digest == meta.digest || existing == ExistingEntry::keep) return false;
-      // A forced rebuild wrote other bytes: the toolchain is not reproducible for these inputs.
-      // Replaced by a rename, never in place: readers may have the old file mapped.
-      const std::string differs = describe_entry_differences(entry, *stored, owned.dir(), meta);
-      const fs::path aside = rename_aside(owned.consumer(), meta.content_key, kReplacedSuffix);
-      if (log) {
-        log(LogLevel::info, "rebuilt: output differs from the stored entry (not reproducible: " +
-                                (differs.empty() ? std::string("which bytes is unknown") : differs) + "); " +
-                                entry.string() + " replaced, the stored one moved aside to " + aside.string());
-      }
-    } else {
-      // A damaged entry under our key (a torn or altered file) is moved aside, never modified
-      // in place and never trusted, so that the fresh copy can take its name. A sweep removes it
-      // a day later (a lock-less staging directory, sweep.hpp): time to inspect it.
-      move_entry_aside(owned.consumer(), meta.content_key, log);
-    }
-  }
-  const bool fresh = commit_staging(owned.dir(), entry);
+  if (!make_room(owned, log, existing)) return false;  // owned removes the staging directory
+  const bool fresh = commit_staging(owned.dir(), layout(owned.consumer()).entry(owned.meta().content_key));
   owned.release();  // renamed into place, or removed by commit_staging when another writer won
+  return fresh;
+}
+
+namespace {
+
+// syncfs once per file system holding one of `dirs` (the stagings' store/ directories): usually
+// the store root's, but a consumer's directory may be a mount of its own.
+void sync_file_systems(const std::set<fs::path> &dirs) {
+  std::set<dev_t> synced;
+  for (const auto &dir : dirs) {
+    struct stat info {};
+    if (::stat(dir.c_str(), &info) != 0) throw_io("cannot stat", dir, errno);
+    if (synced.insert(info.st_dev).second) sync_file_system(dir);
+  }
+}
+
+}  // namespace
+
+std::vector<bool> LocalStore::commit_entries(std::vector<Staging> stagings, const LogCallback &log,
+                                             const std::function<void(std::size_t)> &placed) const {
+  std::vector<Staging> owned(std::move(stagings));  // what is not renamed is removed on return
+  std::vector<bool> fresh(owned.size(), false);
+  if (owned.empty()) return fresh;
+  std::set<fs::path> dirs;  // where the entries go
+  for (const auto &staging : owned) dirs.insert(staging.dir().parent_path());
+  // Staged files were written without fsync: one flush of the store's file system makes them
+  // all durable before any rename can make one visible (each file's fsync would be a journal
+  // commit of its own).
+  sync_file_systems(dirs);
+  KILN_FAULT_POINT("staging.after_fsync");
+  for (std::size_t i = 0; i < owned.size(); ++i) {
+    if (make_room(owned[i], log, ExistingEntry::keep)) {
+      fresh[i] = place_staging(owned[i].dir(), layout(owned[i].consumer()).entry(owned[i].meta().content_key));
+      owned[i].release();  // renamed into place, or removed by place_staging when another writer won
+    } else {
+      const Staging dropped(std::move(owned[i]));  // the entry there serves: this copy goes now
+    }
+    if (placed) placed(i);
+  }
+  // The renames and the staging locks' removals, durable before any pointer or manifest names them.
+  sync_file_systems(dirs);
   return fresh;
 }
 

@@ -4,11 +4,13 @@
 // store directly.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <kiln/cancel.hpp>
 #include <kiln/identity.hpp>
@@ -87,6 +89,15 @@ class LocalStore {
   // "rebuilt: output differs from the stored entry (not reproducible: <which files, where>)".
   // A damaged one is moved aside first (a warning), never modified in place and never trusted.
   bool commit_entry(Staging &&staging, const LogCallback &log, ExistingEntry existing = ExistingEntry::keep) const;
+  // commit_entry for many stagings at once (an import), with the same outcome per entry (true:
+  // renamed into place; false: an entry already there was kept, or another writer's won), and
+  // the same crash safety for fewer flushes: one syncfs (per file system the entries go to)
+  // makes every staged file durable, then each staging is renamed into place (`placed`, when
+  // given, hears its index after), then one more syncfs makes the renames durable. An entry already under a key is judged as
+  // commit_entry judges it (ExistingEntry::keep). On a throw, the stagings not yet renamed are
+  // removed; the entries renamed before stay, named by no manifest yet.
+  std::vector<bool> commit_entries(std::vector<Staging> stagings, const LogCallback &log,
+                                   const std::function<void(std::size_t)> &placed = {}) const;
   // bykey/<input_key> -> content key (written only when it differs). Its temp files are swept
   // only once the build lock of input_key is free and they are old (sweep.hpp).
   void write_pointer(const std::string &consumer, const std::string &input_key, const std::string &content_key) const;
@@ -122,6 +133,10 @@ class LocalStore {
  private:
   // store/<content_key> renamed to store/.staging-<random><suffix>; returns where it went.
   fs::path rename_aside(const std::string &consumer, const std::string &content_key, const char *suffix) const;
+  // Before a staging is renamed in: an entry under its key that serves (intact, or valid and
+  // `existing` is keep) -> false, nothing to commit; a damaged one, or a valid one being
+  // replaced, is moved aside -> true.
+  bool make_room(const Staging &staging, const LogCallback &log, ExistingEntry existing) const;
 
   StoreLocation location_;
 

@@ -26,8 +26,8 @@ inline constexpr const char *kFaultPoints[] = {
     "file.after_rename",      // ... renamed over the file, its directory not yet fsynced
     "file.after_dir_fsync",   // ... the directory is fsynced: the write is complete
     "file.after_copy_fsync",  // copy_file_synced: the copy is complete and fsynced (callers rename it next)
-    "staging.after_fsync",    // commit_staging: every staged file is fsynced, not yet renamed into the entry
-    "staging.after_rename",   // ... staging renamed into the entry, store/ not yet fsynced
+    "staging.after_fsync",    // commit_staging: every staged file is fsynced (a batch: the file system synced), not yet renamed into the entry
+    "staging.after_rename",   // ... staging renamed into the entry, store/ not yet fsynced (a batch: not yet synced)
     "build.after_entry",      // builder: the entry is committed, bykey not yet pointed at it
     "build.after_bykey",      // ... bykey points at it, the manifest is not yet updated
     "publish.after_entry",    // publish: the entry is committed (or reused), the manifest not yet updated
@@ -36,7 +36,7 @@ inline constexpr const char *kFaultPoints[] = {
     "sweep.after_remove",     // ... removed
     "gc.after_rename",        // kiln gc: an evicted entry renamed out of store/, not yet removed
     "import.after_extract",   // kiln import: a member's bytes written into its entry's staging directory, not fsynced
-    "import.after_entry",     // ... an entry committed (or an intact one kept), the next entry or the pointers not yet
+    "import.after_entry",     // ... an entry renamed into place (or an intact one kept), the next entry, the batch's sync or the pointers not yet
     "import.after_bykey",     // ... (Storage::point_all) a bykey pointer written, the next one or the manifests not yet
     "import.before_manifest", // ... every pointer written, this consumer's manifest not yet updated
     "import.after_manifest",  // ... this consumer's manifest updated, its swap trigger not yet bumped

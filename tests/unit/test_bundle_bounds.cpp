@@ -115,6 +115,24 @@ std::uint64_t declared_bytes(const json &index) {
 
 TEST_SUITE("bundle") {
 
+// The lines of an strace (-e trace=`calls`) of `kiln import` of `bundle` into a fresh cache under `dir`.
+std::vector<std::string> traced_import(const fs::path &dir, const fs::path &bundle, const std::string &calls,
+                                       std::size_t entries) {
+  const fs::path trace = dir / ("trace-" + calls.substr(0, calls.find(',')));
+  const auto result = run_shell("env KILN_CACHE_DIR=" + (dir / ("cache-" + trace.filename().string())).string() +
+                                " KILN_STORE_PATH= KILN_DEVICE=sm_90"
+                                " ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\""
+                                " strace -f -e trace=" + calls + " -o " +
+                                trace.string() + " " + kiln::test::kiln_cli_command() + " import " + bundle.string() +
+                                " --allow-unsigned --json");
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(json::parse(result.out)["entries"].size() == entries);
+  std::istringstream text(kiln::test::read_text(trace));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  return lines;
+}
+
 TEST_CASE("bundle: an import's work grows with its entries, not their square: each staging lock is opened a few times" *
           kiln::test::skip_if(no_strace)) {
   // Every entry of an import stays staged (and its staging lock held) until the whole bundle
@@ -123,23 +141,30 @@ TEST_CASE("bundle: an import's work grows with its entries, not their square: ea
   constexpr int kEntries = 150;
   kiln::test::TempDir dir;
   const fs::path bundle = many_entry_bundle(dir / "source", kEntries);
-  const fs::path trace = dir / "trace";
-  const auto result = run_shell("env KILN_CACHE_DIR=" + (dir / "cache").string() +
-                                " KILN_STORE_PATH= KILN_DEVICE=sm_90"
-                                " ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\""
-                                " strace -f -e trace=open,openat -o " +
-                                trace.string() + " " + kiln::test::kiln_cli_command() + " import " + bundle.string() +
-                                " --allow-unsigned --json");
-  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-  CHECK(json::parse(result.out)["entries"].size() == static_cast<std::size_t>(kEntries));
-  std::istringstream lines(kiln::test::read_text(trace));
   int lock_opens = 0;
-  for (std::string line; std::getline(lines, line);) {
+  for (const auto &line : traced_import(dir.path(), bundle, "open,openat", kEntries)) {
     if (line.find(".staging.lock") != std::string::npos) ++lock_opens;
   }
   MESSAGE(lock_opens << " opens of staging locks for an import of " << kEntries << " entries");
   CHECK(lock_opens >= kEntries);  // each entry's own
   CHECK(lock_opens <= 3 * kEntries);
+}
+
+TEST_CASE("bundle: an import of many entries flushes the file system twice, not every staged file" *
+          kiln::test::skip_if(no_strace)) {
+  // One syncfs before the renames (every staged file durable), one after (the renames durable);
+  // the fsyncs left are the manifest's write, not one per entry.
+  constexpr int kEntries = 150;
+  kiln::test::TempDir dir;
+  const fs::path bundle = many_entry_bundle(dir / "source", kEntries);
+  int syncfs_calls = 0, fsync_calls = 0;
+  for (const auto &line : traced_import(dir.path(), bundle, "fsync,fdatasync,syncfs", kEntries)) {
+    if (line.find("syncfs(") != std::string::npos) ++syncfs_calls;
+    if (line.find("fsync(") != std::string::npos || line.find("fdatasync(") != std::string::npos) ++fsync_calls;
+  }
+  MESSAGE(syncfs_calls << " syncfs and " << fsync_calls << " fsync calls for an import of " << kEntries << " entries");
+  CHECK(syncfs_calls == 2);
+  CHECK(fsync_calls < 10);
 }
 
 TEST_CASE("bundle: a sparse member that decodes past its declared size is refused before a byte past it is written") {

@@ -1,6 +1,7 @@
 // What committing an entry does with one already under its content key: the same bytes are
 // kept, a valid entry with other bytes is kept -- or, for a forced rebuild, replaced with an
 // info line saying the output is not reproducible -- and only a damaged one is called damaged.
+// A batch commit (an import) judges each entry the same way.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -43,11 +44,11 @@ struct Logged {
   }
 };
 
-// A staging directory holding lib.so with `bytes` under kKey.
-store::Staging staged(const store::LocalStore &cache, const std::string &bytes) {
+// A staging directory holding lib.so with `bytes` under `key`.
+store::Staging staged(const store::LocalStore &cache, const std::string &bytes, const std::string &key = kKey) {
   store::Staging staging = cache.stage("c", LogCallback());
   staging.write("lib.so", bytes, 0755);
-  staging.write_records({kKey, "plugin", "lib.so", store::digest_hex(bytes), bytes.size(), "now", {}, {}}, "{}\n");
+  staging.write_records({key, "plugin", "lib.so", store::digest_hex(bytes), bytes.size(), "now", {}, {}}, "{}\n");
   return staging;
 }
 
@@ -126,4 +127,41 @@ TEST_CASE("commit: a valid entry with other bytes is kept, or replaced by a forc
     CHECK(asides(cache, "-damaged").size() == 2);
     CHECK(asides(cache, "-replaced").empty());
   }
+}
+
+TEST_CASE("commit: a batch commits each entry as commit_entry would: fresh ones renamed, intact ones kept, damaged ones moved aside") {
+  TempDir dir;
+  const store::LocalStore cache({dir.path(), true, "test"});
+  const std::string kept_key = "11111111111111111111111111111111", damaged_key = "22222222222222222222222222222222",
+                    fresh_key = "33333333333333333333333333333333";
+  REQUIRE(cache.commit_entry(staged(cache, "kept, first copy", kept_key), LogCallback()));
+  REQUIRE(cache.commit_entry(staged(cache, "damaged, first copy", damaged_key), LogCallback()));
+  write_text(cache.layout("c").entry(damaged_key) / "lib.so", "torn");
+
+  std::vector<store::Staging> batch;
+  batch.push_back(staged(cache, "fresh", fresh_key));
+  batch.push_back(staged(cache, "kept, other bytes", kept_key));
+  batch.push_back(staged(cache, "damaged, new copy", damaged_key));
+  batch.push_back(staged(cache, "fresh, a second copy in the batch", fresh_key));  // the first one wins
+  Logged log;
+  std::vector<std::size_t> placed;
+  const std::vector<bool> fresh =
+      cache.commit_entries(std::move(batch), log.callback(), [&](std::size_t i) { placed.push_back(i); });
+  CHECK(fresh == std::vector<bool>{true, false, true, false});
+  CHECK(placed == std::vector<std::size_t>{0, 1, 2, 3});
+  CHECK(read_text(cache.layout("c").entry(fresh_key) / "lib.so") == "fresh");
+  CHECK(read_text(cache.layout("c").entry(kept_key) / "lib.so") == "kept, first copy");
+  CHECK(read_text(cache.layout("c").entry(damaged_key) / "lib.so") == "damaged, new copy");
+  CHECK(log.any("was damaged; moved aside"));
+  CHECK(asides(cache, "-damaged").size() == 1);
+  for (const auto &key : {kept_key, damaged_key, fresh_key}) {
+    CHECK(cache.entry_intact("c", key));
+    CHECK_FALSE(fs::exists(cache.layout("c").entry(key) / ".staging.lock"));
+  }
+  // No staging directory is left: each was renamed into place or removed.
+  for (fs::directory_iterator it(cache.layout("c").entries()), end; it != end; ++it) {
+    const std::string name = it->path().filename().string();
+    CHECK_MESSAGE((name.size() == 32 || contains(name, "-damaged")), name);
+  }
+  CHECK(cache.commit_entries({}, LogCallback()).empty());
 }
