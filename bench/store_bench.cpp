@@ -11,20 +11,26 @@
 // exported unsigned and imported into an empty cache, against the least such an import writes:
 // one create + write + fsync + rename per entry.
 //
+// The memory of `kiln verify` and `kiln gc --dry-run`, each a process of its own (the CLI) on the
+// same cache: their peak resident set, which must not grow with the store.
+//
 //   kiln_bench_store [entries] [artifact_kib] [import_entries]
+#include <fcntl.h>
+#include <malloc.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <cstdlib>
-#include <malloc.h>
-
-#include <fstream>
-#include <random>
 #include <cstddef>
-#include <stdexcept>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <iterator>
+#include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +63,40 @@ double peak_rss_mb() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   }
   return 0;
+}
+
+// Runs the kiln CLI with `args` on `cache` (output discarded); its peak resident set in MB, or
+// a negative number when it could not run or failed (exit status above 0 other than `ok_exit`).
+double cli_peak_rss_mb(const fs::path &cache, std::vector<std::string> args, int ok_exit = 0) {
+  args.insert(args.begin(), KILN_BENCH_CLI);
+  std::vector<char *> argv;
+  for (auto &arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_text = {"KILN_CACHE_DIR=" + cache.string(), "KILN_STORE_PATH=", "KILN_DEVICE=sm_90",
+                                       "HOME=" + cache.parent_path().string()};
+  std::vector<char *> envp;
+  for (auto &entry : env_text) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, KILN_BENCH_CLI, &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  int status = 0;
+  struct rusage usage {};
+  if (::wait4(pid, &status, 0, &usage) != pid) return -1;
+  if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != ok_exit)) return -1;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+std::string megabytes(double mb) {
+  if (mb < 0) return "FAILED";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", mb);
+  return text;
 }
 
 std::string hex32(std::uint64_t a, std::uint64_t b) {
@@ -160,6 +200,7 @@ int main(int argc, char **argv) {
   const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
   auto start = Clock::now();
   std::vector<std::vector<std::string>> keys(consumers);
+  std::vector<kiln::store::Staging> batch;  // committed as an import does, 1,000 at a time
   for (int i = 0; i < entries; ++i) {
     const std::string consumer = "c" + std::to_string(i % consumers);
     const std::string key = hex32(random(), random());
@@ -170,14 +211,18 @@ int main(int argc, char **argv) {
     staging.write_records({key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),
                            kiln::store::utc_now_iso8601(), {}, {}},
                           identity);
-    store.commit_entry(std::move(staging), {});
+    batch.push_back(std::move(staging));
+    if (batch.size() == 1000 || i + 1 == entries) {
+      store.commit_entries(std::move(batch), {});
+      batch.clear();
+    }
     keys[static_cast<std::size_t>(i % consumers)].push_back(key);
   }
   for (int c = 0; c < consumers; ++c) {  // one manifest per consumer naming half its entries
     kiln::store::update_manifest(store.layout("c" + std::to_string(c)), [&](kiln::store::Manifest &manifest) {
       const auto &mine = keys[static_cast<std::size_t>(c)];
       for (std::size_t k = 0; k < mine.size(); k += 2) {
-        manifest.artifacts["n" + std::to_string(k)] = {mine[k], "", "plugin", kiln::store::utc_now_iso8601()};
+        manifest.artifacts["n" + std::to_string(k)] = {mine[k], "", "plugin", kiln::store::utc_now_iso8601(), ""};
       }
     });
   }
@@ -215,6 +260,14 @@ int main(int argc, char **argv) {
                 static_cast<unsigned long long>(report.entries));
   }
 
+  // The CLI's memory on this cache, before gc changes it: verify exits 0 (orphan entries are
+  // findings of severity info), gc --dry-run plans evicting half.
+  const double verify_rss = cli_peak_rss_mb(cache, {"verify"});
+  const double gc_rss = cli_peak_rss_mb(
+      cache, {"gc", "--dry-run", "--max-size", std::to_string(report.bytes / 2)});
+  std::printf("  peak RSS of the CLI process: kiln verify %s, kiln gc --dry-run %s (%d entries)\n",
+              megabytes(verify_rss).c_str(), megabytes(gc_rss).c_str(), entries);
+
   // gc vs one lstat per file.
   start = Clock::now();
   std::uint64_t walked = 0;
@@ -241,11 +294,11 @@ int main(int argc, char **argv) {
               collected.entries_evicted ? 1e6 * gc_s / static_cast<double>(collected.entries_evicted) : 0.0);
   std::printf("{\"bench\":\"store\",\"entries\":%d,\"verify_s\":%.3f,\"verify_mb_s\":%.0f,\"hash_s\":%.3f,"
               "\"gc_plan_s\":%.3f,\"gc_s\":%.3f,\"gc_evicted\":%llu,\"planned\":%llu,\"walk_s\":%.3f,\"hashed\":%llu,"
-              "\"walked\":%llu}\n",
+              "\"walked\":%llu,\"verify_rss_mb\":%.1f,\"gc_rss_mb\":%.1f}\n",
               entries, verify_s, mb / verify_s, hash_s, plan_s, gc_s,
               static_cast<unsigned long long>(collected.entries_evicted),
               static_cast<unsigned long long>(planned.entries_evicted), walk_s, static_cast<unsigned long long>(hashed),
-              static_cast<unsigned long long>(walked));
+              static_cast<unsigned long long>(walked), verify_rss, gc_rss);
   const bool import_ok = import_entries <= 0 || bench_import(fs::path(pattern), import_entries);
   fs::remove_all(pattern);
   return verify_ok && import_ok ? 0 : 1;
