@@ -50,7 +50,6 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
       const auto lock = FileLock::try_acquire_existing(dir / kStagingLockFile, &missing);
       const auto grace = is_v2_staging(dir.filename().string()) ? std::min(v2_grace, lockless_grace) : lockless_grace;
       if (!lock && !(missing && unchanged_for(dir, grace))) continue;  // live
-      boost::system::error_code ignored;
       KILN_FAULT_POINT("sweep.before_remove");
       if (remove_tree(dir)) ++removed;
       KILN_FAULT_POINT("sweep.after_remove");
