@@ -69,7 +69,7 @@ inline std::uint64_t version_of(std::uint64_t answer) { return answer % 1000; }
 // Counts of this process's resources: open descriptors, mappings, resident set (kB).
 struct ProcessResources {
   std::size_t fds = 0;
-  std::size_t mappings = 0;
+  std::size_t mappings = 0;  // under ASan or TSan, of files only (not the allocator's regions)
   std::size_t rss_kb = 0;
   // The heap in use, in kB. Under ASan or TSan the sanitizer allocator's live bytes: its
   // quarantine keeps freed blocks resident (up to 256 MB) and its shadow grows with each load,
