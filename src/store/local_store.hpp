@@ -93,9 +93,10 @@ class LocalStore {
   // renamed into place; false: an entry already there was kept, or another writer's won), and
   // the same crash safety for fewer flushes: one syncfs (per file system the entries go to)
   // makes every staged file durable, then each staging is renamed into place (`placed`, when
-  // given, hears its index after), then one more syncfs makes the renames durable. An entry already under a key is judged as
-  // commit_entry judges it (ExistingEntry::keep). On a throw, the stagings not yet renamed are
-  // removed; the entries renamed before stay, named by no manifest yet.
+  // given, hears its index after), then one more syncfs makes the renames durable. An entry
+  // already under a key is judged as commit_entry judges it (ExistingEntry::keep). On a throw,
+  // the stagings not yet renamed are removed; the entries renamed before stay, named by no
+  // manifest yet.
   std::vector<bool> commit_entries(std::vector<Staging> stagings, const LogCallback &log,
                                    const std::function<void(std::size_t)> &placed = {}) const;
   // bykey/<input_key> -> content key (written only when it differs). Its temp files are swept
