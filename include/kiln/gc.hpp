@@ -9,11 +9,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln {
+
+struct GcItem;
 
 struct GcOptions {
   // Evict, least recently used first, until the writable cache's entries and objects take at
@@ -23,6 +26,10 @@ struct GcOptions {
   std::optional<std::chrono::seconds> older_than;
   bool include_named = false;  // also entries a manifest names (their records are dropped)
   bool dry_run = false;        // say what would go, change nothing
+  // Called with each item once its outcome is known, least recently used first; the items
+  // then go here instead of into GcReport::items, so that gc's memory does not grow with what
+  // it evicts (`kiln gc` prints each as it comes). Called on the collecting thread.
+  std::function<void(const GcItem &)> on_item;
 };
 
 struct GcItem {
@@ -42,7 +49,7 @@ struct GcReport {
   std::uint64_t entries_seen = 0, objects_seen = 0;
   std::uint64_t entries_evicted = 0, objects_evicted = 0;
   double seconds = 0;
-  std::vector<GcItem> items;  // everything evicted (or that would be) and everything kept that a limit wanted gone
+  std::vector<GcItem> items;  // (unless GcOptions::on_item took them) everything evicted (or that would be) and everything kept that a limit wanted gone
 };
 
 // "500M", "2G", "1048576": bytes (K, M, G, T: powers of 1024). UsageError otherwise.

@@ -22,7 +22,9 @@ nlohmann::json to_json(const Reason &reason);
 nlohmann::json to_json(const RemoteStatus &status);
 nlohmann::json to_json(const RemoteTransfer &transfer);
 nlohmann::json to_json(const VerifyReport &report);  // with damage_left, repaired and clean counted
+nlohmann::json to_json(const StoreFinding &finding);
 nlohmann::json to_json(const GcReport &report);
+nlohmann::json to_json(const GcItem &item);
 nlohmann::json to_json(const ExportReport &report);
 nlohmann::json to_json(const ImportReport &report);
 

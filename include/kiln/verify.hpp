@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace kiln {
+
+struct StoreFinding;
 
 struct VerifyOptions {
   // Empty: every store of the Runtime (read-only layers, then the writable cache). Else this
@@ -17,6 +20,11 @@ struct VerifyOptions {
   // as writable when `repair` is set.
   std::string store_dir;
   bool repair = false;  // only in writable stores; a read-only layer's findings are reported
+  // Called with each finding once it is final (its repair done), in the order found; the
+  // findings then go here instead of into VerifyReport::findings, so that the memory a check
+  // takes does not grow with what it finds (`kiln verify` prints each as it comes). Called on
+  // the verifying thread; an exception it throws ends the check.
+  std::function<void(const StoreFinding &)> on_finding;
 };
 
 struct StoreFinding {
@@ -53,13 +61,13 @@ struct VerifyReport {
   std::uint64_t files = 0;          // files whose digest was checked
   std::uint64_t bytes = 0;          // bytes hashed
   double seconds = 0;
-  std::vector<StoreFinding> findings;
-  // Damage that is still there (not repaired): what makes `kiln verify` exit 6.
-  std::size_t unrepaired_damage() const {
-    std::size_t count = 0;
-    for (const auto &finding : findings) count += finding.severity == "damage" && !finding.repaired ? 1 : 0;
-    return count;
-  }
+  // Every finding, counted by severity whether or not it was kept below.
+  std::uint64_t damage = 0, stale = 0, info = 0;
+  std::uint64_t repaired = 0;
+  std::uint64_t damage_left = 0;  // damage that is still there (not repaired): `kiln verify` exits 6
+  std::vector<StoreFinding> findings;  // empty when VerifyOptions::on_finding took them
+  std::uint64_t unrepaired_damage() const { return damage_left; }
+  bool clean() const { return damage + stale + info == 0; }
 };
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 
 #include <kiln/json.hpp>
 
+#include "streamed_listing.hpp"
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -16,24 +17,31 @@ struct GcArgs {
 
 int gc(const Flags &flags, const GcArgs &args) {
   Runtime runtime = make_runtime(flags);
+  StreamedListing out(flags, "items");
   GcOptions options;
   if (!args.max_size.empty()) options.max_bytes = parse_size(args.max_size);
   if (!args.older_than.empty()) options.older_than = parse_age(args.older_than);
   options.include_named = args.include_named;
   options.dry_run = args.dry_run;
-  const GcReport report = runtime.gc(options);
-  std::string text;
-  for (const auto &item : report.items) {
-    text += item.outcome + "  " + item.kind + "  " + item.path + "  (" + std::to_string(item.bytes) + " bytes)\n";
+  options.on_item = [&out](const GcItem &item) {
+    out.item(kiln::to_json(item), item.outcome + "  " + item.kind + "  " + item.path + "  (" +
+                                      std::to_string(item.bytes) + " bytes)\n");
+  };
+  GcReport report;
+  try {
+    report = runtime.gc(options);
+  } catch (const std::exception &error) {
+    return out.fail(error);
   }
   const auto mb = [](std::uint64_t bytes) { return fixed(static_cast<double>(bytes) / 1e6, 1) + " MB"; };
-  text += std::string(args.dry_run ? "would evict " : "evicted ") + std::to_string(report.entries_evicted) + " of " +
-          std::to_string(report.entries_seen) + " entries and " + std::to_string(report.objects_evicted) + " of " +
-          std::to_string(report.objects_seen) + " objects in " + report.cache + ": " + mb(report.bytes_before) +
-          " -> " + mb(report.bytes_after) + " in " + fixed(report.seconds, 3) + " s\n";
-  nlohmann::json out = kiln::to_json(report);
-  out["dry_run"] = args.dry_run;
-  emit(flags, out, text);
+  const std::string text =
+      std::string(args.dry_run ? "would evict " : "evicted ") + std::to_string(report.entries_evicted) + " of " +
+      std::to_string(report.entries_seen) + " entries and " + std::to_string(report.objects_evicted) + " of " +
+      std::to_string(report.objects_seen) + " objects in " + report.cache + ": " + mb(report.bytes_before) + " -> " +
+      mb(report.bytes_after) + " in " + fixed(report.seconds, 3) + " s\n";
+  nlohmann::json summary = kiln::to_json(report);
+  summary["dry_run"] = args.dry_run;
+  out.finish(summary, text);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <kiln/json.hpp>
 
+#include "streamed_listing.hpp"
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -14,32 +15,36 @@ struct VerifyArgs {
   bool repair = false;
 };
 
+std::string finding_text(const StoreFinding &finding) {
+  std::string text = finding.severity + "  " + finding.kind + "  " + finding.path + "\n    " + finding.detail + "\n";
+  if (!finding.repair.empty()) text += "    repair: " + finding.repair + "\n";
+  return text;
+}
+
 int verify(const Flags &flags, const VerifyArgs &args) {
   Runtime runtime = make_runtime(flags);
+  StreamedListing out(flags, "findings");
   VerifyOptions options;
   options.store_dir = args.store;
   options.repair = args.repair;
-  const VerifyReport report = runtime.verify(options);
+  options.on_finding = [&out](const StoreFinding &finding) { out.item(kiln::to_json(finding), finding_text(finding)); };
+  VerifyReport report;
+  try {
+    report = runtime.verify(options);
+  } catch (const std::exception &error) {
+    return out.fail(error);
+  }
   const double mb = static_cast<double>(report.bytes) / 1e6;
   const double mb_per_s = report.seconds > 0 ? mb / report.seconds : 0;
-  std::size_t counts[3] = {0, 0, 0};  // damage, stale, info
-  std::size_t repaired = 0;
-  std::string text;
-  for (const auto &finding : report.findings) {
-    counts[finding.severity == "damage" ? 0 : finding.severity == "stale" ? 1 : 2]++;
-    repaired += finding.repaired ? 1 : 0;
-    text += finding.severity + "  " + finding.kind + "  " + finding.path + "\n    " + finding.detail + "\n";
-    if (!finding.repair.empty()) text += "    repair: " + finding.repair + "\n";
-  }
-  const std::size_t left = report.unrepaired_damage();
-  text += "checked " + std::to_string(report.stores.size()) + " store(s), " + std::to_string(report.consumers) +
-          " consumer(s), " + std::to_string(report.entries) + " entries (" + std::to_string(report.files) +
-          " files, " + fixed(mb, 1) + " MB) in " + fixed(report.seconds, 3) + " s (" + fixed(mb_per_s, 0) +
-          " MB/s): " + std::to_string(counts[0]) + " damage, " + std::to_string(counts[1]) + " stale, " +
-          std::to_string(counts[2]) + " info" + (args.repair ? ", " + std::to_string(repaired) + " repaired" : "") +
-          (left > 0 ? "; damage left: " + std::to_string(left) + (args.repair ? "" : " (kiln verify --repair)") : "") +
-          "\n";
-  emit(flags, kiln::to_json(report), text);
+  const std::uint64_t left = report.unrepaired_damage();
+  const std::string text =
+      "checked " + std::to_string(report.stores.size()) + " store(s), " + std::to_string(report.consumers) +
+      " consumer(s), " + std::to_string(report.entries) + " entries (" + std::to_string(report.files) + " files, " +
+      fixed(mb, 1) + " MB) in " + fixed(report.seconds, 3) + " s (" + fixed(mb_per_s, 0) +
+      " MB/s): " + std::to_string(report.damage) + " damage, " + std::to_string(report.stale) + " stale, " +
+      std::to_string(report.info) + " info" + (args.repair ? ", " + std::to_string(report.repaired) + " repaired" : "") +
+      (left > 0 ? "; damage left: " + std::to_string(left) + (args.repair ? "" : " (kiln verify --repair)") : "") + "\n";
+  out.finish(kiln::to_json(report), text);
   return left > 0 ? static_cast<int>(ErrorKind::integrity) : 0;
 }
 

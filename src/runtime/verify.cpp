@@ -25,10 +25,12 @@ VerifyReport Runtime::verify(const VerifyOptions &options) const try {
                           "(the directory holding consumers/)");
     }
     const store::LocalStore store({store::resolve_store_root(root), true, "verify"});
-    store::audit_store(store, options.repair, report, state_->options.log, load::entry_file_disagreement);
+    store::audit_store(store, options.repair, report, options.on_finding, state_->options.log,
+                       load::entry_file_disagreement);
   } else {
     for (const auto &layer : state_->storage->layers()) {
-      store::audit_store(*layer, options.repair, report, state_->options.log, load::entry_file_disagreement);
+      store::audit_store(*layer, options.repair, report, options.on_finding, state_->options.log,
+                         load::entry_file_disagreement);
     }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

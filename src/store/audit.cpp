@@ -4,13 +4,16 @@
 // leftovers of dead writers. Repairs go through LocalStore's primitives, each under the lock
 // its writers take, and never delete what could still be inspected: a damaged entry or
 // manifest is moved aside.
+//
+// Memory stays flat however large the store: each finding goes to the caller once final, and
+// per entry only its packed key and a few flags are held (about 20 bytes), sorted for lookup.
 #include "store/audit.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <map>
-#include <set>
+#include <algorithm>
+#include <vector>
 
 #include <boost/filesystem/operations.hpp>
 
@@ -42,13 +45,39 @@ std::string unsafe_directory(const fs::path &dir) {
   return "";
 }
 
-enum class EntryState { intact, damaged, unreadable };
+enum class EntryState : std::uint8_t { unchecked, intact, damaged, unreadable };
+
+// What the cross-checks need of one entry of the consumer being audited.
+struct EntryMark {
+  PackedKey key;
+  EntryState state = EntryState::unchecked;
+  std::uint8_t kind = 0;  // index into Auditor::kinds_ (intact entries)
+  bool referenced = false;
+};
+
+// The consumer's entries, sorted by key.
+class EntryMarks {
+ public:
+  void add(const PackedKey &key) { marks_.push_back({key}); }
+  void sort() { std::sort(marks_.begin(), marks_.end(), [](const EntryMark &a, const EntryMark &b) { return a.key < b.key; }); }
+  std::vector<EntryMark> &all() { return marks_; }
+  EntryMark *find(const std::string &key) {
+    const auto packed = pack_key(key);
+    if (!packed) return nullptr;
+    const auto it = std::lower_bound(marks_.begin(), marks_.end(), *packed,
+                                     [](const EntryMark &mark, const PackedKey &wanted) { return mark.key < wanted; });
+    return it != marks_.end() && it->key == *packed ? &*it : nullptr;
+  }
+
+ private:
+  std::vector<EntryMark> marks_;
+};
 
 class Auditor {
  public:
-  Auditor(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log,
-          const EntryFileCheck &check)
-      : store_(store), repair_(repair), report_(report), log_(log), check_(check) {}
+  Auditor(const LocalStore &store, bool repair, VerifyReport &report, const FindingCallback &on_finding,
+          const LogCallback &log, const EntryFileCheck &check)
+      : store_(store), repair_(repair), report_(report), on_finding_(on_finding), log_(log), check_(check) {}
 
   void run() {
     const fs::path consumers = store_.root() / "consumers";
@@ -66,10 +95,13 @@ class Auditor {
       consumer(name);
     }
     if (error) add("unreadable", "damage", "", consumers, "cannot list it: " + error.message());
+    flush();
     abi_leftovers_of_builds();
   }
 
  private:
+  // A finding waits in pending_ until its repair is done (an index into it stays valid until
+  // the next flush), then goes to the sink.
   std::size_t add(const std::string &kind, const std::string &severity, const std::string &consumer,
                   const fs::path &path, const std::string &detail) {
     StoreFinding finding;
@@ -79,26 +111,45 @@ class Auditor {
     finding.consumer = consumer;
     finding.path = path.string();
     finding.detail = detail;
-    report_.findings.push_back(std::move(finding));
-    return report_.findings.size() - 1;
+    pending_.push_back(std::move(finding));
+    return pending_.size() - 1;
+  }
+
+  void emit(StoreFinding &&finding) {
+    (finding.severity == "damage" ? report_.damage : finding.severity == "stale" ? report_.stale : report_.info) += 1;
+    report_.repaired += finding.repaired ? 1 : 0;
+    report_.damage_left += finding.severity == "damage" && !finding.repaired ? 1 : 0;
+    if (on_finding_) {
+      on_finding_(finding);
+    } else {
+      report_.findings.push_back(std::move(finding));
+    }
+  }
+
+  StoreFinding &damaged_finding(const PackedKey &key) {
+    return std::find_if(damaged_.begin(), damaged_.end(), [&](const auto &held) { return held.first == key; })->second;
+  }
+
+  void flush() {
+    for (auto &finding : pending_) emit(std::move(finding));
+    pending_.clear();
   }
 
   // Runs `fix` (which says what it did) when repairs are asked for and allowed here.
   template <typename Fix>
   void repair(std::size_t index, Fix fix) {
     if (!repair_) return;
-    StoreFinding &finding = report_.findings[index];
     if (!store_.writable()) {
-      finding.repair = "read-only layer: not repaired";
+      pending_[index].repair = "read-only layer: not repaired";
       return;
     }
     try {
       std::string done = fix();
-      StoreFinding &now = report_.findings[index];
+      StoreFinding &now = pending_[index];
       now.repaired = !done.empty();
       now.repair = now.repaired ? done : "busy: a live writer holds it; left in place";
     } catch (const std::exception &error) {
-      report_.findings[index].repair = std::string("failed: ") + error.what();
+      pending_[index].repair = std::string("failed: ") + error.what();
     }
   }
 
@@ -133,19 +184,19 @@ class Auditor {
       });
     }
 
-    std::map<std::string, EntryState> states;
-    std::map<std::string, std::size_t> damaged_findings;
-    kinds_.clear();
-    entries(layout, states, damaged_findings);
+    flush();
 
-    std::set<std::string> referenced;
+    EntryMarks marks;
+    damaged_.clear();
+    entries(layout, marks);
+
     if (manifest) {
       for (const auto &named : manifest->artifacts) {
         const std::string &artifact = named.first;  // not a structured binding: lambdas below capture it
         const ManifestRecord &record = named.second;
-        referenced.insert(record.content_key);
-        const auto state = states.find(record.content_key);
-        if (state == states.end()) {
+        EntryMark *mark = marks.find(record.content_key);
+        if (mark) mark->referenced = true;
+        if (!mark || mark->state == EntryState::unchecked) {
           const std::size_t index =
               add("missing_entry", "damage", name, layout.entry(record.content_key),
                   "the manifest names " + name + "/" + artifact + " as " + record.content_key +
@@ -155,62 +206,70 @@ class Auditor {
             KILN_FAULT_POINT("repair.after_drop_record");
             return "record dropped";
           });
-        } else if (state->second == EntryState::intact && !record.kind.empty() && kinds_[record.content_key] != record.kind) {
+        } else if (mark->state == EntryState::intact && !record.kind.empty() && kinds_[mark->kind] != record.kind) {
           // A load refuses the name (store/storage.cpp): the record and its entry disagree.
           add("mismatched_record", "damage", name, layout.manifest(),
               "the manifest names " + name + "/" + artifact + " as a \"" + record.kind + "\" artifact, but entry " +
-                  record.content_key + " holds a \"" + kinds_[record.content_key] +
-                  "\" one; republish or rebuild " + artifact);
-        } else if (state->second == EntryState::damaged) {
-          StoreFinding &entry = report_.findings[damaged_findings[record.content_key]];
+                  record.content_key + " holds a \"" + kinds_[mark->kind] + "\" one; republish or rebuild " + artifact);
+        } else if (mark->state == EntryState::damaged) {
+          StoreFinding &entry = damaged_finding(mark->key);
           if (entry.repaired && store_.drop_record(name, artifact, record.content_key)) {
             KILN_FAULT_POINT("repair.after_drop_record");
             entry.repair += "; manifest record " + artifact + " dropped";
           }
         }
+        flush();
       }
     }
-    pointers(layout, states, referenced);
-    for (const auto &[key, state] : states) {
-      if (state == EntryState::intact && referenced.count(key) == 0) {
-        add("orphan_entry", "info", name, layout.entry(key),
+    for (auto &damaged : damaged_) emit(std::move(damaged.second));
+    damaged_.clear();
+    pointers(layout, marks);
+    for (const auto &mark : marks.all()) {
+      if (mark.state == EntryState::intact && !mark.referenced) {
+        add("orphan_entry", "info", name, layout.entry(unpack_key(mark.key)),
             "no manifest record or bykey pointer names it (kiln gc evicts such entries)");
+        flush();
       }
     }
     leftovers(layout);
   }
 
-  void entries(const ConsumerLayout &layout, std::map<std::string, EntryState> &states,
-               std::map<std::string, std::size_t> &damaged_findings) {
+  void entries(const ConsumerLayout &layout, EntryMarks &marks) {
     const fs::path dir = layout.entries();
     boost::system::error_code error;
-    if (!fs::exists(fs::symlink_status(dir, error)) || !check_directory(dir, layout.consumer())) return;
-    std::vector<std::string> keys;
+    if (!fs::exists(fs::symlink_status(dir, error)) || !check_directory(dir, layout.consumer())) return flush();
     for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
       const std::string name = it->path().filename().string();
       if (starts_with(name, kStagingPrefix)) continue;  // leftovers(): judged by their locks
-      if (!is_valid_key(name)) {
+      const auto key = pack_key(name);
+      if (!key) {
         add("foreign_file", "info", layout.consumer(), it->path(), "not a content key; left alone");
         continue;
       }
-      keys.push_back(name);
+      marks.add(*key);
     }
     if (error) add("unreadable", "damage", layout.consumer(), dir, "cannot list it: " + error.message());
-    for (const auto &key : keys) {
-      const EntryState state = entry(layout, key);
-      states[key] = state;
-      if (state != EntryState::damaged) continue;
-      const std::size_t index = report_.findings.size() - 1;  // entry() added it last
-      damaged_findings[key] = index;
-      repair(index, [&] {
-        const fs::path aside = store_.move_entry_aside(layout.consumer(), key, log_);
-        KILN_FAULT_POINT("repair.after_move_aside");
-        return "moved aside to " + aside.string();
-      });
+    flush();
+    marks.sort();
+    for (auto &mark : marks.all()) {
+      const std::string key = unpack_key(mark.key);
+      mark.state = entry(layout, key, mark.kind);
+      if (mark.state == EntryState::damaged) {
+        const std::size_t index = pending_.size() - 1;  // entry() added it last
+        repair(index, [&] {
+          const fs::path aside = store_.move_entry_aside(layout.consumer(), key, log_);
+          KILN_FAULT_POINT("repair.after_move_aside");
+          return "moved aside to " + aside.string();
+        });
+        // Held until the manifest's records are checked: a repair drops the records naming it.
+        damaged_.emplace_back(mark.key, std::move(pending_[index]));
+        pending_.pop_back();
+      }
+      flush();
     }
   }
 
-  EntryState entry(const ConsumerLayout &layout, const std::string &key) {
+  EntryState entry(const ConsumerLayout &layout, const std::string &key, std::uint8_t &kind) {
     const fs::path dir = layout.entry(key);
     const std::string consumer = layout.consumer();
     if (!check_directory(dir, consumer)) return EntryState::unreadable;
@@ -276,36 +335,40 @@ class Auditor {
         return EntryState::damaged;
       }
     }
-    kinds_[key] = meta.kind;
+    kind = kind_index(meta.kind);
     report_.files += 1 + meta.images.size();
     report_.bytes += meta.size;
     for (const auto &image : meta.images) report_.bytes += image.size;
     return EntryState::intact;
   }
 
-  void pointers(const ConsumerLayout &layout, const std::map<std::string, EntryState> &states,
-                std::set<std::string> &referenced) {
+  void pointers(const ConsumerLayout &layout, EntryMarks &marks) {
     const fs::path dir = layout.bykey_dir();
     boost::system::error_code error;
-    if (!fs::exists(fs::symlink_status(dir, error)) || !check_directory(dir, layout.consumer())) return;
-    std::vector<std::string> input_keys;
+    if (!fs::exists(fs::symlink_status(dir, error)) || !check_directory(dir, layout.consumer())) return flush();
+    std::vector<PackedKey> input_keys;  // listed first: a repair removes pointers
     for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
       const std::string name = it->path().filename().string();
       if (starts_with(name, ".")) continue;  // atomic-write temps: leftovers()
-      if (!is_valid_key(name)) {
+      const auto input_key = pack_key(name);
+      if (!input_key) {
         add("foreign_file", "info", layout.consumer(), it->path(), "not an input key; left alone");
         continue;
       }
-      input_keys.push_back(name);
+      input_keys.push_back(*input_key);
     }
-    for (const auto &input_key : input_keys) {
+    flush();
+    std::sort(input_keys.begin(), input_keys.end());
+    for (const auto &packed : input_keys) {
+      const std::string input_key = unpack_key(packed);
       const auto key = store_.pointer(layout.consumer(), input_key, LogCallback());
-      if (key) referenced.insert(*key);
-      const auto state = key ? states.find(*key) : states.end();
-      if (key && state != states.end() && state->second != EntryState::damaged) continue;
+      EntryMark *mark = key ? marks.find(*key) : nullptr;
+      if (mark) mark->referenced = true;
+      const bool present = mark && mark->state != EntryState::unchecked;
+      if (present && mark->state != EntryState::damaged) continue;
       const std::size_t index = add(
           "dangling_pointer", "stale", layout.consumer(), layout.bykey(input_key),
-          key ? "points at " + *key + ", which is " + (state == states.end() ? "not in the store" : "damaged") +
+          key ? "points at " + *key + ", which is " + (present ? "damaged" : "not in the store") +
                     "; the next build of these inputs rebuilds it"
               : "damaged (not one content key); the next build of these inputs rebuilds over it");
       repair(index, [&] {
@@ -313,6 +376,7 @@ class Auditor {
         KILN_FAULT_POINT("repair.after_drop_pointer");
         return "removed";
       });
+      flush();
     }
   }
 
@@ -363,14 +427,14 @@ class Auditor {
   // whether it went.
   template <class Sweep>
   void swept_by(const std::vector<std::size_t> &found, Sweep sweep) {
-    if (found.empty() || !repair_) return;
+    if (found.empty() || !repair_) return flush();
     if (!store_.writable()) {
-      for (const std::size_t index : found) report_.findings[index].repair = "read-only layer: not repaired";
-      return;
+      for (const std::size_t index : found) pending_[index].repair = "read-only layer: not repaired";
+      return flush();
     }
     sweep();
     for (const std::size_t index : found) {
-      StoreFinding &finding = report_.findings[index];
+      StoreFinding &finding = pending_[index];
       boost::system::error_code gone;
       finding.repaired = !fs::exists(fs::symlink_status(finding.path, gone));
       finding.repair = finding.repaired ? "removed"
@@ -378,23 +442,36 @@ class Auditor {
                                           "without a lock or damaged copies, a minute for temps and staging "
                                           "copies), a live writer's, or another user's";
     }
+    flush();
+  }
+
+  std::uint8_t kind_index(const std::string &kind) {
+    const auto it = std::find(kinds_.begin(), kinds_.end(), kind);
+    if (it != kinds_.end()) return static_cast<std::uint8_t>(it - kinds_.begin());
+    if (kinds_.size() == 255) return 255;  // meta.json's kinds are few ("plugin", "images"): never reached
+    kinds_.push_back(kind);
+    return static_cast<std::uint8_t>(kinds_.size() - 1);
   }
 
   const LocalStore &store_;
   bool repair_;
   VerifyReport &report_;
+  const FindingCallback &on_finding_;
   const LogCallback &log_;
   const EntryFileCheck &check_;
-  std::map<std::string, std::string> kinds_;  // content key -> kind, of the consumer's readable entries
+  std::vector<StoreFinding> pending_;                           // found, repair not yet done
+  std::vector<std::pair<PackedKey, StoreFinding>> damaged_;    // the consumer's damaged entries
+  std::vector<std::string> kinds_{"", "plugin", "images"};     // EntryMark::kind's names
   FileIdentity ignored_;
 };
 
 }  // namespace
 
-void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log,
-                 const EntryFileCheck &check) {
+void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const FindingCallback &on_finding,
+                 const LogCallback &log, const EntryFileCheck &check) {
   report.stores.push_back(store.root().string());
-  Auditor(store, repair, report, log, check).run();
+  const LocalStore walker(store.location(), ParsedRecords::forget);
+  Auditor(walker, repair, report, on_finding, log, check).run();
 }
 
 }  // namespace kiln::store

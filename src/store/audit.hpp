@@ -19,11 +19,15 @@ namespace kiln::store {
 // intact-by-digest entry still cannot load, or "" when it can.
 using EntryFileCheck = std::function<std::string(const fs::path &entry_dir, const EntryMeta &meta)>;
 
-// Appends what it finds in `store` to `report` (and adds to its counts). Never throws for what
-// it finds in the store: an unreadable or hostile file is a finding. `repair` is ignored for a
-// store that is not writable (each finding then says "read-only layer").
-// `check`, when given, runs on every entry whose files have their digests.
-void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const LogCallback &log,
-                 const EntryFileCheck &check = {});
+using FindingCallback = std::function<void(const StoreFinding &)>;
+
+// Counts what it finds in `store` into `report` and hands each finding, once final, to
+// `on_finding` (when empty: appends it to report.findings). Never throws for what it finds in
+// the store: an unreadable or hostile file is a finding. `repair` is ignored for a store that
+// is not writable (each finding then says "read-only layer"). `check`, when given, runs on
+// every entry whose files have their digests. What it parses is not kept (ParsedRecords::forget):
+// its memory does not grow with the store.
+void audit_store(const LocalStore &store, bool repair, VerifyReport &report, const FindingCallback &on_finding,
+                 const LogCallback &log, const EntryFileCheck &check = {});
 
 }  // namespace kiln::store

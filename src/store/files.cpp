@@ -68,11 +68,15 @@ void close_checked(UniqueFd &fd, const fs::path &path) {
 
 std::set<std::string> names_in(const fs::path &dir) {
   std::set<std::string> names;
+  for_each_name(dir, [&](const std::string &name) { names.insert(name); });
+  return names;
+}
+
+void for_each_name(const fs::path &dir, const std::function<void(const std::string &name)> &visit) {
   boost::system::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    names.insert(it->path().filename().string());
+    visit(it->path().filename().string());
   }
-  return names;
 }
 
 std::string unique_suffix() {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <set>
 #include <string>
@@ -107,5 +108,8 @@ std::string unique_suffix();
 // The names in a directory; none when it is absent or cannot be listed (for sweepers and gc,
 // which judge what they find and skip what they cannot see).
 std::set<std::string> names_in(const fs::path &dir);
+// The same, each name handed to `visit` as it is read: nothing is held, so a directory of a
+// million entries costs no memory.
+void for_each_name(const fs::path &dir, const std::function<void(const std::string &name)> &visit);
 
 }  // namespace kiln::store

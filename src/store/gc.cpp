@@ -7,6 +7,10 @@
 // renamed out of store/ in one step -- a crash after that leaves a staging directory the sweep
 // removes -- then removed, with the bykey pointers and use markers naming them. Object-cache
 // files are plain caches (a builder checks an object's digest before using it): unlinked.
+//
+// Memory stays flat however large the cache: each candidate is held as 32 bytes (packed key,
+// size, last use, consumer), each item goes to the caller as its outcome is known, and the bykey
+// pointers of evicted entries are found afterwards by one walk of the consumer's bykey/.
 #include "store/gc.hpp"
 
 #include <fcntl.h>
@@ -15,10 +19,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <ctime>
-#include <map>
+#include <limits>
+#include <deque>
 #include <memory>
-#include <set>
+#include <vector>
 
 #include <boost/filesystem/operations.hpp>
 
@@ -37,12 +43,19 @@
 namespace kiln::store {
 namespace {
 
+// One entry or object file. Objects carry their file name's offset in Collector's name pool.
 struct Candidate {
-  GcItem item;
-  bool named = false;
-  std::string name;  // the manifest's name for it (named entries)
-  std::vector<std::string> input_keys;  // bykey pointers naming it
+  union {
+    PackedKey key;             // entries: the content key
+    std::uint32_t name_offset; // objects
+  };
+  std::uint64_t bytes = 0;
+  std::uint32_t last_used = 0;  // seconds since the epoch (till 2106)
+  std::uint32_t consumer : 24;  // index into Collector::consumers_
+  std::uint32_t is_object : 1;
+  std::uint32_t named : 1;
 };
+static_assert(sizeof(Candidate) == 32, "a candidate is held per entry: keep it small");
 
 bool is_real_directory(const fs::path &path) {
   struct stat info {};
@@ -86,115 +99,148 @@ class Collector {
 
   void run() {
     const fs::path consumers = cache_.root() / "consumers";
-    std::vector<Candidate> all;
+    std::deque<Candidate> all;  // grows without copying: no doubling peak
     for (const auto &name : names_in(consumers)) {
-      if (is_valid_name(name) && is_real_directory(consumers / name)) survey(name, all);
+      if (!is_valid_name(name) || !is_real_directory(consumers / name)) continue;
+      if (consumers_.size() >= (1u << 24)) break;  // Candidate::consumer's range; never reached
+      consumers_.push_back(name);
+      evicted_.emplace_back();
+      survey(static_cast<std::uint32_t>(consumers_.size() - 1), all);
     }
     report_.bytes_before = 0;
-    for (const auto &candidate : all) report_.bytes_before += candidate.item.bytes;
-    std::stable_sort(all.begin(), all.end(),
-                     [](const Candidate &a, const Candidate &b) { return a.item.last_used < b.item.last_used; });
+    for (const auto &candidate : all) report_.bytes_before += candidate.bytes;
+    // Least recently used first; ties in the order surveyed (consumer, entries before objects, name).
+    std::sort(all.begin(), all.end(), [this](const Candidate &a, const Candidate &b) {
+      if (a.last_used != b.last_used) return a.last_used < b.last_used;
+      if (a.consumer != b.consumer) return a.consumer < b.consumer;
+      if (a.is_object != b.is_object) return a.is_object < b.is_object;
+      return a.is_object ? std::strcmp(object_name(a), object_name(b)) < 0 : a.key < b.key;
+    });
     std::uint64_t total = report_.bytes_before;
-    for (auto &candidate : all) {
+    for (const auto &candidate : all) {
       const bool over_cap = options_.max_bytes && total > *options_.max_bytes;
-      const bool too_old = options_.older_than && now_ - candidate.item.last_used > options_.older_than->count();
+      const bool too_old = options_.older_than && now_ - candidate.last_used > options_.older_than->count();
       if (!over_cap && !too_old) continue;
+      GcItem item = describe(candidate);
       if (candidate.named && !options_.include_named) {
-        candidate.item.outcome = "kept: named";
+        item.outcome = "kept: named";
       } else if (options_.dry_run) {
-        candidate.item.outcome = "would evict";
+        item.outcome = "would evict";
       } else {
-        candidate.item.outcome = candidate.item.kind == "entry" ? evict_entry(candidate) : evict_object(candidate);
+        item.outcome = candidate.is_object ? evict_object(item) : evict_entry(item);
       }
-      const bool gone = candidate.item.outcome == "evicted" || candidate.item.outcome == "would evict";
+      const bool gone = item.outcome == "evicted" || item.outcome == "would evict";
       if (gone) {
-        total -= candidate.item.bytes;
-        (candidate.item.kind == "entry" ? report_.entries_evicted : report_.objects_evicted) += 1;
+        total -= candidate.bytes;
+        (candidate.is_object ? report_.objects_evicted : report_.entries_evicted) += 1;
+        if (!options_.dry_run && !candidate.is_object) evicted_[candidate.consumer].push_back(candidate.key);
       }
-      report_.items.push_back(candidate.item);
+      if (options_.on_item) {
+        options_.on_item(item);
+      } else {
+        report_.items.push_back(std::move(item));
+      }
     }
     report_.bytes_after = total;
+    for (std::size_t c = 0; c < consumers_.size(); ++c) drop_pointers(consumers_[c], evicted_[c]);
   }
 
  private:
-  void survey(const std::string &consumer, std::vector<Candidate> &all) {
+  void survey(std::uint32_t consumer_index, std::deque<Candidate> &all) {
+    const std::string &consumer = consumers_[consumer_index];
     const ConsumerLayout layout = cache_.layout(consumer);
-    std::map<std::string, std::string> named;  // content key -> name
+    std::vector<PackedKey> named;  // the content keys the manifest names, sorted
     try {
       if (const auto manifest = cache_.manifest(consumer)) {
-        for (const auto &[name, record] : manifest->artifacts) named[record.content_key] = name;
+        for (const auto &record : manifest->artifacts) {
+          if (const auto key = pack_key(record.second.content_key)) named.push_back(*key);
+        }
       }
     } catch (const std::exception &error) {
       // What it names cannot be told: none of its entries is evicted (kiln verify says more).
       if (log_) log_(LogLevel::warning, "kiln gc: skipping the entries of " + consumer + ": " + error.what());
       return;
     }
-    std::map<std::string, std::vector<std::string>> pointers;  // content key -> input keys
-    for (const auto &input_key : names_in(layout.bykey_dir())) {
-      if (!is_valid_key(input_key)) continue;
-      if (const auto key = cache_.pointer(consumer, input_key, LogCallback())) pointers[*key].push_back(input_key);
-    }
-    for (const auto &key : names_in(layout.entries())) {
-      if (support::starts_with(key, kStagingPrefix) && support::ends_with(key, kEvictedSuffix)) {
+    std::sort(named.begin(), named.end());
+    for_each_name(layout.entries(), [&](const std::string &name) {
+      if (support::starts_with(name, kStagingPrefix) && support::ends_with(name, kEvictedSuffix)) {
         // What a gc killed after the rename left (only a gc, holding gc.lock, makes these).
-        if (!options_.dry_run) remove_tree(layout.entries() / key);
-        continue;
+        if (!options_.dry_run) remove_tree(layout.entries() / name);
+        return;
       }
-      if (!is_valid_key(key)) continue;
-      const fs::path dir = layout.entry(key);
-      if (!is_real_directory(dir)) continue;
+      const auto key = pack_key(name);
+      const fs::path dir = layout.entries() / name;
+      if (!key || !is_real_directory(dir)) return;
       ++report_.entries_seen;
-      Candidate candidate;
-      candidate.item.kind = "entry";
-      candidate.item.consumer = consumer;
-      candidate.item.path = dir.string();
-      candidate.item.content_key = key;
-      candidate.item.bytes = entry_bytes(dir);
-      candidate.item.last_used = std::max<std::int64_t>(mtime_of(dir / kMetaFile), recorded_use(layout, key).value_or(0));
-      const auto name = named.find(key);
-      candidate.named = name != named.end();
-      if (candidate.named) candidate.name = name->second;
-      if (const auto found = pointers.find(key); found != pointers.end()) candidate.input_keys = found->second;
-      all.push_back(std::move(candidate));
-    }
-    for (const auto &file : names_in(layout.objects())) {
+      Candidate candidate{};
+      candidate.key = *key;
+      candidate.consumer = consumer_index & 0xffffffu;
+      candidate.bytes = entry_bytes(dir);
+      candidate.last_used = epoch_seconds(std::max<std::int64_t>(mtime_of(dir / kMetaFile), recorded_use(layout, name).value_or(0)));
+      candidate.named = std::binary_search(named.begin(), named.end(), *key);
+      all.push_back(candidate);
+    });
+    for_each_name(layout.objects(), [&](const std::string &file) {
       const fs::path path = layout.objects() / file;
       struct stat info {};
       if (file.empty() || file[0] == '.' || file.size() < 3 || file.compare(file.size() - 2, 2, ".o") != 0 ||
           ::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
-        continue;  // temps (the sweep's) and digests (go with their object)
+        return;  // temps (the sweep's) and digests (go with their object)
       }
       ++report_.objects_seen;
-      Candidate candidate;
-      candidate.item.kind = "object";
-      candidate.item.consumer = consumer;
-      candidate.item.path = path.string();
+      Candidate candidate{};
+      candidate.name_offset = static_cast<std::uint32_t>(object_names_.size());
+      object_names_.append(file).push_back('\0');
+      candidate.is_object = 1;
+      candidate.consumer = consumer_index & 0xffffffu;
       struct stat digest {};
       const bool has_digest = ::lstat((path.string() + ".digest").c_str(), &digest) == 0 && S_ISREG(digest.st_mode);
-      candidate.item.bytes = static_cast<std::uint64_t>(info.st_size) +
-                             (has_digest ? static_cast<std::uint64_t>(digest.st_size) : 0);
-      candidate.item.last_used = info.st_mtime;
-      all.push_back(std::move(candidate));
-    }
+      candidate.bytes = static_cast<std::uint64_t>(info.st_size) + (has_digest ? static_cast<std::uint64_t>(digest.st_size) : 0);
+      candidate.last_used = epoch_seconds(info.st_mtime);
+      all.push_back(candidate);
+    });
   }
 
-  std::string evict_entry(const Candidate &candidate) {
-    const ConsumerLayout layout = cache_.layout(candidate.item.consumer);
-    const fs::path dir(candidate.item.path);
+  static std::uint32_t epoch_seconds(std::int64_t time) {
+    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(time, 0, std::numeric_limits<std::uint32_t>::max()));
+  }
+
+  const char *object_name(const Candidate &candidate) const { return object_names_.c_str() + candidate.name_offset; }
+
+  GcItem describe(const Candidate &candidate) const {
+    GcItem item;
+    item.consumer = consumers_[candidate.consumer];
+    const ConsumerLayout layout = cache_.layout(item.consumer);
+    if (candidate.is_object) {
+      item.kind = "object";
+      item.path = (layout.objects() / object_name(candidate)).string();
+    } else {
+      item.kind = "entry";
+      item.content_key = unpack_key(candidate.key);
+      item.path = layout.entry(item.content_key).string();
+    }
+    item.bytes = candidate.bytes;
+    item.last_used = candidate.last_used;
+    return item;
+  }
+
+  std::string evict_entry(const GcItem &item) {
+    const ConsumerLayout layout = cache_.layout(item.consumer);
+    const fs::path dir(item.path);
     try {
       FileLock manifest_lock(layout.manifest_lock());
       // Named meanwhile (a publish or build since the survey)? Then it stays unless asked.
-      const auto manifest = cache_.manifest(candidate.item.consumer);
+      const auto manifest = cache_.manifest(item.consumer);
       std::string name_now;
       if (manifest) {
         for (const auto &[name, record] : manifest->artifacts) {
-          if (record.content_key == candidate.item.content_key) name_now = name;
+          if (record.content_key == item.content_key) name_now = name;
         }
       }
       if (!name_now.empty() && !options_.include_named) return "kept: named";
       auto held = lock_entry_files(dir);
       if (!held) return "kept: in use";
-      if (!name_now.empty()) cache_.drop_record_locked(candidate.item.consumer, name_now, candidate.item.content_key);
+      if (!name_now.empty()) cache_.drop_record_locked(item.consumer, name_now, item.content_key);
       const fs::path aside = layout.entries() / (std::string(kStagingPrefix) + unique_suffix() + kEvictedSuffix);
       fs::rename(dir, aside);
       fsync_path(layout.entries());
@@ -202,26 +248,36 @@ class Collector {
       held->clear();
       remove_tree(aside);  // a crash before this: the sweep removes it
       boost::system::error_code error;
-      fs::remove(use_marker(layout, candidate.item.content_key), error);
+      fs::remove(use_marker(layout, item.content_key), error);
     } catch (const std::exception &error) {
       if (log_) log_(LogLevel::warning, "kiln gc: cannot evict " + dir.string() + ": " + error.what());
       return std::string("kept: ") + error.what();
     }
-    for (const auto &input_key : candidate.input_keys) {
-      try {
-        cache_.drop_pointer(candidate.item.consumer, input_key, candidate.item.content_key);
-      } catch (const std::exception &) {
-        // a dangling pointer is rebuilt over (kiln verify lists it)
-      }
-    }
     return "evicted";
   }
 
-  std::string evict_object(const Candidate &candidate) {
+  // The bykey pointers naming an entry this gc evicted: removed, each only while it still names
+  // that entry. One that cannot be removed is rebuilt over (kiln verify lists it).
+  void drop_pointers(const std::string &consumer, std::vector<PackedKey> &evicted) {
+    if (evicted.empty()) return;
+    std::sort(evicted.begin(), evicted.end());
+    for_each_name(cache_.layout(consumer).bykey_dir(), [&](const std::string &input_key) {
+      if (!is_valid_key(input_key)) return;
+      const auto key = cache_.pointer(consumer, input_key, LogCallback());
+      const auto packed = key ? pack_key(*key) : std::nullopt;
+      if (!packed || !std::binary_search(evicted.begin(), evicted.end(), *packed)) return;
+      try {
+        cache_.drop_pointer(consumer, input_key, *key);
+      } catch (const std::exception &) {
+      }
+    });
+  }
+
+  std::string evict_object(const GcItem &item) {
     boost::system::error_code error;
-    fs::remove(candidate.item.path, error);
+    fs::remove(item.path, error);
     if (error) return "kept: " + error.message();
-    fs::remove(candidate.item.path + ".digest", error);
+    fs::remove(item.path + ".digest", error);
     return "evicted";
   }
 
@@ -230,6 +286,9 @@ class Collector {
   GcReport &report_;
   const LogCallback &log_;
   std::time_t now_;
+  std::vector<std::string> consumers_;  // sorted, as names_in lists them
+  std::vector<std::vector<PackedKey>> evicted_;  // per consumer: the entries evicted (their pointers go)
+  std::string object_names_;            // the object files' names, each ended by a NUL
 };
 
 }  // namespace
@@ -243,7 +302,8 @@ GcReport collect_garbage(const LocalStore &cache, const GcOptions &options, cons
   if (!is_real_directory(cache.root())) return report;  // nothing cached yet
   const auto lock = FileLock::try_acquire(cache.root() / "gc.lock");
   if (!lock) throw IoError("another kiln gc is running on " + cache.root().string() + "; wait for it to finish");
-  Collector(cache, options, report, log).run();
+  const LocalStore walker(cache.location(), ParsedRecords::forget);
+  Collector(walker, options, report, log).run();
   // What a crashed or failed writer of the ABI header copies left (the same rule a build's own
   // sweep applies): removed even when no entry is.
   if (!options.dry_run) sweep_abi_leftovers(cache.root() / "abi");

@@ -9,7 +9,8 @@
 
 namespace kiln::store {
 
-// UsageError without a limit; IoError when another gc runs on the same cache.
+// UsageError without a limit; IoError when another gc runs on the same cache. What it parses
+// is not kept (ParsedRecords::forget): its memory does not grow with the cache.
 GcReport collect_garbage(const LocalStore &cache, const GcOptions &options, const LogCallback &log);
 
 }  // namespace kiln::store

@@ -22,7 +22,7 @@
 
 namespace kiln::store {
 
-LocalStore::LocalStore(StoreLocation location) : location_(std::move(location)) {}
+LocalStore::LocalStore(StoreLocation location, ParsedRecords parsed) : location_(std::move(location)), parsed_(parsed) {}
 
 std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer,
                                                      std::optional<FileIdentity> *used) const {
@@ -54,6 +54,7 @@ std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer
   }
   auto shared = std::make_shared<const Manifest>(parse_manifest(text, file, consumer));
   if (used != nullptr) *used = read_id;
+  if (parsed_ == ParsedRecords::forget) return shared;
   std::lock_guard<std::mutex> lock(cache_mutex_);
   manifests_[consumer] = {read_id, shared};
   return shared;
@@ -92,6 +93,7 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
     throw IntegrityError("store entry " + entry_dir.string() + " says content key " + fresh.meta.content_key +
                          " but sits under " + content_key + ": the store was altered; republish or rebuild " + what);
   }
+  if (parsed_ == ParsedRecords::forget) return fresh;
   std::lock_guard<std::mutex> lock(cache_mutex_);
   entries_[entry_dir.string()] = fresh;
   return fresh;

@@ -40,9 +40,15 @@ struct EntryRecords {
   ArtifactIdentity identity;
 };
 
+// Whether a LocalStore keeps what it parsed (manifests, entries' records) for the next read.
+enum class ParsedRecords {
+  remember,  // loads and builds: a warm read is one stat call
+  forget,    // walks over every entry (kiln verify, kiln gc): memory stays flat however large the store
+};
+
 class LocalStore {
  public:
-  explicit LocalStore(StoreLocation location);
+  explicit LocalStore(StoreLocation location, ParsedRecords parsed = ParsedRecords::remember);
 
   const StoreLocation &location() const { return location_; }
   const fs::path &root() const { return location_.root; }
@@ -140,6 +146,7 @@ class LocalStore {
   bool make_room(const Staging &staging, const LogCallback &log, ExistingEntry existing) const;
 
   StoreLocation location_;
+  ParsedRecords parsed_;
 
   struct CachedManifest {
     FileIdentity id;

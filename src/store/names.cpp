@@ -53,4 +53,24 @@ bool is_valid_key(std::string_view key) noexcept {
   return true;
 }
 
+std::optional<PackedKey> pack_key(std::string_view key) noexcept {
+  if (!is_valid_key(key)) return std::nullopt;
+  const auto nibble = [](char c) { return static_cast<std::uint8_t>(c <= '9' ? c - '0' : c - 'a' + 10); };
+  PackedKey packed{};
+  for (std::size_t i = 0; i < packed.size(); ++i) {
+    packed[i] = static_cast<std::uint8_t>(nibble(key[2 * i]) << 4 | nibble(key[2 * i + 1]));
+  }
+  return packed;
+}
+
+std::string unpack_key(const PackedKey &key) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text(32, '0');
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    text[2 * i] = kDigits[key[i] >> 4];
+    text[2 * i + 1] = kDigits[key[i] & 0xf];
+  }
+  return text;
+}
+
 }  // namespace kiln::store

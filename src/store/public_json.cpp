@@ -8,27 +8,25 @@ using nlohmann::json;
 
 json to_json(const VerifyReport &report) {
   json findings = json::array();
-  std::size_t repaired = 0;
-  for (const auto &finding : report.findings) {
-    findings.push_back({{"kind", finding.kind},         {"severity", finding.severity}, {"store", finding.store},
-                        {"consumer", finding.consumer}, {"path", finding.path},         {"detail", finding.detail},
-                        {"repair", finding.repair},     {"repaired", finding.repaired}});
-    repaired += finding.repaired ? 1 : 0;
-  }
+  for (const auto &finding : report.findings) findings.push_back(to_json(finding));
   return {{"stores", report.stores},   {"consumers", report.consumers},
           {"entries", report.entries}, {"files", report.files},
           {"bytes", report.bytes},     {"seconds", report.seconds},
-          {"findings", findings},      {"damage_left", report.unrepaired_damage()},
-          {"repaired", repaired},      {"clean", report.findings.empty()}};
+          {"findings", findings},      {"damage_left", report.damage_left},
+          {"repaired", report.repaired}, {"clean", report.clean()},
+          {"damage", report.damage},   {"stale", report.stale},
+          {"info", report.info}};
+}
+
+json to_json(const StoreFinding &finding) {
+  return {{"kind", finding.kind},         {"severity", finding.severity}, {"store", finding.store},
+          {"consumer", finding.consumer}, {"path", finding.path},         {"detail", finding.detail},
+          {"repair", finding.repair},     {"repaired", finding.repaired}};
 }
 
 json to_json(const GcReport &report) {
   json items = json::array();
-  for (const auto &item : report.items) {
-    items.push_back({{"kind", item.kind},       {"consumer", item.consumer}, {"path", item.path},
-                     {"content_key", item.content_key}, {"bytes", item.bytes}, {"last_used", item.last_used},
-                     {"outcome", item.outcome}});
-  }
+  for (const auto &item : report.items) items.push_back(to_json(item));
   return {{"cache", report.cache},
           {"bytes_before", report.bytes_before},
           {"bytes_after", report.bytes_after},
@@ -38,6 +36,12 @@ json to_json(const GcReport &report) {
           {"objects_evicted", report.objects_evicted},
           {"seconds", report.seconds},
           {"items", items}};
+}
+
+json to_json(const GcItem &item) {
+  return {{"kind", item.kind},       {"consumer", item.consumer}, {"path", item.path},
+          {"content_key", item.content_key}, {"bytes", item.bytes}, {"last_used", item.last_used},
+          {"outcome", item.outcome}};
 }
 
 }  // namespace kiln

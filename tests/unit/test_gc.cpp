@@ -196,4 +196,34 @@ TEST_CASE("gc: a manifest record is never written for an entry gc evicted (the c
   CHECK_FALSE(cache.manifest("tests")->artifacts.count("other"));
 }
 
+TEST_CASE("gc: each item goes to on_item as its outcome is known, least recently used first; the report then keeps "
+          "none; the bykey pointers of what it evicted go, others stay") {
+  GcStore store;
+  const store::LocalStore cache({(store.dir / "cache").string(), true, "test"});
+  const std::string to_old(32, '1'), to_recent(32, '2');
+  cache.write_pointer("tests", to_old, store.old);
+  cache.write_pointer("tests", to_recent, store.recent);
+  GcOptions options;
+  options.older_than = std::chrono::hours(24);
+  options.include_named = true;
+  std::vector<GcItem> seen;
+  options.on_item = [&](const GcItem &item) { seen.push_back(item); };
+  const GcReport report = store.runtime.gc(options);
+  CHECK(report.items.empty());
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].content_key == store.named);  // 20 days
+  CHECK(seen[1].content_key == store.old);    // 10 days
+  for (const auto &item : seen) {
+    CHECK(item.outcome == "evicted");
+    CHECK(item.kind == "entry");
+    CHECK(item.consumer == "tests");
+    CHECK(item.path == store.entry(item.content_key).string());
+  }
+  CHECK(seen[1].last_used == store.now - 10 * 86400);
+  CHECK(report.entries_evicted == 2);
+  CHECK(report.entries_seen == 3);
+  CHECK_FALSE(cache.pointer("tests", to_old, {}));
+  CHECK(cache.pointer("tests", to_recent, {}) == store.recent);
+}
+
 }  // TEST_SUITE

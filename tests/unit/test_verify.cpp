@@ -8,11 +8,14 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
+
+#include <kiln/runtime.hpp>
 
 #include "store/digest.hpp"
 #include "store/locks.hpp"
@@ -383,6 +386,46 @@ TEST_CASE("verify: a read-only layer's damage is reported and never repaired; --
   result = run_kiln({"verify", "--store", (robot / "nowhere").string()}, env);
   CHECK(result.exit_code == 3);
   CHECK(result.err.find("is not a directory") != std::string::npos);
+}
+
+TEST_CASE("verify: each finding goes to on_finding once it is final (its repair done), once, and is counted; the "
+          "report then keeps none, and the CLI's --json lists the same") {
+  VerifyStore store;
+  const std::string orphan = store.key_b;
+  CHECK(store.publish("b", KILN_TEST_PLUGIN_HOSTILE) != orphan);  // b now names another entry
+  flip_byte(plugin_file(store.entry(store.key_a)), 4096);  // damage, named by the manifest
+  const auto [cli_code, cli_report] = store.verify();
+  CHECK(cli_code == 6);
+  CHECK(cli_report["damage"] == 1);
+  CHECK(cli_report["info"] == 1);
+  CHECK(cli_report["clean"] == false);
+  REQUIRE(cli_report["findings"].size() == 2);
+
+  kiln::RuntimeOptions runtime_options;
+  runtime_options.cache_dir = store.cache().string();
+  runtime_options.declared_device = "sm_90";
+  kiln::Runtime runtime(runtime_options);
+  kiln::VerifyOptions options;
+  options.repair = true;
+  std::vector<kiln::StoreFinding> seen;
+  options.on_finding = [&](const kiln::StoreFinding &finding) { seen.push_back(finding); };
+  const kiln::VerifyReport report = runtime.verify(options);
+  CHECK(report.findings.empty());
+  REQUIRE(seen.size() == 3);  // and the entry moved aside: a staging leftover, kept a day
+  CHECK(seen.back().kind == "staging_leftover");
+  CHECK(report.damage == 1);
+  CHECK(report.stale == 1);
+  CHECK(report.info == 1);
+  CHECK(report.repaired == 1);
+  CHECK(report.unrepaired_damage() == 0);
+  const auto damaged = std::find_if(seen.begin(), seen.end(), [](const auto &f) { return f.kind == "damaged_entry"; });
+  REQUIRE(damaged != seen.end());
+  CHECK(damaged->repaired);
+  // Said after the manifest's records were checked: the repair dropped the record naming it.
+  CHECK(damaged->repair.find("manifest record a dropped") != std::string::npos);
+  const auto orphaned = std::find_if(seen.begin(), seen.end(), [](const auto &f) { return f.kind == "orphan_entry"; });
+  REQUIRE(orphaned != seen.end());
+  CHECK(orphaned->path == store.entry(orphan).string());
 }
 
 }  // TEST_SUITE

@@ -1,0 +1,40 @@
+// The output of a verb that lists many items as it finds them (kiln verify's findings, kiln
+// gc's items): each is written at once, so the CLI's memory does not grow with their number.
+#pragma once
+
+#include <exception>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+
+namespace kiln::cli {
+
+// Text: each item's text, then the summary's. --json: one document,
+//   {"<key>": [item, ...], <the summary's other fields>}
+// and when the verb fails after the first item, {"<key>": [...], "error": {...}} instead.
+class StreamedListing {
+ public:
+  StreamedListing(const Flags &flags, std::string key) : json_(flags.json), key_(std::move(key)) {}
+  StreamedListing(const StreamedListing &) = delete;
+  StreamedListing &operator=(const StreamedListing &) = delete;
+
+  void item(const nlohmann::json &value, const std::string &text);
+  // `summary`'s field named like the list (empty: the items went here) is left out.
+  void finish(const nlohmann::json &summary, const std::string &text);
+  // For an error thrown by the verb: rethrows it when nothing was written yet (the CLI reports
+  // it as for any verb); else closes the document with it, says it on stderr and returns its
+  // exit code.
+  int fail(const std::exception &error);
+
+ private:
+  void open();
+
+  bool json_;
+  std::string key_;
+  bool opened_ = false;
+  bool first_ = true;
+};
+
+}  // namespace kiln::cli
