@@ -63,7 +63,7 @@ struct PublishedPlugin {
     request.consumer = consumer;
     request.name = "solver";
     request.artifact_file = file;
-    request.archs = Arch::parse_list(archs);
+    if (!archs.empty()) request.archs = Arch::parse_list(archs);  // "": the archs the file holds
     published = runtime->publish(request);
     module.emplace(runtime->load(consumer, "solver"));
   }
