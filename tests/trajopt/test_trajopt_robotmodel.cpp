@@ -2,7 +2,8 @@
 // Panda, N = 64), without activate and without a device: the chain as kiln.trajopt/1 describes it, fk
 // against the chain's own description, rnea as the generated RNEA in double and as the torques a solve
 // reports, bad arguments refused; and a Panda trajectory judged with the plugin's own model (what
-// kiln-trajopt-demo does), where the iiwa14's model would judge it wrongly.
+// kiln-trajopt-demo does), where the iiwa14's model would judge it wrongly. The "gpu" suite: the same on
+// the device, with the model asked while a device solve is in flight.
 // This translation unit includes the Panda's generated headers (trajopt_test_support.hpp).
 #include <doctest/doctest.h>
 
@@ -15,6 +16,8 @@
 #include <kiln/ext/robotmodel.h>
 
 #include "kiln_trajopt_model.hpp"
+#include "support/machine.hpp"
+#include "support/preconditions.hpp"
 #include "support/robotmodel_checks.hpp"
 #include "trajopt_test_support.hpp"
 
@@ -165,4 +168,36 @@ TEST_CASE("trajopt robotmodel: a Panda trajectory is judged with the plugin's ow
 TEST_CASE("trajopt robotmodel: bad arguments are typed errors naming the argument, never a crash") {
   Solver s(kPanda, -1, std::nullopt);
   check_bad_inputs(model_of(s), s.handle(), /*has_rnea=*/true);
+}
+
+TEST_SUITE("gpu") {
+  TEST_CASE("trajopt robotmodel gpu: the Panda plugin's model answers during a device solve and judges its trajectories" *
+            kiln::test::skip_if(kiln::test::no_gpu)) {
+    Solver panda(kPanda, 0, 64u, std::nullopt);
+    const kiln_robotmodel_v1 *table = model_of(panda);
+    const kiln_trajopt_common::Model own = kiln_trajopt_common::plugin_model(table, panda.handle());
+    Batch b(own.dof, kN, 64);
+    kiln_trajopt_common::random_problems(own, b, 84, 0.5, 0.02f, Goals::pose);
+    char message[512] = "";
+    REQUIRE_MESSAGE(panda.api->solve_async(panda.handle(), &b.problem, &b.result, message, sizeof message) == KILN_OK,
+                    message);
+    // [any-thread]: fk and rnea while the solve is in flight, on this thread (the control thread's).
+    const std::vector<double> zero(own.dof, 0.0);
+    double pose[KILN_ROBOTMODEL_POSE_SIZE];
+    std::vector<double> tau(own.dof);
+    CHECK(table->fk(panda.handle(), zero.data(), 1, pose, message, sizeof message) == KILN_OK);
+    CHECK(table->rnea(panda.handle(), zero.data(), zero.data(), zero.data(), 1, tau.data(), message, sizeof message) ==
+          KILN_OK);
+    REQUIRE_MESSAGE(panda.api->wait(panda.handle(), message, sizeof message) == KILN_OK, message);
+    CHECK(std::fabs(pose[0] - 0.088) < 1e-12);  // the Panda's published tip at q = 0
+    CHECK(std::fabs(pose[2] - 0.821) < 1e-12);
+    uint32_t good = 0;
+    for (uint32_t i = 0; i < b.count; ++i) {
+      const auto judged = kiln_trajopt_common::judge(own, b, i, b.trajectory(i));
+      CHECK(std::fabs(judged.position_error - judge(b, i).position_error) < 1e-12);  // = this unit's Panda headers
+      good += judged.meets() ? 1 : 0;
+    }
+    MESSAGE("64 Panda problems on the device, judged with the plugin's own model: " << good << " good");
+    CHECK(good == b.count);
+  }
 }
