@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,13 +25,31 @@ namespace {
 
 using namespace kiln::test::robotmodel;
 
+// A plugin file published into a temporary store (archs "": those the file holds, none for the split
+// form's host part) and loaded.
+struct Published {
+  Published(const std::string &file, const std::string &archs)
+      : runtime(std::make_unique<kiln::Runtime>(kiln::test::store_options(dir))) {
+    kiln::PublishRequest request;
+    request.consumer = "ik-tests";
+    request.name = "model";
+    request.artifact_file = file;
+    if (!archs.empty()) request.archs = kiln::Arch::parse_list(archs);
+    runtime->publish(request);
+    module.emplace(runtime->load("ik-tests", "model"));
+  }
+  kiln::test::TempDir dir;
+  std::unique_ptr<kiln::Runtime> runtime;
+  std::optional<kiln::Module> module;
+};
+
 // A loaded IK plugin's instance (never activated) and its two tables.
 struct Model {
   explicit Model(const std::string &file, const std::string &archs = KILN_IK_PLUGIN_ARCHS)
-      : plugin(file, "ik-tests", archs, std::string("sm_90")), instance(plugin.module->create_instance()),
+      : plugin(file, archs), instance(plugin.module->create_instance()),
         ik(instance.interface<kiln_ik_v1>(KILN_IK_INTERFACE_ID)),
         model(instance.interface<kiln_robotmodel_v1>(KILN_ROBOTMODEL_INTERFACE_ID)) {}
-  kiln::test::PublishedPlugin plugin;
+  Published plugin;
   kiln::Instance instance;
   const kiln_ik_v1 *ik;
   const kiln_robotmodel_v1 *model;

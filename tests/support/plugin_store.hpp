@@ -63,7 +63,7 @@ struct PublishedPlugin {
     request.consumer = consumer;
     request.name = "solver";
     request.artifact_file = file;
-    if (!archs.empty()) request.archs = Arch::parse_list(archs);  // "": the archs the file holds
+    request.archs = Arch::parse_list(archs);
     published = runtime->publish(request);
     module.emplace(runtime->load(consumer, "solver"));
   }
