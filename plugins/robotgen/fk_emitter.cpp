@@ -169,13 +169,28 @@ std::string emit_fk_header(const Chain &chain, const std::string &ns) {
   s << "  // Limits in rad (revolute, continuous: [-pi, pi]) or m (prismatic).\n";
   list("double", "kLower", [](const ChainJoint &j) { return number(j.lower); });
   list("double", "kUpper", [](const ChainJoint &j) { return number(j.upper); });
+  s << "  // The URDF's velocity (rad/s or m/s) and effort (N m or N) limits; 0 where it gives none.\n";
+  list("double", "kVelocityLimit", [](const ChainJoint &j) { return number(j.velocity); });
+  list("double", "kEffortLimit", [](const ChainJoint &j) { return number(j.effort); });
+  const auto numbers = [&](const auto &values) {
+    std::string text = "{";
+    for (std::size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + number(values[i]);
+    return text + "}";
+  };
+  const auto table = [&](const std::string &name, const std::string &size, auto &&row) {
+    s << "  static constexpr double " << name << "[kDof][" << size << "] = {";
+    for (std::size_t j = 0; j < n; ++j) s << (j ? ", " : "") << numbers(row(chain.joints[j]));
+    s << "};\n";
+  };
   s << "  // Unit joint axes in each joint's frame.\n";
-  s << "  static constexpr double kAxes[kDof][3] = {";
-  for (std::size_t j = 0; j < n; ++j) {
-    const auto &a = chain.joints[j].axis;
-    s << (j ? ", " : "") << "{" << number(a[0]) << ", " << number(a[1]) << ", " << number(a[2]) << "}";
-  }
-  s << "};\n";
+  table("kAxes", "3", [](const ChainJoint &j) { return j.axis; });
+  s << "  // Each joint's frame at q = 0 in the previous joint's frame (the base's for joint 0), fixed\n";
+  s << "  // joints folded in, as fk composes it: position, rotation (row-major); then the tip's in the\n";
+  s << "  // last joint's frame.\n";
+  table("kOriginPosition", "3", [](const ChainJoint &j) { return j.origin.t; });
+  table("kOriginRotation", "9", [](const ChainJoint &j) { return j.origin.R; });
+  s << "  static constexpr double kTipOffsetPosition[3] = " << numbers(chain.tip_offset.t) << ";\n";
+  s << "  static constexpr double kTipOffsetRotation[9] = " << numbers(chain.tip_offset.R) << ";\n";
   // Every joint's motion is the identity at q = 0, so the tip pose there is the product of the
   // fixed transforms, composed here in double and not by fk's generated code: a known value that
   // the IK plugin's self-test compares fk with.
@@ -183,11 +198,8 @@ std::string emit_fk_header(const Chain &chain, const std::string &ns) {
   for (const ChainJoint &joint : chain.joints) zero = compose(zero, joint.origin);
   zero = compose(zero, chain.tip_offset);
   s << "  // The tip pose at q = 0, composed by the generator from the joint origins (not by fk): a check of fk.\n";
-  s << "  static constexpr double kTipAtZeroPosition[3] = {" << number(zero.t[0]) << ", " << number(zero.t[1]) << ", "
-    << number(zero.t[2]) << "};\n";
-  s << "  static constexpr double kTipAtZeroRotation[9] = {";
-  for (int i = 0; i < 9; ++i) s << (i ? ", " : "") << number(zero.R[static_cast<std::size_t>(i)]);
-  s << "};\n\n";
+  s << "  static constexpr double kTipAtZeroPosition[3] = " << numbers(zero.t) << ";\n";
+  s << "  static constexpr double kTipAtZeroRotation[9] = " << numbers(zero.R) << ";\n\n";
   s << "  // Tip pose in the base frame: p (3), R (9, row-major; columns are the tip's axes).\n";
   s << "  template <class T>\n";
   s << "  static KILN_FK_HD void fk(const T *q, T *p, T *R) {\n";
@@ -222,8 +234,9 @@ std::string emit_fk_header(const Chain &chain, const std::string &ns) {
   h << "//   " << ns << "::Chain::fk(q, p, R)              tip position p[3] and rotation R[9] (row-major)\n";
   h << "//   " << ns << "::Chain::fk_jacobian(q, p, R, J)  the same plus the geometric Jacobian J[6 * kDof]\n";
   h << "// q holds kDof joint values (rad or m, chain order). Metadata: kDof, kJointNames, kJointTypes,\n";
-  h << "// kLower, kUpper, kAxes, kTipAtZeroPosition, kTipAtZeroRotation, kRobot, kBaseLink, kTipLink,\n";
-  h << "// kSource (host code only).\n";
+  h << "// kLower, kUpper, kVelocityLimit, kEffortLimit, kAxes, kOriginPosition, kOriginRotation,\n";
+  h << "// kTipOffsetPosition, kTipOffsetRotation, kTipAtZeroPosition, kTipAtZeroRotation, kRobot,\n";
+  h << "// kBaseLink, kTipLink, kSource (host code only).\n";
   h << "// One generated chain header per translation unit; the inline namespace (a hash of the\n";
   h << "// contents) keeps different chains in different translation units apart.\n";
   h << "// Rotation entries within " << number(kRotationSnap) << " of 0 or +-1 are written as exact 0 or +-1.\n";

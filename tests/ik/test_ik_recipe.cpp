@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kiln/ext/ik.h>
+#include <kiln/ext/robotmodel.h>
 #include <kiln/ext/selftest.h>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
@@ -368,7 +369,8 @@ TEST_CASE("ik recipes: the built plugins negotiate, answer kiln.ik/1 and solve o
     const kiln::LoadReport &report = module.report();
     CHECK(report.plugin_id == e.plugin_id);
     CHECK(report.abi_version == KILN_ABI_VERSION);
-    CHECK(report.interfaces == std::vector<std::string>{KILN_IK_INTERFACE_ID, KILN_SELFTEST_INTERFACE_ID});
+    CHECK(report.interfaces == std::vector<std::string>{KILN_IK_INTERFACE_ID, KILN_SELFTEST_INTERFACE_ID,
+                                                        KILN_ROBOTMODEL_INTERFACE_ID});
     CHECK(report.resolution.input_key == store.build(e.robot, "sm_90").out["input_key"]);
 
     kiln::Instance instance = module.create_instance();

@@ -17,6 +17,7 @@
 
 #include <kiln/errors.hpp>
 #include <kiln/ext/ik.h>
+#include <kiln/ext/robotmodel.h>
 #include <kiln/ext/selftest.h>
 
 #include "ik_split_support.hpp"
@@ -144,7 +145,8 @@ TEST_CASE("ik split: host part loads for a declared Orin, activate(-1) solves li
   for (kiln::Module *module : {&recipe_built, &cmake_built}) {
     CAPTURE(module->report().resolution.name);
     CHECK(module->report().plugin_id == "org.kiln.ik.iiwa14");
-    CHECK(module->report().interfaces == std::vector<std::string>{KILN_IK_INTERFACE_ID, KILN_SELFTEST_INTERFACE_ID});
+    CHECK(module->report().interfaces == std::vector<std::string>{KILN_IK_INTERFACE_ID, KILN_SELFTEST_INTERFACE_ID,
+                                                                  KILN_ROBOTMODEL_INTERFACE_ID});
     kiln::Instance instance = module->create_instance();
     const kiln_ik_v1 *ik = ik_of(instance);
     REQUIRE(ik != nullptr);

@@ -1,6 +1,7 @@
 // kiln-trajopt-demo --plugin FILE publishes the file into a scratch store of its own: an entry the
 // user keeps under the demo's names (kiln-trajopt/iiwa14-N64) is never replaced, and the scratch
-// store is gone when the demo ends.
+// store is gone when the demo ends. A plugin offering kiln.robotmodel/1 is judged with its own model,
+// whatever robot it solves for.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -38,6 +39,8 @@ TEST_CASE("trajopt demo: --plugin FILE publishes into a scratch store, never int
       shell_quote(KILN_TRAJOPT_DEMO) + " --plugin " + shell_quote(plugin) + " --host-problems 1");
   CHECK_MESSAGE(result.exit_code == 0, result.out << result.err);
   CHECK(result.out.find("a scratch store") != std::string::npos);
+  CHECK(result.out.find("judged with: the plugin's own model (kiln.robotmodel/1: lbr_iiwa, iiwa14.urdf") != std::string::npos);
+  CHECK(result.out.find("CPU reference (Eigen, double, 1 thread): success 1 / 1") != std::string::npos);
   kiln::Runtime runtime(options);
   CHECK(runtime.resolve("kiln-trajopt", "iiwa14-N64").content_key == users_key);
   std::size_t entries = 0;
@@ -50,4 +53,19 @@ TEST_CASE("trajopt demo: --plugin FILE publishes into a scratch store, never int
   const std::string scratch = rest.substr(0, rest.find(' '));
   CHECK(!scratch.empty());
   CHECK_FALSE(fs::exists(scratch));
+}
+
+TEST_CASE("trajopt demo: a plugin of another robot (Panda) is judged with its own model through kiln.robotmodel/1") {
+  kiln::test::TempDir dir;
+  const char *carried = std::getenv("KILN_TRAJOPT_PLUGIN_PANDA");
+  const std::string plugin = carried != nullptr && *carried != '\0' ? carried : KILN_TRAJOPT_PLUGIN_PANDA;
+  const auto result = kiln::test::run_shell("env KILN_CACHE_DIR=" + shell_quote((dir / "cache").string()) +
+                                            " KILN_STORE_PATH= KILN_DEVICE=sm_90 " + shell_quote(KILN_TRAJOPT_DEMO) +
+                                            " --plugin " + shell_quote(plugin) + " --host-problems 2");
+  INFO(result.out << result.err);
+  CHECK(result.exit_code == 0);
+  CHECK(result.out.find("judged with: the plugin's own model (kiln.robotmodel/1: panda, panda.urdf") != std::string::npos);
+  CHECK(result.out.find("plugin (host path): success 2 / 2") != std::string::npos);
+  // The demo's compiled reference is the iiwa14's: it does not pretend to solve the Panda's problems.
+  CHECK(result.out.find("CPU reference: not compared") != std::string::npos);
 }

@@ -1,7 +1,8 @@
 // kiln IK plugin: the C side of IkSolver<Device> (ik_solver.hpp), shared by both forms: the
-// kiln.ik/1 and kiln.selftest/1 tables, its own entry points (dof, joint_info, fk),
-// and get_interface; the forwarding ones are plugins/common/kiln_c_trampolines.hpp. Included by
-// ik_solver.hpp.
+// kiln.ik/1 and kiln.selftest/1 tables, its own entry points (dof, joint_info, fk), and
+// get_interface; the forwarding ones are plugins/common/kiln_c_trampolines.hpp, kiln.robotmodel/1
+// is plugins/common/kiln_robotmodel.hpp's (no dynamics: the IK chains are generated without).
+// Included by ik_solver.hpp.
 #pragma once
 
 #include <stdint.h>
@@ -10,6 +11,7 @@
 
 #include "ik_solver.hpp"
 #include "kiln_c_trampolines.hpp"
+#include "kiln_robotmodel.hpp"
 
 namespace {
 
@@ -35,19 +37,16 @@ inline kiln_status joint_info(const kiln_instance *instance, uint32_t index, kil
   return KILN_OK;
 }
 
+// kiln.ik/1's fk: kiln.robotmodel/1's (one generated implementation, in double), rounded to float.
 inline kiln_status fk(const kiln_instance *instance, const float *q, uint32_t count, float *poses) {
   (void)instance;
   if (count == 0) return KILN_OK;
   if (q == nullptr || poses == nullptr) return KILN_ERR_INVALID_ARGUMENT;
   for (uint32_t i = 0; i < count; ++i) {
-    double qd[kDof], p[3], R[9];
+    double qd[kDof], pose[KILN_IK_POSE_SIZE];
     for (int j = 0; j < kDof; ++j) qd[j] = static_cast<double>(q[size_t{i} * kDof + static_cast<size_t>(j)]);
-    Chain::fk<double>(qd, p, R);
-    double w, x, y, z;
-    kiln_ik::matrix_to_quaternion(R, w, x, y, z);
-    float *out = poses + size_t{i} * KILN_IK_POSE_SIZE;
-    const double values[KILN_IK_POSE_SIZE] = {p[0], p[1], p[2], w, x, y, z};
-    for (int k = 0; k < KILN_IK_POSE_SIZE; ++k) out[k] = static_cast<float>(values[k]);
+    kiln_plugin_common::robotmodel::pose<Chain>(qd, pose);
+    for (int k = 0; k < KILN_IK_POSE_SIZE; ++k) poses[size_t{i} * KILN_IK_POSE_SIZE + k] = static_cast<float>(pose[k]);
   }
   return KILN_OK;
 }
@@ -73,6 +72,9 @@ template <class Device>
 const void *IkSolver<Device>::get_interface(const char *interface_id) const noexcept {
   if (std::strcmp(interface_id, KILN_IK_INTERFACE_ID) == 0) return &table;
   if (std::strcmp(interface_id, KILN_SELFTEST_INTERFACE_ID) == 0) return &selftest_table;
+  if (std::strcmp(interface_id, KILN_ROBOTMODEL_INTERFACE_ID) == 0) {
+    return &kiln_plugin_common::robotmodel::Model<Chain, kiln_plugin_common::robotmodel::NoDynamics>::table;
+  }
   return nullptr;
 }
 

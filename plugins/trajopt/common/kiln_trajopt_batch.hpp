@@ -1,7 +1,7 @@
 // kiln TrajOpt: host-side batches of kiln.trajopt/1 problems for the tests, the bench and the demo:
 // the buffers and the structs pointing at them, reproducible random problems (start within the middle
-// of the ranges, goal a joint vector up to +-delta away, or that vector's tip pose from the generated
-// FK in double), and the same problems in the CPU reference's form.
+// of the ranges, goal a joint vector up to +-delta away, or that vector's tip pose from a model's FK
+// in double: kiln_trajopt_model.hpp), and the same problems in the CPU reference's form.
 #pragma once
 
 #include <Eigen/Geometry>
@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <kiln/ext/trajopt.h>
+
+#include "kiln_trajopt_model.hpp"
 
 namespace kiln_trajopt_common {
 
@@ -57,41 +59,51 @@ struct HostBatch {
   kiln_trajopt_result result{};
 };
 
-// Every problem's pose goal := the tip pose (generated FK, double) at its joint goal.
-template <class Fk>
-void pose_goals_from_joint_goals(HostBatch &b) {
+// Every problem's pose goal := the tip pose (the model's FK, double) at its joint goal.
+inline void pose_goals_from_joint_goals(const Model &model, HostBatch &b) {
   for (uint32_t i = 0; i < b.count; ++i) {
-    double g[Fk::kDof], p[3], R[9];
-    for (int j = 0; j < Fk::kDof; ++j) g[j] = b.joint_goals[i * Fk::kDof + j];
-    Fk::fk(g, p, R);
-    const Eigen::Matrix3d rotation = Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(R);
-    const Eigen::Quaterniond quat(rotation);
-    const double pose[7] = {p[0], p[1], p[2], quat.w(), quat.x(), quat.y(), quat.z()};
+    std::vector<double> g(model.dof);
+    double pose[7];
+    for (uint32_t j = 0; j < model.dof; ++j) g[j] = b.joint_goals[i * model.dof + j];
+    model.fk(g.data(), 1, pose);
     for (int k = 0; k < 7; ++k) b.pose_goals[i * 7 + k] = static_cast<float>(pose[k]);
   }
 }
 
-// Random problems into b (all dt = dt), from the generated chains Fk (FK) and Dyn (limits).
-template <class Fk, class Dyn>
-void random_problems(HostBatch &b, uint64_t seed, double delta, float dt, Goals goals) {
+// The same with the generated FK header Fk.
+template <class Fk>
+void pose_goals_from_joint_goals(HostBatch &b) {
+  Model fk_only;
+  fk_only.dof = Fk::kDof;
+  fk_only.fk = generated_fk<Fk>();
+  pose_goals_from_joint_goals(fk_only, b);
+}
+
+// Random problems into b (all dt = dt), from model's limits and FK.
+inline void random_problems(const Model &model, HostBatch &b, uint64_t seed, double delta, float dt, Goals goals) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  constexpr int D = Dyn::kDof;
+  const uint32_t D = model.dof;
   for (uint32_t i = 0; i < b.count; ++i) {
-    double a[D], g[D];
-    for (int j = 0; j < D; ++j) {
-      const double mid = (Dyn::kLower[j] + Dyn::kUpper[j]) / 2, half = (Dyn::kUpper[j] - Dyn::kLower[j]) / 2;
-      a[j] = static_cast<float>(mid + 0.6 * half * u(rng));
-      g[j] = std::clamp(a[j] + delta * u(rng), Dyn::kLower[j] + 0.05, Dyn::kUpper[j] - 0.05);
-      b.q0[i * D + j] = static_cast<float>(a[j]);
+    for (uint32_t j = 0; j < D; ++j) {
+      const double mid = (model.lower[j] + model.upper[j]) / 2, half = (model.upper[j] - model.lower[j]) / 2;
+      const double a = static_cast<float>(mid + 0.6 * half * u(rng));
+      const double g = std::clamp(a + delta * u(rng), model.lower[j] + 0.05, model.upper[j] - 0.05);
+      b.q0[i * D + j] = static_cast<float>(a);
       b.qd0[i * D + j] = 0.0f;
-      b.joint_goals[i * D + j] = static_cast<float>(g[j]);
+      b.joint_goals[i * D + j] = static_cast<float>(g);
     }
     b.dt[i] = dt;
     b.goal_kinds[i] = goals == Goals::joint || (goals == Goals::mixed && i % 2 == 1) ? KILN_TRAJOPT_GOAL_JOINT
                                                                                       : KILN_TRAJOPT_GOAL_POSE;
   }
-  pose_goals_from_joint_goals<Fk>(b);
+  pose_goals_from_joint_goals(model, b);
+}
+
+// The same from the generated chains Fk (FK) and Dyn (limits).
+template <class Fk, class Dyn>
+void random_problems(HostBatch &b, uint64_t seed, double delta, float dt, Goals goals) {
+  random_problems(generated_model<Fk, Dyn>("the generated headers"), b, seed, delta, dt, goals);
 }
 
 // Problem i of b as the CPU reference takes it (Ref = kiln_trajopt_ref::Reference<...>).

@@ -4,15 +4,20 @@
 // store of its own (a temporary directory, removed at exit: the user's cache is never written)
 // and loads that;
 // then solves a batch of random reachable pose goals on the GPU, or, where no CUDA device exists
-// (e.g. KILN_DEVICE=sm_87,integrated=1 declared), on the plugin's host path; and solves the same
-// problems with the single-thread CPU reference (Eigen, double) for the comparison.
+// (e.g. KILN_DEVICE=sm_87,integrated=1 declared), on the plugin's host path; and, where the plugin's
+// chain is the one the CPU reference was compiled for (iiwa14, N = 64), solves the same problems with
+// the single-thread reference (Eigen, double) for the comparison.
 //
 //   kiln-trajopt-demo [RECIPE] [--plugin FILE] [--problems N] [--host-problems M] [-v]
 //
-// Every answer is judged from the returned trajectory alone (generated FK and RNEA in double):
-// success = goal within 1 mm and 0.01 rad, no position, velocity or torque limit exceeded. Exit
-// status: 0 when at least 99 % succeed; 1 otherwise or when a solve fails; kiln's codes for kiln errors.
+// The model: the plugin's own (kiln.robotmodel/1, abi/kiln/ext/robotmodel.h) where it offers one, so a
+// plugin of any robot is judged with its robot; else the iiwa14 headers this demo was compiled with
+// (the output says which). Problems are drawn from that model, and every answer is judged from the
+// returned trajectory alone (the model's FK and RNEA in double): success = goal within 1 mm and
+// 0.01 rad, no position, velocity or torque limit exceeded. Exit status: 0 when at least 99 %
+// succeed; 1 otherwise or when a solve fails; kiln's codes for kiln errors.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +30,7 @@
 #include <CLI/CLI.hpp>
 
 #include <kiln/errors.hpp>
+#include <kiln/ext/robotmodel.h>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
@@ -32,6 +38,7 @@
 #include "kiln_rnea_chain.cuh"
 #include "kiln_trajopt_batch.hpp"
 #include "kiln_trajopt_judge.hpp"
+#include "kiln_trajopt_model.hpp"
 #include "kiln_trajopt_reference.hpp"
 
 namespace {
@@ -40,6 +47,7 @@ using Clock = std::chrono::steady_clock;
 using Fk = kiln_fk::Chain;
 using Dyn = kiln_rnea::Chain;
 using Batch = kiln_trajopt_common::HostBatch;
+using Model = kiln_trajopt_common::Model;
 using Reference = kiln_trajopt_ref::Reference<Fk, Dyn, KILN_TRAJOPT_N>;
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
@@ -48,10 +56,10 @@ struct Verdict {
   double worst_position = 0, worst_orientation = 0, worst_velocity = 0, worst_torque = 0, worst_joint = 0;
 };
 
-Verdict judge_all(const Batch &b, const std::vector<const float *> &trajectories) {
+Verdict judge_all(const Model &model, const Batch &b, const std::vector<const float *> &trajectories) {
   Verdict v;
   for (uint32_t i = 0; i < b.count; ++i) {
-    const auto j = kiln_trajopt_common::judge<Fk, Dyn>(b, i, trajectories[i]);
+    const auto j = kiln_trajopt_common::judge(model, b, i, trajectories[i]);
     v.good += j.meets() ? 1 : 0;
     v.worst_position = std::max(v.worst_position, j.position_error);
     v.worst_orientation = std::max(v.worst_orientation, j.orientation_error);
@@ -72,8 +80,33 @@ void print_verdict(const char *who, const Verdict &v, uint32_t count, double ms)
               std::max(0.0, v.worst_velocity), std::max(0.0, v.worst_torque));
 }
 
-// The same problems through the CPU reference, one thread; returns its milliseconds.
-double run_reference(const Batch &b, Verdict *verdict) {
+// Whether a and b are one chain: the same joints, limits, and fk and rnea at a few states (to 1e-9).
+bool same_chain(const Model &a, const Model &b) {
+  if (a.dof != b.dof || a.lower != b.lower || a.upper != b.upper || a.velocity_limit != b.velocity_limit ||
+      a.effort_limit != b.effort_limit)
+    return false;
+  std::vector<double> q(a.dof), qd(a.dof), qdd(a.dof), out_a(a.dof), out_b(a.dof);
+  for (int state = 0; state < 4; ++state) {
+    for (uint32_t j = 0; j < a.dof; ++j) {
+      const double t = std::sin(1.0 + 3 * state + j);  // deterministic, in [-1, 1]
+      q[j] = (a.lower[j] + a.upper[j]) / 2 + t * (a.upper[j] - a.lower[j]) / 2;
+      qd[j] = t, qdd[j] = 2 * t;
+    }
+    double pose_a[7], pose_b[7];
+    a.fk(q.data(), 1, pose_a);
+    b.fk(q.data(), 1, pose_b);
+    a.rnea(q.data(), qd.data(), qdd.data(), 1, out_a.data());
+    b.rnea(q.data(), qd.data(), qdd.data(), 1, out_b.data());
+    for (int k = 0; k < 7; ++k)
+      if (std::fabs(pose_a[k] - pose_b[k]) > 1e-9) return false;
+    for (uint32_t j = 0; j < a.dof; ++j)
+      if (std::fabs(out_a[j] - out_b[j]) > 1e-9) return false;
+  }
+  return true;
+}
+
+// The same problems through the CPU reference, one thread, judged with model; returns its milliseconds.
+double run_reference(const Model &model, const Batch &b, Verdict *verdict) {
   Reference reference;
   kiln_trajopt_ref::Options options;
   std::vector<Eigen::MatrixXd> answers(b.count);
@@ -90,7 +123,7 @@ double run_reference(const Batch &b, Verdict *verdict) {
       for (int a = 0; a < answers[i].cols(); ++a) rows[i].push_back(static_cast<float>(answers[i](k, a)));
     trajectories.push_back(rows[i].data());
   }
-  *verdict = judge_all(b, trajectories);
+  *verdict = judge_all(model, b, trajectories);
   return ms;
 }
 
@@ -161,10 +194,27 @@ int run(const std::string &recipe_file, const std::string &plugin, uint32_t prob
   api->info(instance.handle(), &info);
   std::printf("chain: %s (%s), %s -> %s, %u joints, horizon N = %u\n", info.robot, info.source, info.base_link,
               info.tip_link, info.dof, info.horizon);
-  if (info.dof != Dyn::kDof || info.horizon != KILN_TRAJOPT_N) {
-    std::printf("this demo was compiled for %d joints and N = %d\n", Dyn::kDof, KILN_TRAJOPT_N);
+  // The model the problems are drawn from and the answers judged with: the plugin's own where it has one.
+  const Model compiled = kiln_trajopt_common::generated_model<Fk, Dyn>(
+      std::string("the model this demo was compiled with (") + Dyn::kRobot + ", " + Dyn::kSource + ")");
+  std::optional<Model> own;
+  if (const auto *robotmodel = instance.interface<kiln_robotmodel_v1>(KILN_ROBOTMODEL_INTERFACE_ID)) {
+    try {
+      own = kiln_trajopt_common::plugin_model(robotmodel, instance.handle());
+    } catch (const std::exception &error) {
+      std::printf("the plugin's model cannot judge its trajectories: %s\n", error.what());
+    }
+  } else {
+    std::printf("the plugin does not offer %s: a plugin of another robot than %s is judged wrongly\n",
+                KILN_ROBOTMODEL_INTERFACE_ID, Dyn::kRobot);
+  }
+  const Model &model = own ? *own : compiled;
+  if (!own && info.dof != Dyn::kDof) {
+    std::printf("this demo was compiled for %d joints, the plugin has %u, and the plugin offers no model of its own\n",
+                Dyn::kDof, info.dof);
     return 1;
   }
+  std::printf("judged with: %s\n", model.description.c_str());
 
   const kiln::DeviceReport &devices = runtime.devices();
   const bool gpu = devices.state == kiln::DriverState::ok && !devices.devices.empty() && !devices.declared;
@@ -173,7 +223,7 @@ int run(const std::string &recipe_file, const std::string &plugin, uint32_t prob
   else if (!gpu) std::printf("no CUDA device (%s): the plugin's host path, %u problems\n", devices.detail.c_str(), count);
   instance.activate(gpu ? 0 : -1, count);
   Batch b(info.dof, info.horizon, count);
-  kiln_trajopt_common::random_problems<Fk, Dyn>(b, 2024, 0.5, 0.02f, kiln_trajopt_common::Goals::pose);
+  kiln_trajopt_common::random_problems(model, b, 2024, 0.5, 0.02f, kiln_trajopt_common::Goals::pose);
   char message[512] = "";
   auto solve_start = Clock::now();
   if (api->solve(instance.handle(), &b.problem, &b.result, message, sizeof message) != KILN_OK) {
@@ -198,15 +248,22 @@ int run(const std::string &recipe_file, const std::string &plugin, uint32_t prob
   }
   std::vector<const float *> trajectories;
   for (uint32_t i = 0; i < count; ++i) trajectories.push_back(b.trajectory(i));
-  const Verdict plugin_verdict = judge_all(b, trajectories);
+  const Verdict plugin_verdict = judge_all(model, b, trajectories);
   uint64_t iterations = 0;
   for (uint32_t i = 0; i < count; ++i) iterations += b.iterations[i];
   print_verdict(gpu ? "plugin (GPU)" : "plugin (host path)", plugin_verdict, count, ms);
   std::printf("  reported converged %u, mean iterations %.1f\n", b.converged_count(), static_cast<double>(iterations) / count);
-  Verdict ref_verdict;
-  const double ref_ms = run_reference(b, &ref_verdict);
-  print_verdict("CPU reference (Eigen, double, 1 thread)", ref_verdict, count, ref_ms);
-  std::printf("speed-up of the plugin over the reference: %.1fx\n", ref_ms / ms);
+  // The reference is compiled for one chain and horizon: it solves the plugin's problems only where
+  // they are its own.
+  if (info.horizon == KILN_TRAJOPT_N && (!own || same_chain(model, compiled))) {
+    Verdict ref_verdict;
+    const double ref_ms = run_reference(model, b, &ref_verdict);
+    print_verdict("CPU reference (Eigen, double, 1 thread)", ref_verdict, count, ref_ms);
+    std::printf("speed-up of the plugin over the reference: %.1fx\n", ref_ms / ms);
+  } else {
+    std::printf("CPU reference: not compared; it was compiled for %s with N = %d, the plugin solves for %s with N = %u\n",
+                Dyn::kRobot, KILN_TRAJOPT_N, info.robot, info.horizon);
+  }
   return plugin_verdict.good >= 0.99 * count ? 0 : 1;
 }
 

@@ -1,7 +1,7 @@
 // kiln TrajOpt plugin: the C side of TrajoptSolver<Device> (trajopt_solver.hpp): the
 // kiln.trajopt/1 and kiln.selftest/1 tables, its own joint_info and get_interface;
-// the forwarding entry points are plugins/common/kiln_c_trampolines.hpp. Included by
-// trajopt_solver.hpp.
+// the forwarding entry points are plugins/common/kiln_c_trampolines.hpp, kiln.robotmodel/1 (with
+// dynamics) plugins/common/kiln_robotmodel.hpp's. Included by trajopt_solver.hpp.
 #pragma once
 
 #include <stdint.h>
@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kiln_c_trampolines.hpp"
+#include "kiln_robotmodel.hpp"
 #include "trajopt_solver.hpp"
 
 namespace kiln_trajopt {
@@ -51,6 +52,7 @@ template <class Device>
 const void *TrajoptSolver<Device>::get_interface(const char *interface_id) const noexcept {
   if (std::strcmp(interface_id, KILN_TRAJOPT_INTERFACE_ID) == 0) return &table;
   if (std::strcmp(interface_id, KILN_SELFTEST_INTERFACE_ID) == 0) return &selftest_table;
+  if (std::strcmp(interface_id, KILN_ROBOTMODEL_INTERFACE_ID) == 0) return &kiln_plugin_common::robotmodel::Model<Fk, Dyn>::table;
   return nullptr;
 }
 
