@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
@@ -65,10 +66,11 @@ double peak_rss_mb() {
   return 0;
 }
 
-// Runs the kiln CLI with `args` on `cache` (output discarded); its peak resident set in MB, or
-// a negative number when it could not run or did not exit 0.
+// Runs the kiln CLI with `args` on `cache` (output discarded) through kiln_bench_peak_rss (a
+// small launcher: a child of this large process would count this process's memory as its own);
+// its peak resident set in MB, or a negative number when it could not run or did not exit 0.
 double cli_peak_rss_mb(const fs::path &cache, std::vector<std::string> args) {
-  args.insert(args.begin(), KILN_BENCH_CLI);
+  args.insert(args.begin(), {KILN_BENCH_PEAK_RSS, KILN_BENCH_CLI});
   std::vector<char *> argv;
   for (auto &arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -77,19 +79,23 @@ double cli_peak_rss_mb(const fs::path &cache, std::vector<std::string> args) {
   std::vector<char *> envp;
   for (auto &entry : env_text) envp.push_back(entry.data());
   envp.push_back(nullptr);
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, KILN_BENCH_CLI, &actions, nullptr, argv.data(), envp.data());
+  const int spawned = ::posix_spawn(&pid, KILN_BENCH_PEAK_RSS, &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  std::string answer;
+  char buffer[64];
+  for (ssize_t got; spawned == 0 && (got = ::read(out[0], buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<std::size_t>(got));
+  ::close(out[0]);
   if (spawned != 0) return -1;
   int status = 0;
-  struct rusage usage {};
-  if (::wait4(pid, &status, 0, &usage) != pid) return -1;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  return std::strtod(answer.c_str(), nullptr) / 1024.0;
 }
 
 std::string megabytes(double mb) {
