@@ -126,10 +126,6 @@ class Auditor {
     }
   }
 
-  StoreFinding &damaged_finding(const PackedKey &key) {
-    return std::find_if(damaged_.begin(), damaged_.end(), [&](const auto &held) { return held.first == key; })->second;
-  }
-
   void flush() {
     for (auto &finding : pending_) emit(std::move(finding));
     pending_.clear();
@@ -186,9 +182,17 @@ class Auditor {
 
     flush();
 
+    // The names of each content key, so that the repair of a damaged entry drops its records at
+    // once (its finding is then final and goes to the caller at once).
+    std::vector<std::pair<PackedKey, const std::string *>> names_of;
+    if (manifest) {
+      for (const auto &[artifact, record] : manifest->artifacts) {
+        if (const auto key = pack_key(record.content_key)) names_of.emplace_back(*key, &artifact);
+      }
+      std::sort(names_of.begin(), names_of.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    }
     EntryMarks marks;
-    damaged_.clear();
-    entries(layout, marks);
+    entries(layout, marks, names_of);
 
     if (manifest) {
       for (const auto &named : manifest->artifacts) {
@@ -211,18 +215,10 @@ class Auditor {
           add("mismatched_record", "damage", name, layout.manifest(),
               "the manifest names " + name + "/" + artifact + " as a \"" + record.kind + "\" artifact, but entry " +
                   record.content_key + " holds a \"" + kinds_[mark->kind] + "\" one; republish or rebuild " + artifact);
-        } else if (mark->state == EntryState::damaged) {
-          StoreFinding &entry = damaged_finding(mark->key);
-          if (entry.repaired && store_.drop_record(name, artifact, record.content_key)) {
-            KILN_FAULT_POINT("repair.after_drop_record");
-            entry.repair += "; manifest record " + artifact + " dropped";
-          }
         }
         flush();
       }
     }
-    for (auto &damaged : damaged_) emit(std::move(damaged.second));
-    damaged_.clear();
     pointers(layout, marks);
     for (const auto &mark : marks.all()) {
       if (mark.state == EntryState::intact && !mark.referenced) {
@@ -234,7 +230,8 @@ class Auditor {
     leftovers(layout);
   }
 
-  void entries(const ConsumerLayout &layout, EntryMarks &marks) {
+  void entries(const ConsumerLayout &layout, EntryMarks &marks,
+               const std::vector<std::pair<PackedKey, const std::string *>> &names_of) {
     const fs::path dir = layout.entries();
     boost::system::error_code error;
     if (!fs::exists(fs::symlink_status(dir, error)) || !check_directory(dir, layout.consumer())) return flush();
@@ -259,11 +256,16 @@ class Auditor {
         repair(index, [&] {
           const fs::path aside = store_.move_entry_aside(layout.consumer(), key, log_);
           KILN_FAULT_POINT("repair.after_move_aside");
-          return "moved aside to " + aside.string();
+          std::string done = "moved aside to " + aside.string();
+          const auto first = std::lower_bound(names_of.begin(), names_of.end(), mark.key,
+                                              [](const auto &named, const PackedKey &wanted) { return named.first < wanted; });
+          for (auto it = first; it != names_of.end() && it->first == mark.key; ++it) {
+            if (!store_.drop_record(layout.consumer(), *it->second, key)) continue;
+            KILN_FAULT_POINT("repair.after_drop_record");
+            done += "; manifest record " + *it->second + " dropped";
+          }
+          return done;
         });
-        // Held until the manifest's records are checked: a repair drops the records naming it.
-        damaged_.emplace_back(mark.key, std::move(pending_[index]));
-        pending_.pop_back();
       }
       flush();
     }
@@ -460,7 +462,6 @@ class Auditor {
   const LogCallback &log_;
   const EntryFileCheck &check_;
   std::vector<StoreFinding> pending_;                           // found, repair not yet done
-  std::vector<std::pair<PackedKey, StoreFinding>> damaged_;    // the consumer's damaged entries
   std::vector<std::string> kinds_{"", "plugin", "images"};     // EntryMark::kind's names
   FileIdentity ignored_;
 };

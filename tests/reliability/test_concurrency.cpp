@@ -310,7 +310,13 @@ TEST_SUITE("concurrency") {
     for (const auto &name : all_names) names.push_back({kConsumer, name});
     const StoreCheck check = check_store(ws, names);
     CHECK_MESSAGE(check.ok(), check.report());
-    CHECK(check.leftover_count() == 0);
+    CHECK_MESSAGE(check.leftover_count() == 0, [&] {
+      std::string text;
+      for (const auto &[kind, paths] : check.leftovers) {
+        for (const auto &path : paths) text += "\n  " + kind + ": " + path;
+      }
+      return text;
+    }());
     CHECK(check.absent == 0);
   }
 }
