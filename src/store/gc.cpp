@@ -24,6 +24,7 @@
 #include <limits>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <boost/filesystem/operations.hpp>
@@ -99,13 +100,19 @@ class Collector {
 
   void run() {
     const fs::path consumers = cache_.root() / "consumers";
-    std::deque<Candidate> all;  // grows without copying: no doubling peak
     for (const auto &name : names_in(consumers)) {
       if (!is_valid_name(name) || !is_real_directory(consumers / name)) continue;
       if (consumers_.size() >= (1u << 24)) break;  // Candidate::consumer's range; never reached
       consumers_.push_back(name);
-      evicted_.emplace_back();
-      survey(static_cast<std::uint32_t>(consumers_.size() - 1), all);
+    }
+    // Every manifest first, while no candidate is held: a large manifest's reading then never
+    // adds to the candidates' memory.
+    std::vector<std::optional<std::vector<PackedKey>>> named;
+    for (const auto &consumer : consumers_) named.push_back(named_keys(consumer));
+    evicted_.resize(consumers_.size());
+    std::deque<Candidate> all;  // grows without copying: no doubling peak
+    for (std::uint32_t c = 0; c < consumers_.size(); ++c) {
+      if (named[c]) survey(c, *named[c], all);
     }
     report_.bytes_before = 0;
     for (const auto &candidate : all) report_.bytes_before += candidate.bytes;
@@ -146,10 +153,10 @@ class Collector {
   }
 
  private:
-  void survey(std::uint32_t consumer_index, std::deque<Candidate> &all) {
-    const std::string &consumer = consumers_[consumer_index];
-    const ConsumerLayout layout = cache_.layout(consumer);
-    std::vector<PackedKey> named;  // the content keys the manifest names, sorted
+  // The content keys the consumer's manifest names, sorted; nullopt when what it names cannot
+  // be told (then none of its entries is evicted; kiln verify says more).
+  std::optional<std::vector<PackedKey>> named_keys(const std::string &consumer) {
+    std::vector<PackedKey> named;
     try {
       if (const auto manifest = cache_.manifest(consumer)) {
         for (const auto &record : manifest->artifacts) {
@@ -157,11 +164,16 @@ class Collector {
         }
       }
     } catch (const std::exception &error) {
-      // What it names cannot be told: none of its entries is evicted (kiln verify says more).
       if (log_) log_(LogLevel::warning, "kiln gc: skipping the entries of " + consumer + ": " + error.what());
-      return;
+      return std::nullopt;
     }
     std::sort(named.begin(), named.end());
+    return named;
+  }
+
+  void survey(std::uint32_t consumer_index, const std::vector<PackedKey> &named, std::deque<Candidate> &all) {
+    const std::string &consumer = consumers_[consumer_index];
+    const ConsumerLayout layout = cache_.layout(consumer);
     for_each_name(layout.entries(), [&](const std::string &name) {
       if (support::starts_with(name, kStagingPrefix) && support::ends_with(name, kEvictedSuffix)) {
         // What a gc killed after the rename left (only a gc, holding gc.lock, makes these).
