@@ -16,16 +16,11 @@
 #include <kiln/module.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/remote.hpp>
+#include <kiln/store.hpp>
 #include <kiln/toolchain.hpp>
 #include <kiln/verify.hpp>
 
 namespace kiln {
-
-struct StoreInfo {
-  std::string root;
-  bool writable = false;
-  std::string origin;  // "KILN_STORE_PATH", "KILN_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "options"
-};
 
 struct RuntimeOptions {
   // Read-only layers, searched first, in order; then the writable cache.
@@ -65,19 +60,6 @@ struct PublishResult {
   bool reused = false;  // an identical entry existed; only the manifest changed
 };
 
-struct ArtifactSummary {
-  std::string consumer;
-  std::string name;
-  std::string content_key;
-  std::string kind;
-  std::string store_root;
-  bool store_writable = false;
-  bool shadowed = false;  // an earlier store layer has the same consumer/name
-  std::string updated;
-  // Listing every consumer: one whose manifest cannot be read is one item with only consumer,
-  // store and this (why; kiln verify --repair moves it aside), and the others are still listed.
-  std::string damaged;
-};
 
 // Milliseconds spent in each step of Runtime::load_kernels / load_kernels_all (summed over
 // devices where a step runs per device).

@@ -17,8 +17,9 @@
 #include <string>
 #include <vector>
 
+#include <kiln/log.hpp>
 #include <kiln/module.hpp>
-#include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 
 #include "store/local_store.hpp"
 
