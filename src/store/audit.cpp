@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include <boost/filesystem/operations.hpp>
@@ -47,11 +48,15 @@ std::string unsafe_directory(const fs::path &dir) {
 
 enum class EntryState : std::uint8_t { unchecked, intact, damaged, unreadable };
 
+// EntryMark::kind of an entry whose kind is past the names a byte can index (a hostile store of
+// many made-up kinds): read again from its meta.json when it is compared.
+constexpr std::uint8_t kKindNotKept = 255;
+
 // What the cross-checks need of one entry of the consumer being audited.
 struct EntryMark {
   PackedKey key;
-  EntryState state = EntryState::unchecked;
-  std::uint8_t kind = 0;  // index into Auditor::kinds_ (intact entries)
+  EntryState state = EntryState::unchecked;  // until entries() checks it
+  std::uint8_t kind = 0;  // index into Auditor::kinds_, or kKindNotKept (intact entries)
   bool referenced = false;
 };
 
@@ -200,7 +205,7 @@ class Auditor {
         const ManifestRecord &record = named.second;
         EntryMark *mark = marks.find(record.content_key);
         if (mark) mark->referenced = true;
-        if (!mark || mark->state == EntryState::unchecked) {
+        if (!mark) {
           const std::size_t index =
               add("missing_entry", "damage", name, layout.entry(record.content_key),
                   "the manifest names " + name + "/" + artifact + " as " + record.content_key +
@@ -210,11 +215,14 @@ class Auditor {
             KILN_FAULT_POINT("repair.after_drop_record");
             return "record dropped";
           });
-        } else if (mark->state == EntryState::intact && !record.kind.empty() && kinds_[mark->kind] != record.kind) {
-          // A load refuses the name (store/storage.cpp): the record and its entry disagree.
-          add("mismatched_record", "damage", name, layout.manifest(),
-              "the manifest names " + name + "/" + artifact + " as a \"" + record.kind + "\" artifact, but entry " +
-                  record.content_key + " holds a \"" + kinds_[mark->kind] + "\" one; republish or rebuild " + artifact);
+        } else if (mark->state == EntryState::intact && !record.kind.empty()) {
+          // A load refuses the name (store/storage.cpp) when the record and its entry disagree.
+          const auto held = kind_of(layout, *mark);
+          if (held && *held != record.kind) {
+            add("mismatched_record", "damage", name, layout.manifest(),
+                "the manifest names " + name + "/" + artifact + " as a \"" + record.kind + "\" artifact, but entry " +
+                    record.content_key + " holds a \"" + *held + "\" one; republish or rebuild " + artifact);
+          }
         }
         flush();
       }
@@ -366,7 +374,7 @@ class Auditor {
       const auto key = store_.pointer(layout.consumer(), input_key, LogCallback());
       EntryMark *mark = key ? marks.find(*key) : nullptr;
       if (mark) mark->referenced = true;
-      const bool present = mark && mark->state != EntryState::unchecked;
+      const bool present = mark != nullptr;
       if (present && mark->state != EntryState::damaged) continue;
       const std::size_t index = add(
           "dangling_pointer", "stale", layout.consumer(), layout.bykey(input_key),
@@ -450,9 +458,19 @@ class Auditor {
   std::uint8_t kind_index(const std::string &kind) {
     const auto it = std::find(kinds_.begin(), kinds_.end(), kind);
     if (it != kinds_.end()) return static_cast<std::uint8_t>(it - kinds_.begin());
-    if (kinds_.size() == 255) return 255;  // meta.json's kinds are few ("plugin", "images"): never reached
+    if (kinds_.size() == kKindNotKept) return kKindNotKept;
     kinds_.push_back(kind);
     return static_cast<std::uint8_t>(kinds_.size() - 1);
+  }
+
+  // The kind of an intact entry; nullopt when it cannot be read again (changed since checked).
+  std::optional<std::string> kind_of(const ConsumerLayout &layout, const EntryMark &mark) const {
+    if (mark.kind != kKindNotKept) return kinds_[mark.kind];
+    try {
+      return store_.entry(layout.consumer(), unpack_key(mark.key), layout.consumer()).meta.kind;
+    } catch (const std::exception &) {
+      return std::nullopt;
+    }
   }
 
   const LocalStore &store_;

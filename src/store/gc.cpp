@@ -21,8 +21,8 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>

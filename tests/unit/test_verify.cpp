@@ -17,7 +17,10 @@
 
 #include <kiln/runtime.hpp>
 
+#include "device/identity_json.hpp"
+#include "store/audit.hpp"
 #include "store/digest.hpp"
+#include "store/manifest.hpp"
 #include "store/locks.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
@@ -426,6 +429,47 @@ TEST_CASE("verify: each finding goes to on_finding once it is final (its repair 
   const auto orphaned = std::find_if(seen.begin(), seen.end(), [](const auto &f) { return f.kind == "orphan_entry"; });
   REQUIRE(orphaned != seen.end());
   CHECK(orphaned->path == store.entry(orphan).string());
+}
+
+TEST_CASE("verify: a record whose kind its entry does not hold is found among more made-up kinds than verify keeps "
+          "names for (a hostile store)") {
+  kiln::test::TempDir dir;
+  const kiln::store::LocalStore store({dir / "cache", true, "test"});
+  const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
+  std::vector<kiln::store::Staging> batch;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) {  // 300 kinds: past the 255 a byte names
+    const std::string bytes = "artifact " + std::to_string(i);
+    const std::string key = kiln::store::digest_hex(bytes);
+    kiln::store::Staging staging = store.stage("t", {});
+    staging.write("file", bytes, 0644);
+    staging.write_records({key, "kind" + std::to_string(i), "file", key, bytes.size(), kiln::store::utc_now_iso8601(),
+                           {}, {}},
+                          identity);
+    batch.push_back(std::move(staging));
+    keys.push_back(key);
+  }
+  store.commit_entries(std::move(batch), {});
+  kiln::store::update_manifest(store.layout("t"), [&](kiln::store::Manifest &manifest) {
+    for (int i = 0; i < 300; ++i) {  // each entry named as what it holds, and as something else
+      const std::string held = "kind" + std::to_string(i);
+      manifest.artifacts["right" + std::to_string(i)] = {keys[i], "", held, kiln::store::utc_now_iso8601(), ""};
+      manifest.artifacts["wrong" + std::to_string(i)] = {keys[i], "", "other", kiln::store::utc_now_iso8601(), ""};
+    }
+  });
+  kiln::VerifyReport report;
+  kiln::store::audit_store(store, false, report, {}, {});
+  CHECK(report.entries == 300);
+  int mismatched = 0;
+  for (const auto &finding : report.findings) {
+    if (finding.kind != "mismatched_record") continue;
+    ++mismatched;
+    const auto at = finding.detail.find("t/wrong");
+    REQUIRE(at != std::string::npos);
+    const std::string i = finding.detail.substr(at + 7, finding.detail.find(' ', at) - at - 7);
+    CHECK_MESSAGE(finding.detail.find("holds a \"kind" + i + "\" one") != std::string::npos, finding.detail);
+  }
+  CHECK(mismatched == 300);
 }
 
 }  // TEST_SUITE
