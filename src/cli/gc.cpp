@@ -24,8 +24,8 @@ int gc(const Flags &flags, const GcArgs &args) {
   options.include_named = args.include_named;
   options.dry_run = args.dry_run;
   options.on_item = [&out](const GcItem &item) {
-    out.item(kiln::to_json(item), item.outcome + "  " + item.kind + "  " + item.path + "  (" +
-                                      std::to_string(item.bytes) + " bytes)\n");
+    out.item([&] { return kiln::to_json(item); },
+             [&] { return item.outcome + "  " + item.kind + "  " + item.path + "  (" + std::to_string(item.bytes) + " bytes)\n"; });
   };
   GcReport report;
   try {

@@ -20,15 +20,12 @@ void StreamedListing::open() {
   if (json_) std::cout << "{\n  " << compact(key_) << ": [";
 }
 
-void StreamedListing::item(const nlohmann::json &value, const std::string &text) {
-  open();
-  if (json_) {
-    std::cout << (first_ ? "\n    " : ",\n    ") << compact(value);
-    first_ = false;
-  } else {
-    std::cout << text;
-  }
+void StreamedListing::write_json(const nlohmann::json &value) {
+  std::cout << (first_ ? "\n    " : ",\n    ") << compact(value);
+  first_ = false;
 }
+
+void StreamedListing::write_text(const std::string &text) { std::cout << text; }
 
 void StreamedListing::finish(const nlohmann::json &summary, const std::string &text) {
   open();

@@ -20,7 +20,13 @@ class StreamedListing {
   StreamedListing(const StreamedListing &) = delete;
   StreamedListing &operator=(const StreamedListing &) = delete;
 
-  void item(const nlohmann::json &value, const std::string &text);
+  // One item: `json()` or `text()` is called, whichever the output is (not both: a store's
+  // findings may number a million).
+  template <class Json, class Text>
+  void item(Json json, Text text) {
+    open();
+    json_ ? write_json(json()) : write_text(text());
+  }
   // `summary`'s field named like the list (empty: the items went here) is left out.
   void finish(const nlohmann::json &summary, const std::string &text);
   // For an error thrown by the verb: rethrows it when nothing was written yet (the CLI reports
@@ -30,6 +36,8 @@ class StreamedListing {
 
  private:
   void open();
+  void write_json(const nlohmann::json &value);
+  void write_text(const std::string &text);
 
   bool json_;
   std::string key_;

@@ -27,7 +27,9 @@ int verify(const Flags &flags, const VerifyArgs &args) {
   VerifyOptions options;
   options.store_dir = args.store;
   options.repair = args.repair;
-  options.on_finding = [&out](const StoreFinding &finding) { out.item(kiln::to_json(finding), finding_text(finding)); };
+  options.on_finding = [&out](const StoreFinding &finding) {
+    out.item([&] { return kiln::to_json(finding); }, [&] { return finding_text(finding); });
+  };
   VerifyReport report;
   try {
     report = runtime.verify(options);
