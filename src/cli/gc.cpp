@@ -25,7 +25,10 @@ int gc(const Flags &flags, const GcArgs &args) {
   options.dry_run = args.dry_run;
   options.on_item = [&out](const GcItem &item) {
     out.item([&] { return kiln::to_json(item); },
-             [&] { return item.outcome + "  " + item.kind + "  " + item.path + "  (" + std::to_string(item.bytes) + " bytes)\n"; });
+             [&] {
+               return item.outcome + "  " + item.kind + "  " + item.path + "  (" + std::to_string(item.bytes) +
+                      " bytes)\n";
+             });
   };
   GcReport report;
   try {
