@@ -96,7 +96,9 @@ double cli_peak_rss_mb(const fs::path &cache, std::vector<std::string> args) {
   ::close(out[1]);
   std::string answer;
   char buffer[64];
-  for (ssize_t got; spawned == 0 && (got = ::read(out[0], buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<std::size_t>(got));
+  for (ssize_t got; spawned == 0 && (got = ::read(out[0], buffer, sizeof buffer)) > 0;) {
+    answer.append(buffer, static_cast<std::size_t>(got));
+  }
   ::close(out[0]);
   if (spawned != 0) return -1;
   int status = 0;
@@ -109,6 +111,22 @@ std::string megabytes(double mb) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MB", mb);
   return text;
+}
+
+struct CliMemory {
+  double verify_mb = -1, gc_mb = -1;
+  bool ok() const { return verify_mb > 0 && gc_mb > 0; }
+};
+
+// The CLI's memory on the cache, printed: verify exits 0 (orphan entries are findings of
+// severity info), gc --dry-run plans evicting down to `gc_max_bytes`.
+CliMemory cli_memory(const fs::path &cache, std::uint64_t gc_max_bytes, int entries) {
+  CliMemory memory;
+  memory.verify_mb = cli_peak_rss_mb(cache, {"verify"});
+  memory.gc_mb = cli_peak_rss_mb(cache, {"gc", "--dry-run", "--max-size", std::to_string(gc_max_bytes)});
+  std::printf("  peak RSS of the CLI process: kiln verify %s, kiln gc --dry-run %s (%d entries)\n",
+              megabytes(memory.verify_mb).c_str(), megabytes(memory.gc_mb).c_str(), entries);
+  return memory;
 }
 
 std::string hex32(std::uint64_t a, std::uint64_t b) {
@@ -255,15 +273,11 @@ int main(int argc, char **argv) {
               create_s);
 
   if (memory_only) {
-    const double verify_rss = cli_peak_rss_mb(cache, {"verify"});
-    const double gc_rss = cli_peak_rss_mb(
-        cache, {"gc", "--dry-run", "--max-size", std::to_string(static_cast<std::uint64_t>(entries) * kib * 512)});
-    std::printf("  peak RSS of the CLI process: kiln verify %s, kiln gc --dry-run %s (%d entries)\n",
-                megabytes(verify_rss).c_str(), megabytes(gc_rss).c_str(), entries);
+    const CliMemory memory = cli_memory(cache, static_cast<std::uint64_t>(entries) * kib * 512, entries);  // half
     std::printf("{\"bench\":\"store_memory\",\"entries\":%d,\"verify_rss_mb\":%.1f,\"gc_rss_mb\":%.1f}\n", entries,
-                verify_rss, gc_rss);
+                memory.verify_mb, memory.gc_mb);
     fs::remove_all(pattern);
-    return verify_rss > 0 && gc_rss > 0 ? 0 : 1;
+    return memory.ok() ? 0 : 1;
   }
 
   kiln::RuntimeOptions options;
@@ -299,13 +313,7 @@ int main(int argc, char **argv) {
                 static_cast<unsigned long long>(report.entries));
   }
 
-  // The CLI's memory on this cache, before gc changes it: verify exits 0 (orphan entries are
-  // findings of severity info), gc --dry-run plans evicting half.
-  const double verify_rss = cli_peak_rss_mb(cache, {"verify"});
-  const double gc_rss = cli_peak_rss_mb(
-      cache, {"gc", "--dry-run", "--max-size", std::to_string(report.bytes / 2)});
-  std::printf("  peak RSS of the CLI process: kiln verify %s, kiln gc --dry-run %s (%d entries)\n",
-              megabytes(verify_rss).c_str(), megabytes(gc_rss).c_str(), entries);
+  const CliMemory memory = cli_memory(cache, report.bytes / 2, entries);  // before gc changes the cache
 
   // gc vs one lstat per file.
   start = Clock::now();
@@ -337,7 +345,7 @@ int main(int argc, char **argv) {
               entries, verify_s, mb / verify_s, hash_s, plan_s, gc_s,
               static_cast<unsigned long long>(collected.entries_evicted),
               static_cast<unsigned long long>(planned.entries_evicted), walk_s, static_cast<unsigned long long>(hashed),
-              static_cast<unsigned long long>(walked), verify_rss, gc_rss);
+              static_cast<unsigned long long>(walked), memory.verify_mb, memory.gc_mb);
   const bool import_ok = import_entries <= 0 || bench_import(fs::path(pattern), import_entries);
   fs::remove_all(pattern);
   return verify_ok && import_ok ? 0 : 1;
