@@ -27,7 +27,7 @@
 #include <kiln/runtime.hpp>
 
 #include "device/discover.hpp"
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 #include "bench_files.hpp"
 #include "bench_stats.hpp"
 
@@ -119,7 +119,7 @@ double hash_gbps(const std::string &bytes, bool sha) {
       EVP_DigestFinal_ex(context, digest, &size);
       EVP_MD_CTX_free(context);
     } else {
-      kiln::store::Hasher hasher;
+      kiln::files::Hasher hasher;
       for (std::size_t at = 0; at < bytes.size(); at += 1 << 20) {
         hasher.update(bytes.data() + at, std::min<std::size_t>(1 << 20, bytes.size() - at));
       }

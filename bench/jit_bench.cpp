@@ -31,10 +31,10 @@
 #include <kiln/runtime.hpp>
 
 #include "builder/builder.hpp"
-#include "builder/nvrtc.hpp"
+#include "builder/backends/nvrtc/toolchain.hpp"
 #include "device/discover.hpp"
 #include "device/driver.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "bench_stats.hpp"
 
 #ifndef KILN_BENCH_PLUGIN_SOURCE
@@ -133,7 +133,7 @@ int run(int argc, char **argv) {
   const kiln::DeviceReport devices = kiln::device::discover(std::nullopt);
   const bool have_gpu = devices.state == kiln::DriverState::ok && !devices.devices.empty();
   const std::string arch = have_gpu ? devices.devices.front().arch_name() : "sm_90";
-  const auto &jit = kiln::builder::JitToolchain::instance();
+  const auto &jit = kiln::builder::NvrtcToolchain::instance();
   if (!jit.nvrtc().found) {
     std::fprintf(stderr, "NVRTC is needed: %s\n", jit.nvrtc().detail.c_str());
     return 1;
@@ -146,11 +146,11 @@ int run(int argc, char **argv) {
 
   // --- 1. build on miss: nvrtc vs nvcc, fresh cache each ---
   TempDir sources;
-  kiln::store::write_file_atomic(sources.path() / "kernels.cu", kKernels);
-  kiln::store::write_file_atomic(sources.path() / "jit.json",
+  kiln::files::write_file_atomic(sources.path() / "kernels.cu", kKernels);
+  kiln::files::write_file_atomic(sources.path() / "jit.json",
                                  R"({"schema": 1, "consumer": "bench", "name": "jit", "backend": "nvrtc",
     "sources": ["kernels.cu"], "archs": [")" + arch + R"("], "kernels": ["saxpy", "scale<float>"]})");
-  kiln::store::write_file_atomic(sources.path() / "nvcc.json",
+  kiln::files::write_file_atomic(sources.path() / "nvcc.json",
                                  R"({"schema": 1, "consumer": "bench", "name": "plugin", "sources": [")" +
                                      std::string(KILN_BENCH_PLUGIN_SOURCE) + R"("], "archs": [")" + arch +
                                      R"("], "artifact": "libexample.so", "flags": ["-O3"]})");
@@ -188,7 +188,7 @@ int run(int argc, char **argv) {
   const kiln::Resolution resolution = runtime.resolve("bench", "jit");
   std::string cubin;
   for (const auto &image : resolution.images) {
-    if (image.file == arch + ".cubin") cubin = kiln::store::read_file(fs::path(built.entry_dir) / image.file);
+    if (image.file == arch + ".cubin") cubin = kiln::files::read_file(fs::path(built.entry_dir) / image.file);
   }
   if (cubin.empty()) {
     std::fprintf(stderr, "no %s.cubin in %s\n", arch.c_str(), built.entry_dir.c_str());

@@ -44,9 +44,9 @@
 #include <kiln/stamp.h>
 #include <kiln/version.h>
 
-#include "device/identity_json.hpp"
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "artifact/identity_json.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "store/local_store.hpp"
 #include "store/manifest.hpp"
 
@@ -156,7 +156,7 @@ std::string stamped_plugin(const std::string &key, std::mt19937_64 &random, std:
 double baseline_write_rename(const fs::path &dir, int entries, const std::string &bytes) {
   fs::create_directories(dir);
   const auto start = Clock::now();
-  for (int i = 0; i < entries; ++i) kiln::store::write_file_atomic(dir / std::to_string(i), bytes);
+  for (int i = 0; i < entries; ++i) kiln::files::write_file_atomic(dir / std::to_string(i), bytes);
   return seconds_since(start);
 }
 
@@ -164,7 +164,7 @@ bool bench_import(const fs::path &root, int entries) {
   const fs::path source = root / "import-source";
   const kiln::store::LocalStore store({source, true, "bench"});
   std::mt19937_64 random(7);
-  const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
+  const std::string identity = kiln::artifact::identity_file_text(kiln::ArtifactIdentity{});
   kiln::store::Manifest named;
   for (int i = 0; i < entries; ++i) {
     const std::string key = hex32(random(), random());
@@ -172,7 +172,7 @@ bool bench_import(const fs::path &root, int entries) {
     kiln::store::Staging staging =
         store.stage("c", {}, i == 0 ? kiln::store::SweepFirst::yes : kiln::store::SweepFirst::already_swept);
     staging.write("libsolver.so", bytes, 0755);
-    staging.write_records({key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),
+    staging.write_records({key, "plugin", "libsolver.so", kiln::files::digest_hex(bytes), bytes.size(),
                            kiln::store::utc_now_iso8601(), {}, {}},
                           identity);
     store.commit_entry(std::move(staging), {});
@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
   const kiln::store::LocalStore store({cache, true, "bench"});
 
   std::mt19937_64 random(42);
-  const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
+  const std::string identity = kiln::artifact::identity_file_text(kiln::ArtifactIdentity{});
   auto start = Clock::now();
   std::vector<std::vector<std::string>> keys(consumers);
   std::vector<kiln::store::Staging> batch;  // committed as an import does, 1,000 at a time
@@ -238,16 +238,16 @@ int main(int argc, char **argv) {
     const std::string key = hex32(random(), random());
     // Stamped with its own key, as verify checks every plugin file's stamp.
     const std::string bytes = stamped_plugin(key, random, kib * 1024);
-    const kiln::store::EntryMeta meta{key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),
+    const kiln::store::EntryMeta meta{key, "plugin", "libsolver.so", kiln::files::digest_hex(bytes), bytes.size(),
                                       kiln::store::utc_now_iso8601(), {}, {}};
     if (memory_only) {
       // The store's format written in place, without its commit protocol (a fixture, not what
       // is measured): a million entries in minutes rather than an hour.
       const fs::path dir = store.layout(consumer).entry(key);
-      kiln::store::create_directories(dir);
-      kiln::store::write_staging_file(dir / "libsolver.so", bytes, 0755);
-      kiln::store::write_staging_file(dir / kiln::store::kMetaFile, kiln::store::serialize_entry_meta(meta));
-      kiln::store::write_staging_file(dir / kiln::store::kIdentityFile, identity);
+      kiln::files::create_directories(dir);
+      kiln::files::write_staging_file(dir / "libsolver.so", bytes, 0755);
+      kiln::files::write_staging_file(dir / kiln::store::kMetaFile, kiln::store::serialize_entry_meta(meta));
+      kiln::files::write_staging_file(dir / kiln::store::kIdentityFile, identity);
     } else {
       kiln::store::Staging staging = store.stage(consumer, {});
       staging.write("libsolver.so", bytes, 0755);
@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
     const auto layout = store.layout("c" + std::to_string(c));
     for (const auto &key : keys[static_cast<std::size_t>(c)]) {
       const std::string file = (layout.entry(key) / "libsolver.so").string();
-      hashed += kiln::store::digest_file(file).size();
+      hashed += kiln::files::digest_file(file).size();
     }
   }
   const double hash_s = seconds_since(start);

@@ -24,7 +24,7 @@ target_include_directories(kiln_cuda_headers SYSTEM INTERFACE ${KILN_CUDA_INCLUD
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
-# Remote caches (src/store/remote): libcurl for HTTP(S) servers, hiredis for Redis -- linked by
+# Remote caches (src/remote): libcurl for HTTP(S) servers, hiredis for Redis -- linked by
 # the remote backends' module only (libkiln-remote.so, loaded on a build's first remote use), so
 # that a process loading plugins never maps them.
 pkg_check_modules(LIBCURL REQUIRED IMPORTED_TARGET libcurl)

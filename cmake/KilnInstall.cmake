@@ -20,7 +20,7 @@ install(TARGETS kiln_runtime EXPORT kilnTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
-# The remote backends' module, where libkiln looks for it (src/store/remote/backend_module.hpp).
+# The remote backends' module, where libkiln looks for it (src/remote/backend_module.hpp).
 install(TARGETS kiln_remote_backends LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/kiln COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kiln ${PROJECT_SOURCE_DIR}/abi/kiln
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)

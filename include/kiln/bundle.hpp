@@ -29,7 +29,7 @@ struct BundleEntry {
   std::string consumer;
   std::string name;
   std::string content_key;
-  std::string kind;       // "plugin" or "images"
+  std::string kind;       // kKindPlugin or kKindImages (kiln/module.hpp)
   std::string input_key;  // empty for published artifacts
   std::uint64_t bytes = 0;  // of its files
   std::string status;     // import: "added", "already present" or "downgraded"; export: "exported"

@@ -32,6 +32,12 @@ struct ArtifactKernel {
   std::string lowered_name;
 };
 
+// The kinds of artifact (Resolution::kind, a manifest record's and a bundle entry's kind): a
+// plugin, which Runtime::load binds, or device images (cubins per arch, PTX, a fatbin), which
+// Runtime::load_kernels loads. Compare kinds with these, never with other spellings.
+inline constexpr const char kKindPlugin[] = "plugin";
+inline constexpr const char kKindImages[] = "images";
+
 // Where an artifact was found and what its entry records. Produced by Runtime::resolve
 // without running any of the artifact's code.
 struct Resolution {
@@ -39,7 +45,7 @@ struct Resolution {
   std::string name;
   std::string content_key;
   std::string input_key;      // empty for published artifacts
-  std::string kind;           // "plugin" or "images" (device images: load with Runtime::load_kernels)
+  std::string kind;           // kKindPlugin or kKindImages (device images: load with Runtime::load_kernels)
   std::string store_root;
   bool store_writable = false;
   std::string entry_dir;

@@ -6,10 +6,10 @@
 #include <boost/filesystem/operations.hpp>
 
 #include "builder/keys.hpp"
-#include "store/digest.hpp"
-#include "store/files.hpp"
-#include "store/remove_tree.hpp"
-#include "store/safety.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
+#include "files/remove_tree.hpp"
+#include "files/safety.hpp"
 #include "store/sweep.hpp"
 
 namespace kiln::builder {
@@ -22,32 +22,32 @@ bool copy_matches(const fs::path &dir) {
     const fs::path path = dir / file->path;
     boost::system::error_code error;
     if (fs::file_size(path, error) != file->size || error) return false;
-    if (store::digest_file(path) != store::digest_hex(file->bytes, file->size)) return false;
+    if (files::digest_file(path) != files::digest_hex(file->bytes, file->size)) return false;
   }
   return true;
 }
 
 void write_copy(const fs::path &dir) {
-  const fs::path staging = dir.parent_path() / (".staging-" + dir.filename().string() + "-" + store::unique_suffix());
+  const fs::path staging = dir.parent_path() / (".staging-" + dir.filename().string() + "-" + files::unique_suffix());
   try {
     for (const EmbeddedFile *file = embedded_abi_begin(); file != embedded_abi_end(); ++file) {
       const fs::path path = staging / file->path;
-      store::create_directories(path.parent_path());
-      store::write_staging_file(path, std::string_view(file->bytes, file->size), 0444);
+      files::create_directories(path.parent_path());
+      files::write_staging_file(path, std::string_view(file->bytes, file->size), 0444);
     }
     boost::system::error_code error;
     if (fs::exists(dir, error)) {  // damaged: moved aside, not deleted under a reader
-      fs::rename(dir, dir.parent_path() / (".damaged-" + dir.filename().string() + "-" + store::unique_suffix()), error);
+      fs::rename(dir, dir.parent_path() / (".damaged-" + dir.filename().string() + "-" + files::unique_suffix()), error);
     }
     fs::rename(staging, dir, error);
     if (error && !copy_matches(dir)) {  // another process's identical copy won the rename: fine
-      store::throw_io("writing the ABI headers", dir, error.value());
+      files::throw_io("writing the ABI headers", dir, error.value());
     }
   } catch (...) {
-    store::remove_tree(staging);  // a full disk or a failed rename leaves no partial copy behind
+    files::remove_tree(staging);  // a full disk or a failed rename leaves no partial copy behind
     throw;
   }
-  store::remove_tree(staging);
+  files::remove_tree(staging);
 }
 
 }  // namespace
@@ -56,7 +56,7 @@ const std::string &embedded_abi_digest() {
   static const std::string digest = [] {
     std::vector<std::pair<std::string, std::string>> files;
     for (const EmbeddedFile *file = embedded_abi_begin(); file != embedded_abi_end(); ++file) {
-      files.emplace_back(file->path, store::digest_hex(file->bytes, file->size));
+      files.emplace_back(file->path, files::digest_hex(file->bytes, file->size));
     }
     return abi_files_digest(files);
   }();
@@ -72,8 +72,8 @@ AbiHeaders abi_headers_for(const fs::path &cache_root) {
 
 void write_embedded_abi(const std::string &dir) {
   const fs::path abi_root = fs::path(dir).parent_path();
-  store::create_directories(abi_root);
-  store::check_safe_to_write(abi_root, abi_root.parent_path());  // <cache>/abi and the cache
+  files::create_directories(abi_root);
+  files::check_safe_to_write(abi_root, abi_root.parent_path());  // <cache>/abi and the cache
   // Swept before every compile, not only when a copy is written: a copy written after a failed
   // one would otherwise leave the failed one's staging behind for good.
   store::sweep_abi_leftovers(abi_root);

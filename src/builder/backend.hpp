@@ -43,7 +43,7 @@ struct StagedBuild {
 
 // What a backend's compile step left in the staging directory.
 struct Produced {
-  std::string kind;                    // "plugin" or "images" (meta.json, manifest)
+  std::string kind;                    // kKindPlugin or kKindImages (kiln/module.hpp) (meta.json, manifest)
   std::string file;                    // the artifact file, in staging
   std::string bytes_digest;            // XXH3-128 of that file
   std::uint64_t size = 0;
@@ -92,7 +92,7 @@ inline ToolDigestMemo tool_digest_memo(const BuilderContext &context, bool remem
 }
 
 std::unique_ptr<Backend> make_nvcc_backend(const BuilderContext &context);
-std::unique_ptr<Backend> make_jit_backend(const BuilderContext &context);
+std::unique_ptr<Backend> make_nvrtc_backend(const BuilderContext &context);
 std::unique_ptr<Backend> make_cmake_backend(const BuilderContext &context);
 
 // "exit code 2", "killed by signal 9".

@@ -19,20 +19,20 @@
 
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
+#include <kiln/module.hpp>
 
 #include "builder/backend.hpp"
 #include "builder/keys.hpp"
 #include "builder/abi_headers.hpp"
 #include "builder/dependencies.hpp"
 #include "builder/generators.hpp"
-#include "builder/nvcc_backend.hpp"
+#include "builder/backends/nvcc.hpp"
 #include "builder/process.hpp"
 #include "builder/stale.hpp"
-#include "store/remote/remote_cache.hpp"
-#include "device/identity_json.hpp"
-#include "store/digest.hpp"
+#include "artifact/identity_json.hpp"
+#include "files/digest.hpp"
 #include "store/entry.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln::builder {
@@ -46,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 
 std::unique_ptr<Backend> make_backend(const Recipe &recipe, const BuilderContext &context) {
   if (recipe.backend == "nvcc") return make_nvcc_backend(context);
-  if (recipe.backend == "nvrtc") return make_jit_backend(context);
+  if (recipe.backend == "nvrtc") return make_nvrtc_backend(context);
   if (recipe.backend == "cmake") return make_cmake_backend(context);
   throw UsageError("recipe " + recipe.file + ": unknown backend \"" + recipe.backend + "\" (use nvcc, nvrtc or cmake)");
 }
@@ -137,12 +137,13 @@ Hit layer_lookup(const store::Storage &storage, const Recipe &recipe, const std:
   return {};
 }
 
-// The remotes a build asks (none with use_remote off, or when none is configured).
-std::shared_ptr<const store::remote::RemoteCache> remotes_for(const store::Storage &storage, const BuildOptions &options) {
-  return options.use_remote && !options.force ? storage.remote() : nullptr;
+// Where else a build's result may come from (none with use_remote off or --force, or when none
+// is configured).
+std::shared_ptr<const store::EntrySource> elsewhere_for(const BuilderContext &context, const BuildOptions &options) {
+  return options.use_remote && !options.force && context.elsewhere ? context.elsewhere() : nullptr;
 }
 
-std::string kind_of(const Recipe &recipe) { return recipe.builds_plugin() ? "plugin" : "images"; }
+std::string kind_of(const Recipe &recipe) { return recipe.builds_plugin() ? kKindPlugin : kKindImages; }
 
 // No bykey pointer for these inputs: why the entry the writable store's manifest names for
 // consumer/name (built from other inputs) does not serve them. Empty when there is none, or
@@ -248,7 +249,7 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
     return plan;
   }
   plan.source = "build";
-  if (const auto remote = remotes_for(storage, options)) {
+  if (const auto remote = elsewhere_for(context, options)) {
     if (const auto url = remote->locate(recipe.consumer, plan.input_key)) plan.source = "remote " + *url;
   }
   if (hit.content_key.empty()) {
@@ -319,17 +320,17 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   }
 
   // One builder per input key across threads and processes; waiters re-check, then load.
-  const store::FileLock lock = storage.lock_input_key(recipe.consumer, result.input_key, options.cancel);
+  const files::FileLock lock = storage.lock_input_key(recipe.consumer, result.input_key, options.cancel);
   if (!options.force) {
     const Hit hit = lookup(storage, recipe, result.input_key, identity, log);
     if (hit.found) return finish_hit(hit.content_key, BuildResult::Outcome::hit);
   }
   // The remotes: by input key, or -- when another machine is building it -- its upload.
-  const auto remote = remotes_for(storage, options);
-  std::unique_ptr<store::remote::BuildLease> lease;
+  const auto remote = elsewhere_for(context, options);
+  std::unique_ptr<store::EntrySource::Claim> claim;
   if (remote) {
-    auto fetched = remote->fetch_input_key(storage, recipe.consumer, result.input_key);
-    if (!fetched) lease = remote->lease_or_wait(storage, recipe.consumer, result.input_key, options.cancel, &fetched);
+    auto fetched = remote->find_by_input_key(storage, recipe.consumer, result.input_key);
+    if (!fetched) claim = remote->claim(storage, recipe.consumer, result.input_key, options.cancel, &fetched);
     if (!fetched && options.cancel != nullptr && options.cancel->cancelled()) {
       throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled while waiting for "
                                     "another machine's build; nothing was published");
@@ -337,7 +338,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
     if (fetched) {
       const Hit hit = check_entry(storage.writable(), recipe, result.input_key, fetched->content_key, identity, log);
       if (hit.found) {
-        result.remote = fetched->remote;
+        result.remote = fetched->from;
         result.remote_signed_by = fetched->signed_by;
         return finish_hit(hit.content_key, BuildResult::Outcome::fetched);
       }
@@ -358,7 +359,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
 
   store::Staging staging = storage.stage(recipe.consumer, log);
   const fs::path gen = staging.dir() / "gen", build_log = staging.dir() / store::kBuildLogFile;
-  store::create_directories(gen);
+  files::create_directories(gen);
   CancelToken cancel(options.cancel);  // cancelled by the caller, or by the first failing step
   append_log(build_log, "kiln " + std::string(kVersion) + " build of " + recipe.consumer + "/" + recipe.name + " from " +
                             recipe.file + " (backend " + recipe.backend + ")\ninput key " + result.input_key + "\n" +
@@ -388,9 +389,9 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
       return true;
     }
     if (!remote) return false;
-    const auto fetched = remote->fetch_content_key(storage, recipe.consumer, content_key);
+    const auto fetched = remote->find_by_content_key(storage, recipe.consumer, content_key);
     if (fetched) {
-      result.remote = fetched->remote;
+      result.remote = fetched->from;
       result.remote_signed_by = fetched->signed_by;
     }
     return fetched.has_value();
@@ -401,7 +402,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
     if (!remote || outcome == BuildResult::Outcome::fetched) return;
     Resolution uploaded = storage.resolve_entry(recipe.consumer, result.content_key, recipe.name);
     uploaded.input_key = result.input_key;
-    result.uploads = remote->upload(storage, uploaded);
+    result.uploads = remote->offer(storage, uploaded);
   };
   // An existing entry of the content key serves: only the pointers, then the upload.
   const auto finish_served = [&] {
@@ -426,7 +427,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   artifact_identity.artifact_schema = kArtifactSchema;
   artifact_identity.abi_version = produced.abi_version;
   artifact_identity.archs = result.archs;
-  if (produced.kind == "images") {  // the archs the images offer (a fatbin repeats them)
+  if (produced.kind == kKindImages) {  // the archs the images offer (a fatbin repeats them)
     artifact_identity.archs.clear();
     for (const auto &image : produced.images) {
       for (const auto &arch : image.kind == "fatbin" ? image.contains : std::vector<Arch>{image.arch}) {
@@ -447,7 +448,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   store::EntryMeta meta{result.content_key, produced.kind, produced.file, produced.bytes_digest, produced.size,
                         store::utc_now_iso8601(), produced.images, produced.kernels};
   append_log(build_log, "built in " + std::to_string(seconds_since(start)) + " s\n");
-  staging.write_records(meta, device::identity_file_text(artifact_identity));
+  staging.write_records(meta, artifact::identity_file_text(artifact_identity));
   store::Publication published = publication;
   published.content_key = result.content_key;
   // Forced: the fresh output takes the name even where the stored one is valid (a toolchain that

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,12 +16,16 @@
 #include <kiln/log.hpp>
 #include <kiln/recipe.hpp>
 
+#include "store/entry_source.hpp"
 #include "store/storage.hpp"
 
 namespace kiln::builder {
 
 struct BuilderContext {
   const store::Storage *storage = nullptr;  // builds publish into its writable cache
+  // Where else a result may come from (the remote caches), asked on a build's first need: a
+  // build that hits locally reads no remote configuration. Empty, or nullptr: none.
+  std::function<std::shared_ptr<const store::EntrySource>()> elsewhere;
   boost::filesystem::path toolchain_cache;  // remembered toolchain identity (JSON)
   std::string abi_dir;                    // the ABI include directory (builder/abi_headers.hpp)
   bool abi_embedded = false;              // abi_dir is the embedded headers' copy: written before a compile

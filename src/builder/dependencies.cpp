@@ -9,8 +9,8 @@
 #include <kiln/errors.hpp>
 
 #include "builder/keys.hpp"
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
 
@@ -142,7 +142,7 @@ std::map<std::string, std::string> dependency_digests(const std::vector<std::str
 std::optional<std::vector<std::string>> read_dependency_record(const fs::path &file) {
   struct Unusable {};
   try {
-    const nlohmann::json record = support::parse_json(store::read_file(file, store::FileOrigin::store, kMaxDependencyRecordBytes),
+    const nlohmann::json record = support::parse_json(files::read_file(file, files::FileOrigin::store, kMaxDependencyRecordBytes),
                                                       [](const std::string &) { throw Unusable{}; });
     if (!record.is_object() || !record.contains("dependencies") || !record["dependencies"].is_array()) {
       return std::nullopt;
@@ -160,12 +160,12 @@ std::optional<std::vector<std::string>> read_dependency_record(const fs::path &f
 }
 
 void write_dependency_record(const fs::path &file, const std::vector<std::string> &recorded) {
-  store::write_file_atomic(file, support::dump_json(nlohmann::json{{"dependencies", recorded}}, 1) + "\n");
+  files::write_file_atomic(file, support::dump_json(nlohmann::json{{"dependencies", recorded}}, 1) + "\n");
 }
 
 std::string key_with_dependencies(const std::string &kind, const std::string &base,
                                   const std::map<std::string, std::string> &digests) {
-  store::Hasher key;
+  files::Hasher key;
   key.add_field("key", kind).add_field("base", base);
   for (const auto &[path, digest] : digests) key.add_field("dependency " + path, digest);
   return key.hex();

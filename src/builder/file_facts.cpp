@@ -4,7 +4,7 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
 
@@ -16,12 +16,12 @@ using nlohmann::json;
 
 constexpr int kFileFactsFormat = 1;
 
-json file_identity_json(const store::FileIdentity &id) {
+json file_identity_json(const files::FileIdentity &id) {
   return {{"device", id.device}, {"inode", id.inode}, {"size", id.size}, {"mtime_ns", id.mtime_ns},
           {"ctime_ns", id.ctime_ns}};
 }
 
-std::optional<store::FileIdentity> file_identity_from_json(const json &entry) {
+std::optional<files::FileIdentity> file_identity_from_json(const json &entry) {
   if (!entry.is_object()) return std::nullopt;
   const auto field = [&](const char *key) { return entry.contains(key) ? entry[key] : json(); };
   const auto device = support::checked_integer<std::uint64_t>(field("device"));
@@ -30,7 +30,7 @@ std::optional<store::FileIdentity> file_identity_from_json(const json &entry) {
   const auto mtime = support::checked_integer<std::int64_t>(field("mtime_ns"));
   const auto ctime = support::checked_integer<std::int64_t>(field("ctime_ns"));
   if (!device || !inode || !size || !mtime || !ctime) return std::nullopt;
-  store::FileIdentity id;
+  files::FileIdentity id;
   id.device = *device;
   id.inode = *inode;
   id.size = *size;
@@ -43,7 +43,7 @@ std::optional<store::FileIdentity> file_identity_from_json(const json &entry) {
 json read_entries(const fs::path &file) {
   struct Unusable {};
   try {
-    json memo = support::parse_json(store::read_file(file, store::FileOrigin::store, store::kMaxJsonFileBytes),
+    json memo = support::parse_json(files::read_file(file, files::FileOrigin::store, files::kMaxJsonFileBytes),
                                     [](const std::string &) { throw Unusable{}; });
     if (memo.is_object() && memo.contains("format") &&
         support::checked_integer<int>(memo["format"]) == kFileFactsFormat && memo.contains("executables") &&
@@ -62,7 +62,7 @@ FileKey file_key_of(const std::string &file) {
   boost::system::error_code error;
   const fs::path real = fs::canonical(file, error);
   if (error) throw IoError("cannot resolve " + file + ": " + error.message());
-  const auto identity = store::identify(real);
+  const auto identity = files::identify(real);
   if (!identity) throw IoError("cannot stat " + real.string() + " (it vanished while being identified: retry)");
   return {real.string(), *identity};
 }
@@ -96,15 +96,15 @@ void FileFacts::save() {
   // Drop what no longer describes a file there (toolchains upgraded or removed, tools rebuilt).
   for (auto it = entries.begin(); it != entries.end();) {
     const auto recorded = file_identity_from_json(*it);
-    const auto now = store::identify(it.key());
+    const auto now = files::identify(it.key());
     it = (!recorded || !now || *recorded != *now) ? entries.erase(it) : std::next(it);
   }
   entries_ = entries;
   const json memo = {{"format", kFileFactsFormat}, {"executables", std::move(entries)}};
   try {
-    store::create_directories(file_.parent_path());
-    store::remove_dead_temps(file_);  // killed writers' (no lock: any a minute old is dead)
-    store::write_file_atomic(file_, support::dump_json(memo, 2) + "\n");
+    files::create_directories(file_.parent_path());
+    files::remove_dead_temps(file_);  // killed writers' (no lock: any a minute old is dead)
+    files::write_file_atomic(file_, support::dump_json(memo, 2) + "\n");
   } catch (const Error &) {
     // Only a cache: a read-only store still builds, it just asks again next time.
   }

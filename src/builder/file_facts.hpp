@@ -13,13 +13,13 @@
 #include <boost/filesystem/path.hpp>
 #include <nlohmann/json.hpp>
 
-#include "store/file_identity.hpp"
+#include "files/file_identity.hpp"
 
 namespace kiln::builder {
 
 struct FileKey {
   std::string real_path;
-  store::FileIdentity identity;
+  files::FileIdentity identity;
   friend bool operator==(const FileKey &a, const FileKey &b) {
     return a.real_path == b.real_path && a.identity == b.identity;
   }

@@ -5,9 +5,9 @@
 #include <kiln/errors.hpp>
 
 #include "builder/backend.hpp"
-#include "builder/nvcc_backend.hpp"
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "builder/backends/nvcc.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "support/words.hpp"
 
 namespace kiln::builder {
@@ -30,14 +30,14 @@ fs::path digests_file(const GeneratorContext &context, const std::string &key) {
 bool reuse(const GeneratorContext &context, const GeneratorStep &step, const std::string &key) {
   std::string recorded;
   try {
-    recorded = store::read_file(digests_file(context, key), store::FileOrigin::store, 1 << 20);
+    recorded = files::read_file(digests_file(context, key), files::FileOrigin::store, 1 << 20);
   } catch (const Error &) {
     return false;  // never cached (or its writer died before recording it)
   }
   bool intact = true;
   for (const auto &output : step.outputs) {
     try {
-      store::copy_file_synced(cached_output(context, key, output), context.gen / output);
+      files::copy_file_synced(cached_output(context, key, output), context.gen / output);
       intact = recorded.find(input_file_digest(context.gen / output) + " " + output + "\n") != std::string::npos;
     } catch (const Error &) {
       intact = false;
@@ -55,12 +55,12 @@ bool reuse(const GeneratorContext &context, const GeneratorStep &step, const std
 void remember(const GeneratorContext &context, const GeneratorStep &step, const std::string &key) try {
   std::string digests;
   for (const auto &output : step.outputs) {
-    const fs::path temp = context.layout.objects() / (".gen-" + key + ".tmp-" + store::unique_suffix());
-    store::copy_file_synced(context.gen / output, temp);
+    const fs::path temp = context.layout.objects() / (".gen-" + key + ".tmp-" + files::unique_suffix());
+    files::copy_file_synced(context.gen / output, temp);
     digests += input_file_digest(temp) + " " + output + "\n";
     fs::rename(temp, cached_output(context, key, output));
   }
-  store::write_file_atomic(digests_file(context, key), digests);
+  files::write_file_atomic(digests_file(context, key), digests);
 } catch (const std::exception &error) {
   if (context.log) context.log(LogLevel::warning, std::string("generator cache not written: ") + error.what());
 }
@@ -70,7 +70,7 @@ void remember(const GeneratorContext &context, const GeneratorStep &step, const 
 std::string generator_key(const GeneratorContext &context, std::size_t index) {
   const Recipe &recipe = context.recipe;
   const GeneratorStep &step = recipe.generators[index];
-  store::Hasher key;
+  files::Hasher key;
   key.add_field("key", "generator").add_field("tool", context.identity.generators.at(step.name)).add_list("command", step.command);
   for (const auto &input : step.inputs) key.add_field(abstract_path(input, recipe.base_dir), input_file_digest(input));
   key.add_list("outputs", step.outputs);
@@ -88,7 +88,7 @@ void run_generators(const GeneratorContext &context) {
       throw Error(ErrorKind::other, "build of " + recipe.consumer + "/" + recipe.name + " cancelled; nothing was published");
     }
   };
-  if (!recipe.generators.empty()) store::create_directories(context.layout.objects());
+  if (!recipe.generators.empty()) files::create_directories(context.layout.objects());
   for (std::size_t index = 0; index < recipe.generators.size(); ++index) {
     const GeneratorStep &generator = recipe.generators[index];
     check_cancel();

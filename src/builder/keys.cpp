@@ -8,8 +8,8 @@
 
 #include <kiln/version.hpp>
 
-#include "builder/cmake_recipe.hpp"
-#include "store/digest.hpp"
+#include "builder/backends/cmake_recipe.hpp"
+#include "files/digest.hpp"
 #include "support/json_write.hpp"
 
 namespace kiln::builder {
@@ -34,7 +34,7 @@ std::string relative_to(const std::string &path, const std::string &base) {
 }
 
 std::string input_file_digest(const boost::filesystem::path &file) {
-  store::Hasher hasher;
+  files::Hasher hasher;
   hasher.add_file(file);
   return hasher.hex();
 }
@@ -85,7 +85,7 @@ std::vector<std::string> expand_headers(const Recipe &recipe) {
 }
 
 std::string abi_files_digest(const std::vector<std::pair<std::string, std::string>> &files) {
-  store::Hasher hasher;
+  files::Hasher hasher;
   for (const auto &[path, digest] : files) {
     hasher.add_field("file", path);
     hasher.add_field("bytes", digest);
@@ -187,13 +187,13 @@ void add_recipe_records(const Recipe &recipe, const BuildIdentity &identity, Inp
 }
 
 std::string input_key(const Recipe &recipe, const BuildIdentity &identity, InputRecords *records) {
-  store::Hasher hasher;
+  files::Hasher hasher;
   hasher.add_field("key", "input").add_field("recipe", recipe.canonical_json());
   const auto add_files = [&](const char *role, const std::vector<std::string> &files) {
     for (const auto &file : files) {
       const std::string name = relative_to(file, recipe.base_dir);
       hasher.add_field(role, name);
-      store::Hasher content;
+      files::Hasher content;
       content.add_file(file);
       const std::string digest = content.hex();
       hasher.add_field("bytes", digest);

@@ -32,7 +32,7 @@ struct BuildIdentity {
 
 // path relative to base (path itself when it has no relative form): how recipe files are named in keys.
 std::string relative_to(const std::string &path, const std::string &base);
-// One input file's bytes as the keys hash them (store::Hasher::add_file: streamed, framed).
+// One input file's bytes as the keys hash them (files::Hasher::add_file: streamed, framed).
 std::string input_file_digest(const boost::filesystem::path &file);
 // "sm_87,sm_110,compute_87": archs as keys, plans and logs write them.
 std::string arch_list(const std::vector<Arch> &archs);

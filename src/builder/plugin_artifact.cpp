@@ -3,13 +3,14 @@
 #include <boost/filesystem/operations.hpp>
 
 #include <kiln/errors.hpp>
+#include <kiln/module.hpp>
 
 #include "builder/backend.hpp"
-#include "load/elf.hpp"
-#include "load/plugin_file.hpp"
-#include "load/stamp.hpp"
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "artifact/elf.hpp"
+#include "artifact/plugin_file.hpp"
+#include "artifact/stamp.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 
 namespace kiln::builder {
 
@@ -20,29 +21,29 @@ FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, c
     append_log(build_log, why + "\n");
     throw BuildError(why + "\nNothing was published; fix the sources or build settings of recipe " + recipe.file, why);
   };
-  std::string bytes = store::read_file(artifact);
-  load::FileStamp stamp;
+  std::string bytes = files::read_file(artifact);
+  artifact::FileStamp stamp;
   try {
-    const load::ElfFacts elf = load::read_elf(bytes, artifact.string());
+    const artifact::ElfFacts elf = artifact::read_elf(bytes, artifact.string());
     // The stamp first: a file without one is "not a kiln plugin", the clearest reason there is.
-    stamp = load::find_stamp(bytes, artifact.string());
-    load::check_stamp_abi(stamp, artifact.string());
-    const std::vector<std::string> problems = load::unload_rule_problems(elf);
-    if (!problems.empty()) refuse(load::describe_unload_problems(name, problems));
+    stamp = artifact::find_stamp(bytes, artifact.string());
+    artifact::check_stamp_abi(stamp, artifact.string());
+    const std::vector<std::string> problems = artifact::unload_rule_problems(elf);
+    if (!problems.empty()) refuse(artifact::describe_unload_problems(name, problems));
   } catch (const AbiError &error) {  // not a shared object, no stamp (no KILN_PLUGIN), another ABI
     refuse(name + " is not a kiln plugin this kiln can load: " + error.what() +
            "\n(a plugin defines KILN_PLUGIN(...) from kiln/plugin.hpp and compiles against kiln's abi/ headers)");
   } catch (const IntegrityError &error) {  // a cut-off or malformed ELF
     refuse(name + " is not a kiln plugin: " + error.what());
   }
-  load::write_stamp_key(bytes, stamp, content_key);
+  artifact::write_stamp_key(bytes, stamp, content_key);
   boost::filesystem::remove(artifact);
-  store::write_staging_file(artifact, bytes, 0755);
-  return {store::digest_hex(bytes), bytes.size(), stamp.abi_version};
+  files::write_staging_file(artifact, bytes, 0755);
+  return {files::digest_hex(bytes), bytes.size(), stamp.abi_version};
 }
 
 void describe_plugin(Produced &produced, const Recipe &recipe, const FinishedPlugin &plugin, int cuda_toolkit_version) {
-  produced.kind = "plugin";
+  produced.kind = kKindPlugin;
   produced.file = recipe.artifact;
   produced.bytes_digest = plugin.bytes_digest;
   produced.size = plugin.size;

@@ -1,5 +1,5 @@
 #include "builder/process.hpp"
-#include "store/unique_fd.hpp"
+#include "files/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -32,7 +32,7 @@ constexpr milliseconds drain_idle{100};
 
 // ---- small helpers ---------------------------------------------------------------------
 
-using Fd = store::UniqueFd;
+using Fd = files::UniqueFd;
 
 // Moves a CLOEXEC descriptor above 2 so that the child's dup2 onto 0/1/2 never clobbers it
 // (possible when this process was started with a standard stream closed).

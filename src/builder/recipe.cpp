@@ -9,9 +9,9 @@
 
 #include <kiln/errors.hpp>
 
-#include "builder/cmake_recipe.hpp"
+#include "builder/backends/cmake_recipe.hpp"
 #include "builder/recipe_reader.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/names.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
@@ -58,7 +58,7 @@ Recipe Recipe::load(const std::string &path) try {
   const fs::path file = fs::absolute(path).lexically_normal();
   std::string text;
   try {
-    text = store::read_file(file, store::FileOrigin::input, store::kMaxJsonFileBytes);
+    text = files::read_file(file, files::FileOrigin::input, files::kMaxJsonFileBytes);
   } catch (const NotFoundError &) {
     throw NotFoundError("recipe " + file.string() + " does not exist");
   }

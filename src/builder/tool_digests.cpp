@@ -10,7 +10,7 @@
 #include <kiln/errors.hpp>
 
 #include "builder/file_facts.hpp"
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 
 namespace kiln::builder {
 namespace {
@@ -26,7 +26,7 @@ struct RememberedTool {
 };
 std::map<std::string, RememberedTool> remembered_tools;  // by real path
 
-bool settled_long_enough(const store::FileIdentity &id) {
+bool settled_long_enough(const files::FileIdentity &id) {
   const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
   return now - std::max(id.mtime_ns, id.ctime_ns) >= kToolSettledNs;
@@ -36,7 +36,7 @@ bool settled_long_enough(const store::FileIdentity &id) {
 
 std::string tool_digest(const fs::path &tool, const ToolDigestMemo &memo) {
   const auto hash = [&] {
-    store::Hasher hasher;
+    files::Hasher hasher;
     hasher.add_file(tool);  // as keys.cpp always did: the same key with or without the memo
     return hasher.hex();
   };

@@ -17,7 +17,7 @@ struct ToolDigestMemo {
   bool write = false;            // false for plans: read it, write nothing
 };
 
-// The digest keys.cpp gives a tool file (store::Hasher::add_file), remembered as above.
+// The digest keys.cpp gives a tool file (files::Hasher::add_file), remembered as above.
 std::string tool_digest(const boost::filesystem::path &tool, const ToolDigestMemo &memo);
 
 void reset_tool_digest_memo_for_tests();

@@ -14,9 +14,9 @@
 
 #include "builder/file_facts.hpp"
 #include "builder/process.hpp"
-#include "store/digest.hpp"
-#include "store/file_identity.hpp"
-#include "store/files.hpp"
+#include "files/digest.hpp"
+#include "files/file_identity.hpp"
+#include "files/files.hpp"
 #include "support/environment.hpp"
 
 namespace kiln::builder {
@@ -162,7 +162,7 @@ std::string find_host_compiler() {
 }
 
 std::string ToolchainIdentity::digest() const {
-  store::Hasher hasher;
+  files::Hasher hasher;
   hasher.add_field("nvcc_path", nvcc_path)
       .add_field("nvcc_version", nvcc_version)
       .add_field("host_cxx_path", host_cxx_path)

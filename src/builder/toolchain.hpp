@@ -1,7 +1,7 @@
 // Finding and identifying the build toolchain (nvcc, the host C++ compiler and cmake).
 //
 // Identifying runs `nvcc --version` and `<cxx> --version` once per toolchain: the result is
-// remembered on disk keyed by each executable's real path and file identity (store::identify),
+// remembered on disk keyed by each executable's real path and file identity (files::identify),
 // and in memory per process, so an unchanged toolchain spawns no process on later calls.
 #pragma once
 

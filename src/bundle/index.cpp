@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kiln/errors.hpp>
+#include <kiln/module.hpp>
 
 #include "bundle/hash.hpp"
 #include "store/names.hpp"
@@ -105,7 +106,9 @@ Index parse_index(std::string_view content, const std::string &bundle) {
     if (!store::is_valid_key(entry.content_key)) corrupt(bundle, kIndexMember, where + ": content_key is not 32 lower-case hex digits");
     const std::string at = "entry " + entry.consumer + "/" + entry.content_key;
     entry.kind = text(item, "kind", bundle, at);
-    if (entry.kind != "plugin" && entry.kind != "images") corrupt(bundle, kIndexMember, at + ": kind is neither \"plugin\" nor \"images\"");
+    if (entry.kind != kKindPlugin && entry.kind != kKindImages) {
+      corrupt(bundle, kIndexMember, at + ": kind is neither \"" + kKindPlugin + "\" nor \"" + kKindImages + "\"");
+    }
     if (!keys.insert({entry.consumer, entry.content_key}).second) corrupt(bundle, kIndexMember, "lists " + at + " twice");
     for (const json &record_json : list(item, "records", bundle, at, kMaxEntries)) {
       IndexRecord record{text(record_json, "name", bundle, at + " record"), text(record_json, "input_key", bundle, at + " record")};

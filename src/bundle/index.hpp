@@ -41,7 +41,7 @@ struct IndexRecord {  // a manifest record naming the entry
 struct IndexEntry {
   std::string consumer;
   std::string content_key;
-  std::string kind;  // "plugin" or "images"
+  std::string kind;  // kKindPlugin or kKindImages (kiln/module.hpp)
   std::vector<IndexRecord> records;
   std::vector<IndexFile> files;  // meta.json, identity.json and every file meta.json lists
 };

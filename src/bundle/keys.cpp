@@ -11,9 +11,9 @@
 #include <kiln/errors.hpp>
 
 #include "bundle/hash.hpp"
-#include "store/files.hpp"
-#include "store/trusted_file.hpp"
-#include "store/unique_fd.hpp"
+#include "files/files.hpp"
+#include "files/trusted_file.hpp"
+#include "files/unique_fd.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln::bundle {
@@ -43,7 +43,7 @@ static std::string field(const std::vector<std::string> &lines, std::size_t inde
 // Creates `file` exclusively (never following a symlink, never replacing anything), writes
 // `text` and fsyncs it.
 static void write_new_file(const std::string &file, const std::string &text, mode_t mode) {
-  store::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  files::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == EEXIST) throw UsageError(file + " already exists: kiln never overwrites a key; choose another -o PATH");
@@ -64,14 +64,14 @@ static void write_new_file(const std::string &file, const std::string &text, mod
   if (::fsync(fd.get()) != 0) fail(errno);
 }
 
-// Both halves follow kiln.conf's rule (store/trusted_file.hpp: yours or root's, not writable by
+// Both halves follow kiln.conf's rule (files/trusted_file.hpp: yours or root's, not writable by
 // others; no symlink), checked on the descriptor the bytes are read from; the secret half is
 // also unreadable by others.
 static std::string read_key_file(const std::string &file, bool secret) {
   struct stat st {};
   std::string text;
   try {
-    text = store::read_trusted_file(file, secret ? "secret key" : "key file", kMaxKeyFileBytes, false, &st);
+    text = files::read_trusted_file(file, secret ? "secret key" : "key file", kMaxKeyFileBytes, false, &st);
   } catch (const NotFoundError &) {
     throw NotFoundError("key file " + file + " does not exist: create a key pair with kiln keygen -o PATH");
   }

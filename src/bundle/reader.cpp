@@ -19,11 +19,11 @@
 #include "bundle/hash.hpp"
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
-#include "device/identity_json.hpp"
+#include "artifact/identity_json.hpp"
 #include "load/entry_checks.hpp"
 #include "store/entry.hpp"
-#include "store/files.hpp"
-#include "store/unique_fd.hpp"
+#include "files/files.hpp"
+#include "files/unique_fd.hpp"
 #include "support/fault_point.hpp"
 #include "support/typed_errors.hpp"
 
@@ -70,7 +70,7 @@ class Reader {
  public:
   Reader(const std::string &bundle, const Refusal &refuse) : refuse_(refuse) {
     try {
-      fd_.reset(store::open_regular(bundle, store::FileOrigin::input));
+      fd_.reset(files::open_regular(bundle, files::FileOrigin::input));
     } catch (const NotFoundError &) {
       throw NotFoundError("bundle " + bundle + " does not exist: pass the path of a file kiln export wrote");
     }
@@ -126,7 +126,7 @@ class Reader {
 
   const Refusal &refuse_;
   std::string current_;  // the member being read, for messages
-  store::UniqueFd fd_;
+  files::UniqueFd fd_;
   ReadArchive archive_;
 };
 
@@ -198,7 +198,7 @@ struct Expected {
 void extract(Reader &reader, const IndexEntry &entry, const IndexFile &file, const store::Staging &staging,
              const Refusal &refuse) {
   const std::string member = member_name(entry, file);
-  store::StagingFileWriter target(staging.dir() / file.name, file.mode);
+  files::StagingFileWriter target(staging.dir() / file.name, file.mode);
   Blake2b hash;
   const std::uint64_t read = reader.read([&](const char *data, std::size_t size) {
     // A member may decode to more than its header says (a sparse tar member whose map points
@@ -231,11 +231,11 @@ store::EntryMeta verify_entry(const IndexEntry &entry, const store::Staging &sta
   }
   store::EntryMeta meta;
   try {
-    meta = store::parse_entry_meta(store::read_file(staging.dir() / store::kMetaFile, store::FileOrigin::store,
-                                                    store::kMaxJsonFileBytes),
+    meta = store::parse_entry_meta(files::read_file(staging.dir() / store::kMetaFile, files::FileOrigin::store,
+                                                    files::kMaxJsonFileBytes),
                                    label);
-    (void)device::parse_artifact_identity(
-        store::read_file(staging.dir() / store::kIdentityFile, store::FileOrigin::store, store::kMaxJsonFileBytes),
+    (void)artifact::parse_artifact_identity(
+        files::read_file(staging.dir() / store::kIdentityFile, files::FileOrigin::store, files::kMaxJsonFileBytes),
         (label / store::kIdentityFile).string());
   } catch (const IntegrityError &error) {
     refuse(at + ": " + error.what());

@@ -18,7 +18,7 @@ namespace kiln::bundle {
 ImportReport read_bundle(const store::Storage &target, const ImportRequest &request, const LogCallback &log,
                          const std::function<void(const std::string &consumer, const std::string &name)> &changed);
 
-// One entry fetched from a remote cache (store/remote/remote_cache.hpp): a bundle of exactly one
+// One entry fetched from a remote cache (remote/cache.hpp): a bundle of exactly one
 // entry of `consumer` -- of `content_key` and recorded for `input_key` where those are given --
 // verified as an import is (signed by one of trusted_keys when any is given; else only
 // checked for damage) and committed into target's writable cache. No manifest record and no

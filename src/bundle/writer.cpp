@@ -19,14 +19,14 @@
 #include "bundle/hash.hpp"
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
-#include "device/identity_json.hpp"
+#include "artifact/identity_json.hpp"
 #include "load/entry_checks.hpp"
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 #include "store/entry.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/manifest.hpp"
 #include "store/names.hpp"
-#include "store/unique_fd.hpp"
+#include "files/unique_fd.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln::bundle {
@@ -72,10 +72,10 @@ Carried carry(const Resolution &resolution) {
   carried.entry.consumer = resolution.consumer;
   carried.entry.content_key = resolution.content_key;
   carried.entry.kind = resolution.kind;
-  std::string meta_text = store::read_file(entry_dir / store::kMetaFile, store::FileOrigin::store, store::kMaxJsonFileBytes);
-  std::string identity_text = store::read_file(entry_dir / store::kIdentityFile, store::FileOrigin::store, store::kMaxJsonFileBytes);
+  std::string meta_text = files::read_file(entry_dir / store::kMetaFile, files::FileOrigin::store, files::kMaxJsonFileBytes);
+  std::string identity_text = files::read_file(entry_dir / store::kIdentityFile, files::FileOrigin::store, files::kMaxJsonFileBytes);
   const store::EntryMeta meta = store::parse_entry_meta(meta_text, entry_dir);
-  (void)device::parse_artifact_identity(identity_text, (entry_dir / store::kIdentityFile).string());
+  (void)artifact::parse_artifact_identity(identity_text, (entry_dir / store::kIdentityFile).string());
   if (meta.content_key != resolution.content_key || meta.kind != resolution.kind) {
     throw IntegrityError("store entry " + entry_dir.string() + " records content key " + meta.content_key + " (" +
                          meta.kind + "), not the " + resolution.content_key + " its manifest names: the store is "
@@ -90,8 +90,8 @@ Carried carry(const Resolution &resolution) {
     bool listed = false;
     for (const auto &file : carried.entry.files) listed = listed || file.name == name;
     if (listed) continue;  // an images entry may name one file twice (its index, an image)
-    std::string bytes = store::read_file(entry_dir / name, store::FileOrigin::store);
-    if (store::digest_hex(bytes) != digest) {
+    std::string bytes = files::read_file(entry_dir / name, files::FileOrigin::store);
+    if (files::digest_hex(bytes) != digest) {
       throw IntegrityError("store entry file " + (entry_dir / name).string() + " does not have the digest its meta.json "
                            "records: the entry is damaged; republish or rebuild " + resolution.consumer + "/" +
                            resolution.name + " before exporting it");
@@ -110,7 +110,7 @@ Carried carry(const Resolution &resolution) {
 class BundleFile {
  public:
   explicit BundleFile(const fs::path &output)
-      : output_(output), temp_(output.parent_path() / (store::atomic_temp_prefix(output.filename().string()) + store::unique_suffix())) {
+      : output_(output), temp_(output.parent_path() / (files::atomic_temp_prefix(output.filename().string()) + files::unique_suffix())) {
     fd_.reset(::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd_.get() < 0) {
       const int error = errno;
@@ -161,7 +161,7 @@ class BundleFile {
                     support::io_fix(error));
     }
     temp_.clear();
-    store::fsync_path(output_.parent_path());
+    files::fsync_path(output_.parent_path());
     return static_cast<std::uint64_t>(st.st_size);
   }
 
@@ -173,7 +173,7 @@ class BundleFile {
   }
 
   fs::path output_, temp_;
-  store::UniqueFd fd_;
+  files::UniqueFd fd_;
   WriteArchive archive_;
 };
 

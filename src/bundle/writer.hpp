@@ -12,7 +12,7 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
 
 // One entry (the resolution's, recorded under its name and input key) into `output`, signed
 // with `signing_key` (a PATH.key) when given: what a remote cache stores
-// (store/remote/remote_cache.hpp). The entry's files are checked against their digests first.
+// (remote/cache.hpp). The entry's files are checked against their digests first.
 ExportReport write_entry_bundle(const Resolution &resolution, const std::string &output, const std::string &signing_key);
 
 }  // namespace kiln::bundle

@@ -1,23 +1,24 @@
 #include "load/entry_checks.hpp"
 
 #include <kiln/errors.hpp>
+#include <kiln/module.hpp>
 
-#include "device/identity_json.hpp"
-#include "load/arch_claims.hpp"
-#include "load/plugin_file.hpp"
-#include "store/files.hpp"
+#include "artifact/identity_json.hpp"
+#include "artifact/arch_claims.hpp"
+#include "artifact/plugin_file.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
 
 namespace kiln::load {
 
 std::string entry_file_disagreement(const boost::filesystem::path &entry_dir, const store::EntryMeta &meta) {
-  if (meta.kind != "plugin") return "";
+  if (meta.kind != kKindPlugin) return "";
   const std::string file = (entry_dir / meta.file).string();
-  const std::string bytes = store::read_file(file, store::FileOrigin::store);
-  FileStamp stamp;
+  const std::string bytes = files::read_file(file, files::FileOrigin::store);
+  artifact::FileStamp stamp;
   try {
-    stamp = stamp_of(bytes, file);
-    check_stamp_abi(stamp, file);
+    stamp = artifact::stamp_of(bytes, file);
+    artifact::check_stamp_abi(stamp, file);
     if (stamp.content_key != meta.content_key) {
       return "plugin " + file + " carries build stamp " + stamp.content_key + ", not its entry's content key " +
              meta.content_key + ": the file belongs to another entry";
@@ -29,9 +30,9 @@ std::string entry_file_disagreement(const boost::filesystem::path &entry_dir, co
   // recording sm_80 for a file of sm_90 code would be chosen for a GPU it cannot run on.
   const boost::filesystem::path identity_file = entry_dir / store::kIdentityFile;
   try {
-    const ArtifactIdentity identity = device::parse_artifact_identity(
-        store::read_file(identity_file, store::FileOrigin::store, store::kMaxJsonFileBytes), identity_file.string());
-    check_recorded_archs(bytes, stamp, identity.archs, file);
+    const ArtifactIdentity identity = artifact::parse_artifact_identity(
+        files::read_file(identity_file, files::FileOrigin::store, files::kMaxJsonFileBytes), identity_file.string());
+    artifact::check_recorded_archs(bytes, stamp, identity.archs, file);
   } catch (const IntegrityError &error) {
     return error.what();
   }

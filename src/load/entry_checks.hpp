@@ -14,7 +14,7 @@ namespace kiln::load {
 
 // For a plugin entry: its build stamp names the entry's content key (a file that was swapped
 // into another entry carries the other's) and this kiln's ABI major, and the archs its
-// identity.json records are held by the file's fat binaries (load/arch_claims.hpp: "host-only"
+// identity.json records are held by the file's fat binaries (artifact/arch_claims.hpp: "host-only"
 // only for a file without device code). Returns why the entry
 // cannot load, or "" when it agrees (images entries: ""). The file's digest is the caller's
 // to check first. IoError when it cannot be read.

@@ -2,7 +2,7 @@
 // before any driver reads them.
 #include "load/device_images.hpp"
 
-#include "load/byte_reads.hpp"
+#include "artifact/byte_reads.hpp"
 
 #include <elf.h>
 
@@ -35,33 +35,33 @@ void validate_image(const DeviceImage &image) {
     if (std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) corrupt("no ELF magic (\\x7fELF)");
     if (static_cast<unsigned char>(bytes[EI_CLASS]) != ELFCLASS64) corrupt("not a 64-bit ELF object");
     if (static_cast<unsigned char>(bytes[EI_DATA]) != ELFDATA2LSB) corrupt("not a little-endian ELF object");
-    const auto header = read_at<Elf64_Ehdr>(bytes, 0);
+    const auto header = artifact::read_at<Elf64_Ehdr>(bytes, 0);
     if (header.e_machine != EM_CUDA) {
       corrupt("ELF machine " + std::to_string(header.e_machine) + ", not EM_CUDA (190)");
     }
     const std::uint64_t total = bytes.size();
     if (header.e_shnum > 0) {
       if (header.e_shentsize != sizeof(Elf64_Shdr)) corrupt("unexpected ELF section header size");
-      if (!inside(header.e_shoff, std::uint64_t{header.e_shnum} * sizeof(Elf64_Shdr), total)) {
+      if (!artifact::inside(header.e_shoff, std::uint64_t{header.e_shnum} * sizeof(Elf64_Shdr), total)) {
         corrupt("ELF section headers lie past the end (truncated?)");
       }
       if (header.e_shstrndx >= header.e_shnum) corrupt("ELF section name table index out of range");
       for (std::uint64_t i = 0; i < header.e_shnum; ++i) {
-        const auto section = read_at<Elf64_Shdr>(bytes, header.e_shoff + i * sizeof(Elf64_Shdr));
+        const auto section = artifact::read_at<Elf64_Shdr>(bytes, header.e_shoff + i * sizeof(Elf64_Shdr));
         if (section.sh_type != SHT_NOBITS && section.sh_type != SHT_NULL &&
-            !inside(section.sh_offset, section.sh_size, total)) {
+            !artifact::inside(section.sh_offset, section.sh_size, total)) {
           corrupt("ELF section " + std::to_string(i) + " lies past the end (truncated?)");
         }
       }
     }
     if (header.e_phnum > 0) {
       if (header.e_phentsize != sizeof(Elf64_Phdr)) corrupt("unexpected ELF program header size");
-      if (!inside(header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(Elf64_Phdr), total)) {
+      if (!artifact::inside(header.e_phoff, std::uint64_t{header.e_phnum} * sizeof(Elf64_Phdr), total)) {
         corrupt("ELF program headers lie past the end (truncated?)");
       }
       for (std::uint64_t i = 0; i < header.e_phnum; ++i) {
-        const auto segment = read_at<Elf64_Phdr>(bytes, header.e_phoff + i * sizeof(Elf64_Phdr));
-        if (!inside(segment.p_offset, segment.p_filesz, total)) {
+        const auto segment = artifact::read_at<Elf64_Phdr>(bytes, header.e_phoff + i * sizeof(Elf64_Phdr));
+        if (!artifact::inside(segment.p_offset, segment.p_filesz, total)) {
           corrupt("ELF segment " + std::to_string(i) + " lies past the end (truncated?)");
         }
       }
@@ -86,10 +86,10 @@ void validate_image(const DeviceImage &image) {
       throw UsageError("image " + name + ": a fatbin must list the archs it contains");
     }
     if (bytes.size() < 16) corrupt("shorter than a fatbin header");
-    if (read_at<std::uint32_t>(bytes, 0) != kFatbinMagic) corrupt("no fatbin magic (0xBA55ED50)");
-    const auto header_size = read_at<std::uint16_t>(bytes, 6);
-    const auto fat_size = read_at<std::uint64_t>(bytes, 8);
-    if (header_size < 16 || !inside(header_size, fat_size, bytes.size())) {
+    if (artifact::read_at<std::uint32_t>(bytes, 0) != artifact::kFatbinMagic) corrupt("no fatbin magic (0xBA55ED50)");
+    const auto header_size = artifact::read_at<std::uint16_t>(bytes, 6);
+    const auto fat_size = artifact::read_at<std::uint64_t>(bytes, 8);
+    if (header_size < 16 || !artifact::inside(header_size, fat_size, bytes.size())) {
       corrupt("the fatbin's declared size lies past the end (truncated?)");
     }
     return;

@@ -16,15 +16,15 @@
 #include <kiln/version.hpp>
 
 #include "device/driver.hpp"
-#include "load/abi_layout.hpp"
+#include "artifact/abi_layout.hpp"
 #include "load/boundary.hpp"
 #include "load/library.hpp"
 #include "load/mapped_files.hpp"
-#include "store/use_lock.hpp"
+#include "store/maintenance/use_lock.hpp"
 #include "load/verify.hpp"
-#include "store/safety.hpp"
-#include "store/unique_fd.hpp"
-#include "store/file_identity.hpp"
+#include "files/safety.hpp"
+#include "files/unique_fd.hpp"
+#include "files/file_identity.hpp"
 
 namespace kiln {
 namespace {
@@ -128,7 +128,7 @@ void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, 
   }
   const kiln_plugin_entry *entry = answer.entry;
   if (entry == nullptr) throw AbiError(who() + " accepted negotiation but returned no entry table; rebuild it");
-  const load::AbiLayout *layout = load::abi_layout(answer.abi_version);
+  const artifact::AbiLayout *layout = artifact::abi_layout(answer.abi_version);
   if (layout == nullptr || entry->struct_size < layout->entry_size) {
     throw AbiError(who() + " returned a " + std::to_string(entry->struct_size) + "-byte entry table; ABI " +
                    version_text(answer.abi_version) + " defines " +
@@ -146,7 +146,7 @@ void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolut
   }
   const kiln_build_stamp *stamp = entry.stamp;
   if (stamp == nullptr || std::memcmp(stamp->magic, KILN_STAMP_MAGIC, KILN_STAMP_MAGIC_SIZE) != 0 ||
-      stamp->struct_size < load::kMinStampSize) {
+      stamp->struct_size < artifact::kMinStampSize) {
     throw AbiError(who() + " has no valid build stamp in its entry table; rebuild it with KILN_PLUGIN");
   }
   const std::string_view stamped(stamp->content_key, strnlen(stamp->content_key, KILN_STAMP_KEY_SIZE));
@@ -161,8 +161,8 @@ void check_entry_stamp(const kiln_plugin_entry &entry, const Resolution &resolut
 // never followed), O_NONBLOCK (a FIFO in its place is refused by the safety check instead of
 // hanging the host in open()), then the in-use lock and one fstat for both the safety check and
 // "not evicted meanwhile": kiln gc skips the file from the lock on until it is unmapped.
-int open_checked(const Resolution &resolution, store::FileIdentity *id) {
-  store::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+int open_checked(const Resolution &resolution, files::FileIdentity *id) {
+  files::UniqueFd fd(::open(resolution.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == ENOENT) {
@@ -177,7 +177,7 @@ int open_checked(const Resolution &resolution, store::FileIdentity *id) {
   }
   store::hold_in_use(fd.get(), resolution.file);
   std::uint64_t links = 0;
-  *id = store::check_fd_safe_to_execute(fd.get(), resolution.file, &links);
+  *id = files::check_fd_safe_to_execute(fd.get(), resolution.file, &links);
   store::check_not_evicted(links, resolution.file);
   return fd.release();
 }
@@ -198,19 +198,19 @@ struct MappedReference {
 // and *id is its identity; -1 when there is none, and a fresh open follows. gc evicting the file
 // between the fstat and the lock leaves this load mapping verified bytes gc has just unlinked:
 // the Module works, and the entry is gone from the store as gc decided.
-int reuse_checked_fd(std::uint64_t resolution_serial, const std::string &file, store::FileIdentity *id) {
+int reuse_checked_fd(std::uint64_t resolution_serial, const std::string &file, files::FileIdentity *id) {
   const load::KeptFd kept = load::reuse_kept_fd(resolution_serial);
   if (kept.fd < 0) return -1;
-  const auto same_file = [&kept](const store::FileIdentity &seen) {
+  const auto same_file = [&kept](const files::FileIdentity &seen) {
     return seen.device == kept.device && seen.inode == kept.inode;
   };
   std::uint64_t links = 0;
   try {
-    *id = store::check_fd_safe_to_execute(kept.fd, file, &links);
+    *id = files::check_fd_safe_to_execute(kept.fd, file, &links);
   } catch (...) {
     // Unsafe now (its mode changed): refused as a fresh open would be; a number that names
     // another file (the host closed kiln's descriptor) is dropped, and a fresh open decides.
-    const auto seen = store::identify_fd(kept.fd);
+    const auto seen = files::identify_fd(kept.fd);
     const bool ours = seen && same_file(*seen);
     load::forget_kept_fd(kept.fd, ours);
     if (ours) throw;
@@ -239,11 +239,11 @@ Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_
       abi_required != 0 ? abi_required : KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion), 0);
 
   auto start = Clock::now();
-  store::FileIdentity id;
+  files::FileIdentity id;
   // A warm load of a remembered resolution reuses the descriptor its last load kept; the
   // reference taken on it is dropped if anything below throws before the library owns it.
   MappedReference kept(reuse_checked_fd(resolution_serial, resolution.file, &id));
-  store::UniqueFd fd;
+  files::UniqueFd fd;
   if (kept.fd < 0) {
     fd.reset(open_checked(resolution, &id));
   }

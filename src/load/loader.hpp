@@ -8,7 +8,7 @@
 
 #include "load/host_kernels.hpp"
 #include "load/report_pool.hpp"
-#include "store/verification_records.hpp"
+#include "store/maintenance/verification_records.hpp"
 
 namespace kiln {
 
@@ -28,7 +28,7 @@ class Loader {
   // dlopen then maps, so no byte runs before it is verified (no check-then-swap window).
   // kernels: where "kiln.host.kernels/1" loads device-image artifacts from; empty: the plugin
   // is not offered the service (get_service answers NULL).
-  // records: persisted verification records (store/verification_records.hpp); nullptr: none.
+  // records: persisted verification records (store/maintenance/verification_records.hpp); nullptr: none.
   // home.serial: the Storage's serial of the remembered resolution (0: none); the file's
   // descriptor is kept under it, and the next load of that resolution reuses it instead of
   // opening the file again (load/mapped_files.hpp). home.pool: where the Module's report goes

@@ -134,7 +134,7 @@ DescriptorName descriptor_name(int fd) noexcept {
   return name;
 }
 
-int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64_t inode,
+int share_mapped_fd(files::UniqueFd &verified, std::uint64_t device, std::uint64_t inode,
                     std::uint64_t resolution) {
   MappedFiles &files = mapped_files();
   std::lock_guard<std::mutex> lock(files.mutex);

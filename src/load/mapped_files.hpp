@@ -31,7 +31,7 @@
 
 #include <cstdint>
 
-#include "store/unique_fd.hpp"
+#include "files/unique_fd.hpp"
 
 namespace kiln::load {
 
@@ -46,7 +46,7 @@ DescriptorName descriptor_name(int fd) noexcept;
 // and returns the descriptor to dlopen through: that one, now held here, or the one this file
 // already has (then the verified one is closed: it names the same inode). One reference a call.
 // resolution: the Storage serial of the resolution loaded (0: none), for reuse_kept_fd.
-int share_mapped_fd(store::UniqueFd &verified, std::uint64_t device, std::uint64_t inode,
+int share_mapped_fd(files::UniqueFd &verified, std::uint64_t device, std::uint64_t inode,
                     std::uint64_t resolution = 0);
 
 // The descriptor an earlier load of `resolution` (a Storage serial: the same while the

@@ -11,12 +11,12 @@
 
 #include <kiln/errors.hpp>
 
-#include "load/elf.hpp"
-#include "load/plugin_file.hpp"
-#include "load/stamp.hpp"
-#include "store/digest.hpp"
-#include "store/file_identity.hpp"
-#include "store/safety.hpp"
+#include "artifact/elf.hpp"
+#include "artifact/plugin_file.hpp"
+#include "artifact/stamp.hpp"
+#include "files/digest.hpp"
+#include "files/file_identity.hpp"
+#include "files/safety.hpp"
 
 namespace kiln::load {
 namespace {
@@ -26,20 +26,20 @@ namespace {
 // files are never modified in place.
 class VerifiedFiles {
  public:
-  bool known(const store::FileIdentity &id, const std::string &digest, const std::string &content_key) {
+  bool known(const files::FileIdentity &id, const std::string &digest, const std::string &content_key) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto hit = verified_.find({id.device, id.inode});
     return hit != verified_.end() && hit->second.id == id && hit->second.digest == digest &&
            hit->second.content_key == content_key;
   }
-  void remember(const store::FileIdentity &id, const std::string &digest, const std::string &content_key) {
+  void remember(const files::FileIdentity &id, const std::string &digest, const std::string &content_key) {
     std::lock_guard<std::mutex> lock(mutex_);
     verified_[{id.device, id.inode}] = {id, digest, content_key};
   }
 
  private:
   struct Checked {
-    store::FileIdentity id;
+    files::FileIdentity id;
     std::string digest;
     std::string content_key;
   };
@@ -79,24 +79,24 @@ class Mapping {
 
 }  // namespace
 
-void verify_before_dlopen(int fd, const store::FileIdentity &id, const Resolution &resolution,
+void verify_before_dlopen(int fd, const files::FileIdentity &id, const Resolution &resolution,
                           const store::VerificationRecords *records, const LogCallback &log) {
   if (verified_files().known(id, resolution.digest, resolution.content_key)) return;
-  store::check_directories(resolution.file, resolution.store_root);
+  files::check_directories(resolution.file, resolution.store_root);
   if (records != nullptr && records->vouches(resolution.content_key, id, resolution.digest)) {
     verified_files().remember(id, resolution.digest, resolution.content_key);
     return;
   }
   const Mapping mapping(fd, id.size, resolution.file);
   const std::string_view bytes = mapping.bytes();
-  const std::string actual = store::digest_hex(bytes);
+  const std::string actual = files::digest_hex(bytes);
   if (actual != resolution.digest) {
     throw IntegrityError("artifact " + resolution.consumer + "/" + resolution.name + " file " + resolution.file +
                          " does not match its recorded digest (recorded " + resolution.digest + ", file " + actual +
                          "): it is torn or was altered, and was not loaded; republish or rebuild it");
   }
-  const FileStamp stamp = stamp_of(bytes, resolution.file);
-  check_stamp_abi(stamp, resolution.file);
+  const artifact::FileStamp stamp = artifact::stamp_of(bytes, resolution.file);
+  artifact::check_stamp_abi(stamp, resolution.file);
   if (stamp.content_key != resolution.content_key) {
     throw IntegrityError("plugin " + resolution.file + " carries build stamp " + stamp.content_key +
                          " but its manifest entry " + resolution.consumer + "/" + resolution.name +

@@ -9,19 +9,19 @@
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 
-#include "store/verification_records.hpp"
+#include "store/maintenance/verification_records.hpp"
 
 namespace kiln::load {
 
 // Throws IntegrityError (digest differs; the stamp names another entry) or AbiError (no stamp,
 // two stamps, a stamp of another ABI major), each naming the file and the fix.
 // `id` is the identity of the descriptor's file, which the caller checked on its own (regular,
-// owner, mode: store::check_fd_safe_to_execute). A file this process has not verified before
-// also gets the directory walk up to its store root (store::check_directories); one it has --
+// owner, mode: files::check_fd_safe_to_execute). A file this process has not verified before
+// also gets the directory walk up to its store root (files::check_directories); one it has --
 // same identity, so the very bytes verified then -- needs neither walk nor hash: a directory
 // changed since cannot change those bytes, only replace the file (a new identity).
 // records: the persisted records to consult and extend (nullptr: none).
-void verify_before_dlopen(int fd, const store::FileIdentity &id, const Resolution &resolution,
+void verify_before_dlopen(int fd, const files::FileIdentity &id, const Resolution &resolution,
                           const store::VerificationRecords *records, const LogCallback &log);
 
 }  // namespace kiln::load

@@ -19,6 +19,9 @@ builder::BuilderContext context_for(const Runtime::State &state, const Runtime &
   context.abi_dir = abi.dir;
   context.abi_embedded = abi.embedded;
   context.log = log;
+  context.elsewhere = [remotes = state.remotes.get()]() -> std::shared_ptr<const store::EntrySource> {
+    return remotes->get();
+  };
   (void)runtime;
   return context;
 }

@@ -8,7 +8,7 @@
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
 #include "runtime/state.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
 #include "support/typed_errors.hpp"
 
@@ -49,7 +49,7 @@ ImportReport Runtime::import_bundle(const ImportRequest &request) try {
   const store::fs::path root = store::resolve_store_root(boost::filesystem::absolute(request.into));
   boost::system::error_code error;
   const bool fresh = !boost::filesystem::exists(root, error);
-  store::create_directories(root);
+  files::create_directories(root);
   const store::Storage into({store::StoreLocation{root, true, "--into"}});
   try {
     return bundle::read_bundle(into, request, state_->options.log, nullptr);

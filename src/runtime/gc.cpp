@@ -5,7 +5,7 @@
 #include <kiln/runtime.hpp>
 
 #include "runtime/state.hpp"
-#include "store/gc.hpp"
+#include "store/maintenance/gc.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln {

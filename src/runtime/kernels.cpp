@@ -17,10 +17,10 @@
 #include "device/driver.hpp"
 #include "load/device_images.hpp"
 #include "runtime/state.hpp"
-#include "store/digest.hpp"
-#include "store/file_identity.hpp"
-#include "store/safety.hpp"
-#include "store/unique_fd.hpp"
+#include "files/digest.hpp"
+#include "files/file_identity.hpp"
+#include "files/safety.hpp"
+#include "files/unique_fd.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln {
@@ -33,12 +33,12 @@ using Clock = std::chrono::steady_clock;
 
 // The image file, read once through one descriptor: store safety, size and digest are checked
 // on exactly the bytes the driver then gets (no check-then-swap window), then their structure.
-DeviceImage read_verified(const Resolution &resolution, const ArtifactImage &record, store::FileIdentity *read_id) {
+DeviceImage read_verified(const Resolution &resolution, const ArtifactImage &record, files::FileIdentity *read_id) {
   const std::string what = resolution.consumer + "/" + resolution.name;
   const fs::path file = fs::path(resolution.entry_dir) / record.file;
   // O_NOFOLLOW: a symlink planted in an entry is refused, never followed. O_NONBLOCK: a FIFO in
   // its place must not hang the host (its size then differs from the record's).
-  store::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  files::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     const int error = errno;
     if (error == ENOENT) {
@@ -51,10 +51,10 @@ DeviceImage read_verified(const Resolution &resolution, const ArtifactImage &rec
     }
     throw IoError("cannot open device image " + file.string() + ": " + std::strerror(error));
   }
-  store::check_safe_to_execute(fd.get(), file, resolution.store_root);
+  files::check_safe_to_execute(fd.get(), file, resolution.store_root);
   struct stat status {};
   if (::fstat(fd.get(), &status) != 0) throw IoError("cannot stat " + file.string() + ": " + std::strerror(errno));
-  *read_id = store::identity_of(status);
+  *read_id = files::identity_of(status);
   if (static_cast<std::uint64_t>(status.st_size) != record.size) {
     throw IntegrityError("device image " + file.string() + " of " + what + " is " + std::to_string(status.st_size) +
                          " bytes, but " + std::to_string(record.size) + " were recorded: it is torn or was altered, "
@@ -77,7 +77,7 @@ DeviceImage read_verified(const Resolution &resolution, const ArtifactImage &rec
     }
     done += static_cast<std::size_t>(got);
   }
-  const std::string actual = store::digest_hex(image.bytes);
+  const std::string actual = files::digest_hex(image.bytes);
   if (actual != record.digest) {
     throw IntegrityError("device image " + file.string() + " of " + what + " does not match its recorded digest "
                          "(recorded " + record.digest + ", file " + actual + "): it is torn or was altered, and was "
@@ -102,9 +102,9 @@ std::shared_ptr<const KernelImages> Runtime::State::verified_image(const Resolut
   // are handed to the driver again; the file itself must still be safe. The directory walk is
   // for reading: it runs (in read_verified) whenever bytes come from the disk, and a change to
   // a directory cannot change bytes already held.
-  store::FileIdentity seen;
+  files::FileIdentity seen;
   try {
-    store::check_file_safe(file, &seen);
+    files::check_file_safe(file, &seen);
   } catch (const NotFoundError &) {
     throw missing();
   }
@@ -115,7 +115,7 @@ std::shared_ptr<const KernelImages> Runtime::State::verified_image(const Resolut
   }
   // Cold: read_verified checks the file on its descriptor and every directory up to the store
   // root, then reads, digests and validates exactly the bytes kept.
-  store::FileIdentity read_id;
+  files::FileIdentity read_id;
   auto set = std::make_shared<KernelImages>();
   set->images.push_back(read_verified(r, record, &read_id));
   set->label = r.consumer + "/" + r.name;
@@ -144,7 +144,7 @@ std::shared_ptr<const KernelImages> Runtime::State::verified_image(const Resolut
 DeviceKernels Runtime::State::load_images(const Resolution &r, const DeviceLoadOptions &load,
                                           KernelLoadReport *report, double resolve_ms) const {
   const std::string &consumer = r.consumer;
-  if (r.kind != "images") {
+  if (r.kind != kKindImages) {
     throw UsageError(consumer + "/" + r.name + " is a \"" + r.kind + "\" artifact, not device images: load it with "
                      "Runtime::load (kiln load binds a plugin)");
   }

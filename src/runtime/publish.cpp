@@ -7,13 +7,13 @@
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
-#include "device/identity_json.hpp"
-#include "load/arch_claims.hpp"
-#include "load/plugin_file.hpp"
-#include "load/stamp.hpp"
+#include "artifact/identity_json.hpp"
+#include "artifact/arch_claims.hpp"
+#include "artifact/plugin_file.hpp"
+#include "artifact/stamp.hpp"
 #include "runtime/state.hpp"
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "store/names.hpp"
 #include "store/storage.hpp"
 #include "support/typed_errors.hpp"
@@ -44,7 +44,7 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
   const fs::path source(request.artifact_file);
   std::string bytes;
   try {
-    bytes = store::read_file(source, store::FileOrigin::input);
+    bytes = files::read_file(source, files::FileOrigin::input);
   } catch (const NotFoundError &) {
     throw NotFoundError("artifact file " + source.string() + " does not exist: pass the path of a built plugin (.so)");
   }
@@ -53,18 +53,18 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
 
   // Everything knowable without running the plugin's code (ELF machine and completeness, the
   // unload rules, the stamp and its ABI): refused now rather than at every later load.
-  const load::FileStamp stamp = load::check_plugin_file(bytes, source.string());
+  const artifact::FileStamp stamp = artifact::check_plugin_file(bytes, source.string());
   if (request.host_only && !request.archs.empty()) {
     throw UsageError("publish: host_only (--arch none) and archs " + joined_archs(request.archs) +
                      " contradict each other: claim one or the other");
   }
   // The archs are a claim the file's own fat binaries must back (docs/architecture.md §5).
-  const load::ArchClaim claim = !request.archs.empty() ? load::ArchClaim::listed
-                                : request.host_only    ? load::ArchClaim::host_only
-                                                       : load::ArchClaim::from_file;
-  const std::string claimant = claim == load::ArchClaim::host_only ? std::string("--arch none (host-only)")
+  const artifact::ArchClaim claim = !request.archs.empty() ? artifact::ArchClaim::listed
+                                : request.host_only    ? artifact::ArchClaim::host_only
+                                                       : artifact::ArchClaim::from_file;
+  const std::string claimant = claim == artifact::ArchClaim::host_only ? std::string("--arch none (host-only)")
                                                                   : "--arch " + joined_archs(request.archs);
-  std::vector<Arch> archs = load::backed_archs(bytes, load::read_elf(bytes, source.string()), stamp, claim,
+  std::vector<Arch> archs = artifact::backed_archs(bytes, artifact::read_elf(bytes, source.string()), stamp, claim,
                                                request.archs, claimant, source.string());
   std::sort(archs.begin(), archs.end(), [](const Arch &a, const Arch &b) { return a.to_string() < b.to_string(); });
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
@@ -82,30 +82,30 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
 
   // The content key covers the file with its stamp slot zeroed plus everything that decides
   // whether it may load; the key is then written into the slot of the stored copy.
-  load::write_stamp_key(bytes, stamp, load::kUnstampedKey);
-  store::Hasher hasher;
+  artifact::write_stamp_key(bytes, stamp, artifact::kUnstampedKey);
+  files::Hasher hasher;
   hasher.add_field("key_schema", std::to_string(kKeySchema))
       .add_field("artifact_schema", std::to_string(kArtifactSchema))
-      .add_field("kind", "plugin")
+      .add_field("kind", kKindPlugin)
       .add_field("abi_version", std::to_string(stamp.abi_version))
       .add_field("archs", joined_archs(archs))
       .add_field("cuda_toolkit_version", std::to_string(identity.cuda_toolkit_version))
       .add_field("file_name", file_name)
       .add_field("bytes", bytes);
   const std::string content_key = hasher.hex();
-  load::write_stamp_key(bytes, stamp, content_key);
-  const std::string digest = store::digest_hex(bytes);
+  artifact::write_stamp_key(bytes, stamp, content_key);
+  const std::string digest = files::digest_hex(bytes);
 
   const store::Storage &storage = *state_->storage;
   store::Staging staging = storage.stage(request.consumer, state_->options.log);
   staging.write(file_name, bytes, 0755);
-  staging.write_records({content_key, "plugin", file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}},
-                        device::identity_file_text(identity));
+  staging.write_records({content_key, kKindPlugin, file_name, digest, bytes.size(), store::utc_now_iso8601(), {}, {}},
+                        artifact::identity_file_text(identity));
   PublishResult result;
   result.content_key = content_key;
   result.entry_dir = storage.writable().layout(request.consumer).entry(content_key).string();
   result.file = (fs::path(result.entry_dir) / file_name).string();
-  result.reused = !storage.commit(std::move(staging), {request.consumer, request.name, content_key, "", "plugin", ""},
+  result.reused = !storage.commit(std::move(staging), {request.consumer, request.name, content_key, "", kKindPlugin, ""},
                                   state_->options.log);
   log(LogLevel::info, "published " + request.consumer + "/" + request.name + " as " + content_key +
                           (result.reused ? " (entry existed)" : "") + " in " + storage.writable().root().string());

@@ -5,17 +5,17 @@
 
 #include "runtime/state.hpp"
 #include "store/names.hpp"
-#include "store/remote/remote_cache.hpp"
+#include "remote/configured.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln {
 namespace {
 
-std::shared_ptr<const store::remote::RemoteCache> configured_remotes(const store::Storage &storage) {
-  auto remote = storage.remote();
+std::shared_ptr<const remote::RemoteCache> configured_remotes(const Runtime::State &state) {
+  auto remote = state.remotes->get();
   if (!remote) {
     throw UsageError("no remote cache is configured: set KILN_REMOTE (e.g. http://build1:8080/kiln) or add "
-                     "`remote = URL` lines to kiln.conf in the cache directory " + storage.writable().root().string());
+                     "`remote = URL` lines to kiln.conf in the cache directory " + state.writable().root().string());
   }
   return remote;
 }
@@ -23,10 +23,10 @@ std::shared_ptr<const store::remote::RemoteCache> configured_remotes(const store
 }  // namespace
 
 RemoteStatus Runtime::remote_status() const try {
-  const auto remote = state_->storage->remote();
+  const auto remote = state_->remotes->get();
   if (!remote) {
     RemoteStatus status;
-    const auto file = store::remote::config_file_for(state_->writable().root());
+    const auto &file = state_->remotes->config_file();
     if (boost::filesystem::exists(file)) status.config_file = file.string();
     return status;
   }
@@ -37,7 +37,7 @@ RemoteStatus Runtime::remote_status() const try {
 
 std::vector<RemoteTransfer> Runtime::remote_push(const std::string &consumer, const std::vector<std::string> &names) const try {
   store::validate_name("consumer", consumer);
-  const auto remote = configured_remotes(*state_->storage);
+  const auto remote = configured_remotes(*state_);
   bool writable = false;
   for (const auto &endpoint : remote->config().remotes) writable = writable || !endpoint.read_only;
   if (!writable) throw UsageError("every configured remote cache is read-only: nothing can be pushed (drop read-only from one)");
@@ -51,7 +51,7 @@ std::vector<RemoteTransfer> Runtime::remote_push(const std::string &consumer, co
   std::vector<RemoteTransfer> transfers;
   for (const auto &name : pushed) {
     const auto resolution = state_->storage->resolve(consumer, name);
-    for (auto &transfer : remote->upload(*state_->storage, *resolution)) transfers.push_back(std::move(transfer));
+    for (auto &transfer : remote->offer(*state_->storage, *resolution)) transfers.push_back(std::move(transfer));
   }
   return transfers;
 } catch (...) {

@@ -13,8 +13,8 @@
 #include "load/loader.hpp"
 #include "runtime/state.hpp"
 #include "store/layout.hpp"
-#include "store/remote/remote_config.hpp"
-#include "store/usage.hpp"
+#include "remote/config.hpp"
+#include "store/maintenance/usage.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln {
@@ -35,7 +35,7 @@ Module load_from_report(const std::shared_ptr<Runtime::State> &state, load::Repo
   LoadReport &report = *taken.report;
   const Resolution &r = report.resolution;
   const auto what = [&r] { return r.consumer + "/" + r.name; };  // for messages only: not built on success
-  if (r.kind != "plugin") {
+  if (r.kind != kKindPlugin) {
     throw UsageError(what() + " is a \"" + r.kind + "\" artifact (device images), not a plugin: load it with "
                      "Runtime::load_kernels (kiln load lists its kernels)");
   }
@@ -117,7 +117,8 @@ Runtime::Runtime(RuntimeOptions options) try : state_(std::make_shared<State>())
     state->bump_generation(consumer, name);
   });
   // Remote caches are read on first use (a build), never by loads (kiln/remote.hpp).
-  state_->storage->set_remote_config(store::remote::config_file_for(state_->writable().root()), state_->options.log);
+  state_->remotes = std::make_unique<remote::ConfiguredRemotes>(remote::config_file_for(state_->writable().root()),
+                                                                state_->options.log);
   state_->verification_records =
       std::make_unique<store::VerificationRecords>(state_->writable().root() / "verified");
   state_->kernel_source = [state = state_.get()](const std::string &consumer, const std::string &name, int device) {

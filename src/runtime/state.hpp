@@ -13,9 +13,10 @@
 
 #include "load/host_kernels.hpp"
 #include "load/report_pool.hpp"
-#include "store/file_identity.hpp"
+#include "files/file_identity.hpp"
+#include "remote/configured.hpp"
 #include "store/storage.hpp"
-#include "store/verification_records.hpp"
+#include "store/maintenance/verification_records.hpp"
 
 namespace kiln::swap {
 class GenerationTable;
@@ -26,6 +27,9 @@ namespace kiln {
 struct Runtime::State {
   RuntimeOptions options;
   std::unique_ptr<store::Storage> storage;  // every store layer, the writable cache last
+  // The writable cache's remote caches, read on first use (kiln/remote.hpp): what a build may
+  // fetch instead of compiling, and where it offers what it built.
+  std::unique_ptr<remote::ConfiguredRemotes> remotes;
   // <cache>/verified: lets a fresh process skip hashing an unchanged plugin file.
   std::unique_ptr<store::VerificationRecords> verification_records;
   std::optional<DeviceIdentity> declared;  // parsed KILN_DEVICE / options.declared_device
@@ -70,7 +74,7 @@ struct Runtime::State {
   // hashes nothing; the bytes handed to the driver are always bytes that were verified. Bounded:
   // past kImageCacheBytes the cache starts over.
   struct CachedImages {
-    store::FileIdentity id;
+    files::FileIdentity id;
     std::shared_ptr<const KernelImages> images;
   };
   static constexpr std::uint64_t kImageCacheBytes = 64ull << 20;
@@ -86,7 +90,7 @@ struct Runtime::State {
   mutable std::mutex generations_mutex;
   mutable std::shared_ptr<swap::GenerationTable> generations;  // opened on the first bump
 
-  // A load of an entry of the writable cache records its use for kiln gc (store/usage.hpp),
+  // A load of an entry of the writable cache records its use for kiln gc (store/maintenance/usage.hpp),
   // asking the file system once per entry per process. Never throws.
   void note_use(const Resolution &resolution) const noexcept;
   mutable std::mutex uses_mutex;

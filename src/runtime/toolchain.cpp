@@ -3,13 +3,13 @@
 
 #include <boost/filesystem/path.hpp>
 
-#include "builder/nvrtc.hpp"
+#include "builder/backends/nvrtc/toolchain.hpp"
 #include "builder/toolchain.hpp"
 
 namespace kiln {
 namespace {
 
-ToolStatus library_status(const builder::JitLibraryStatus &library) {
+ToolStatus library_status(const builder::NvrtcLibraryStatus &library) {
   ToolStatus status;
   status.found = library.found;
   status.path = library.path;
@@ -55,7 +55,7 @@ ToolchainReport Runtime::toolchain() const {
       report.cmake.detail = error.what();
     }
   }
-  const builder::JitToolchain &jit = builder::JitToolchain::instance();
+  const builder::NvrtcToolchain &jit = builder::NvrtcToolchain::instance();
   report.nvrtc = library_status(jit.nvrtc());
   report.nvjitlink = library_status(jit.nvjitlink());
   report.nvfatbin = library_status(jit.nvfatbin());

@@ -7,7 +7,7 @@
 
 #include "load/entry_checks.hpp"
 #include "runtime/state.hpp"
-#include "store/audit.hpp"
+#include "store/maintenance/audit.hpp"
 #include "store/storage.hpp"
 #include "support/typed_errors.hpp"
 

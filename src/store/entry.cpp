@@ -9,19 +9,22 @@
 
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
+#include <kiln/module.hpp>
 
-#include "store/digest.hpp"
-#include "store/files.hpp"
-#include "store/remove_tree.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
+#include "files/remove_tree.hpp"
 #include "store/names.hpp"
-#include "store/safety.hpp"
-#include "store/unique_fd.hpp"
+#include "files/safety.hpp"
+#include "files/unique_fd.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
 
 #include "support/fault_point.hpp"
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 namespace {
 
 using nlohmann::json;
@@ -53,12 +56,12 @@ std::uint64_t byte_count(const json &object, const char *key, const fs::path &fi
 
 }  // namespace
 
-EntryMeta read_entry_meta(const fs::path &entry_dir, FileIdentity *checked) {
+EntryMeta read_entry_meta(const fs::path &entry_dir, files::FileIdentity *checked) {
   const fs::path file = entry_dir / kMetaFile;
   std::string content;
   try {
-    content = checked != nullptr ? read_store_record(file, kMaxJsonFileBytes, checked)
-                                 : read_file(file, FileOrigin::store, kMaxJsonFileBytes);
+    content = checked != nullptr ? files::read_store_record(file, files::kMaxJsonFileBytes, checked)
+                                 : files::read_file(file, files::FileOrigin::store, files::kMaxJsonFileBytes);
   } catch (const NotFoundError &) {
     throw IntegrityError("store entry " + entry_dir.string() +
                          " has no meta.json: the manifest names an entry that is missing or incomplete; republish "
@@ -89,7 +92,7 @@ EntryMeta parse_entry_meta(const std::string &content, const fs::path &entry_dir
   if (!is_valid_name(meta.file)) corrupt_entry_file(file, "file name \"" + meta.file.substr(0, 80) + "\" is not a plain name");
   if (const auto images = root.find("images"); images != root.end()) meta.images = parse_images(*images, file.string());
   if (const auto kernels = root.find("kernels"); kernels != root.end()) meta.kernels = parse_kernels(*kernels, file.string());
-  if (meta.kind == "images" && meta.images.empty()) corrupt_entry_file(file, "an \"images\" entry lists no image");
+  if (meta.kind == kKindImages && meta.images.empty()) corrupt_entry_file(file, "an \"images\" entry lists no image");
   return meta;
 }
 
@@ -98,7 +101,7 @@ std::string serialize_entry_meta(const EntryMeta &meta) {
                {"file", meta.file},         {"digest", meta.digest},           {"size", meta.size},
                {"created", meta.created}};
   if (!meta.images.empty()) root["images"] = images_json(meta.images);
-  if (!meta.kernels.empty() || meta.kind == "images") root["kernels"] = kernels_json(meta.kernels);
+  if (!meta.kernels.empty() || meta.kind == kKindImages) root["kernels"] = kernels_json(meta.kernels);
   return support::dump_json(root, 2) + "\n";
 }
 
@@ -196,14 +199,14 @@ namespace {
 bool has_digest(const fs::path &file, const std::string &digest) {
   int raw = -1;
   try {
-    raw = open_regular(file, FileOrigin::store);
+    raw = files::open_regular(file, files::FileOrigin::store);
   } catch (const NotFoundError &) {
     return false;
   } catch (const IntegrityError &) {
     return false;
   }
-  const UniqueFd fd(raw);
-  return Hasher().add_fd(fd.get(), file).hex() == digest;
+  const files::UniqueFd fd(raw);
+  return files::Hasher().add_fd(fd.get(), file).hex() == digest;
 }
 
 }  // namespace
@@ -218,8 +221,8 @@ bool entry_files_intact(const fs::path &entry_dir, const EntryMeta &meta) {
 
 void sync_staging(const fs::path &staging_dir) {
   // Every file and directory below, deepest first (generated headers live in a subdirectory).
-  for (fs::recursive_directory_iterator it(staging_dir), end; it != end; ++it) fsync_path(it->path());
-  fsync_path(staging_dir);
+  for (fs::recursive_directory_iterator it(staging_dir), end; it != end; ++it) files::fsync_path(it->path());
+  files::fsync_path(staging_dir);
 }
 
 bool place_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
@@ -232,7 +235,7 @@ bool place_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
   if (::rename(staging_dir.c_str(), entry_dir.c_str()) != 0) {
     const int error = errno;
     if (error == EEXIST || error == ENOTEMPTY) {
-      remove_tree(staging_dir);
+      files::remove_tree(staging_dir);
       return false;
     }
     throw IoError("cannot publish " + staging_dir.string() + " as " + entry_dir.string() + ": " +
@@ -246,8 +249,8 @@ bool commit_staging(const fs::path &staging_dir, const fs::path &entry_dir) {
   sync_staging(staging_dir);
   KILN_FAULT_POINT("staging.after_fsync");
   if (!place_staging(staging_dir, entry_dir)) return false;
-  fsync_path(entry_dir);  // the lock file's removal
-  fsync_path(entry_dir.parent_path());
+  files::fsync_path(entry_dir);  // the lock file's removal
+  files::fsync_path(entry_dir.parent_path());
   return true;
 }
 

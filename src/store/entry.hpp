@@ -9,14 +9,16 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "store/file_identity.hpp"
+#include "files/file_identity.hpp"
 #include "store/layout.hpp"
 
 namespace kiln::store {
 
+namespace fs = boost::filesystem;
+
 struct EntryMeta {
   std::string content_key;
-  std::string kind;        // "plugin" or "images"
+  std::string kind;        // kKindPlugin or kKindImages (kiln/module.hpp)
   std::string file;        // file name inside the entry directory (images: the image index)
   std::string digest;      // XXH3-128 of the file as stored
   std::uint64_t size = 0;
@@ -31,8 +33,8 @@ struct EntryMeta {
 // image, an image with a bad name, digest, kind or arch), IncompatibleError for another
 // artifact schema, IoError when it cannot be read (EACCES, EIO): that is no sign of damage.
 // `checked`, when given: meta.json must also pass the store's owner and mode rules on the
-// descriptor read (store/safety.hpp read_store_record), and receives that descriptor's identity.
-EntryMeta read_entry_meta(const fs::path &entry_dir, FileIdentity *checked = nullptr);
+// descriptor read (files/safety.hpp files::read_store_record), and receives that descriptor's identity.
+EntryMeta read_entry_meta(const fs::path &entry_dir, files::FileIdentity *checked = nullptr);
 // The same for meta.json's text already read (`entry_dir` names the entry in messages).
 EntryMeta parse_entry_meta(const std::string &text, const fs::path &entry_dir);
 std::string serialize_entry_meta(const EntryMeta &meta);

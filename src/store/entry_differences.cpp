@@ -8,6 +8,8 @@
 #include <vector>
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 namespace {
 
 // file name -> (digest, size): the artifact file and, for images, each image.

@@ -8,6 +8,8 @@
 
 namespace kiln::store {
 
+namespace fs = boost::filesystem;
+
 // "libx.so: 10240 -> 10248 bytes, first difference at byte 6518" (one size where both have
 // it), one clause per file whose digest differs ("; "-joined); a file only one side has is
 // named as new or gone. Both entries are valid by their own records; "" when no file differs.

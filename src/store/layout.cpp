@@ -10,6 +10,8 @@
 #include "support/environment.hpp"
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 namespace {
 
 using support::env_value;

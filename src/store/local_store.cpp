@@ -12,22 +12,24 @@
 
 #include <kiln/errors.hpp>
 
-#include "device/identity_json.hpp"
+#include "artifact/identity_json.hpp"
 #include "store/entry_differences.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/names.hpp"
-#include "store/safety.hpp"
+#include "files/safety.hpp"
 #include "store/sweep.hpp"
 #include "support/fault_point.hpp"
 
 namespace kiln::store {
 
+namespace fs = boost::filesystem;
+
 LocalStore::LocalStore(StoreLocation location, ParsedRecords parsed) : location_(std::move(location)), parsed_(parsed) {}
 
 std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer,
-                                                     std::optional<FileIdentity> *used) const {
+                                                     std::optional<files::FileIdentity> *used) const {
   const fs::path file = layout(consumer).manifest();
-  std::optional<FileIdentity> remembered;
+  std::optional<files::FileIdentity> remembered;
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     const auto hit = manifests_.find(consumer);
@@ -37,17 +39,17 @@ std::shared_ptr<const Manifest> LocalStore::manifest(const std::string &consumer
     // Owner and mode were checked when this identity was read (chmod and chown change ctime),
     // so a warm hit needs no more than this stat: an others-writable manifest could roll an
     // artifact back.
-    const auto id = identify(file);
+    const auto id = files::identify(file);
     if (used != nullptr) *used = id;
     if (!id) return nullptr;
     std::lock_guard<std::mutex> lock(cache_mutex_);
     const auto hit = manifests_.find(consumer);
     if (hit != manifests_.end() && hit->second.id == *id) return hit->second.manifest;
   }
-  FileIdentity read_id;
+  files::FileIdentity read_id;
   std::string text;
   try {
-    text = read_store_record(file, kMaxJsonFileBytes, &read_id);
+    text = files::read_store_record(file, files::kMaxJsonFileBytes, &read_id);
   } catch (const NotFoundError &) {
     if (used != nullptr) used->reset();
     return nullptr;
@@ -72,7 +74,7 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
     remembered = entries_.count(entry_dir.string()) != 0;
   }
   if (remembered) {
-    if (const auto meta_id = identify(entry_dir / kMetaFile)) {
+    if (const auto meta_id = files::identify(entry_dir / kMetaFile)) {
       std::lock_guard<std::mutex> lock(cache_mutex_);
       const auto hit = entries_.find(entry_dir.string());
       if (hit != entries_.end() && hit->second.meta_id == *meta_id) return hit->second;
@@ -84,11 +86,11 @@ EntryRecords LocalStore::entry(const std::string &consumer, const std::string &c
   fresh.meta = read_entry_meta(entry_dir, &fresh.meta_id);
   std::string identity_text;
   try {
-    identity_text = read_store_record(identity_file, kMaxJsonFileBytes, nullptr);
+    identity_text = files::read_store_record(identity_file, files::kMaxJsonFileBytes, nullptr);
   } catch (const NotFoundError &) {
     throw IntegrityError("store entry " + entry_dir.string() + " has no identity.json; republish or rebuild " + what);
   }
-  fresh.identity = device::parse_artifact_identity(identity_text, identity_file.string());
+  fresh.identity = artifact::parse_artifact_identity(identity_text, identity_file.string());
   if (fresh.meta.content_key != content_key) {
     throw IntegrityError("store entry " + entry_dir.string() + " says content key " + fresh.meta.content_key +
                          " but sits under " + content_key + ": the store was altered; republish or rebuild " + what);
@@ -104,7 +106,7 @@ std::optional<std::string> LocalStore::pointer(const std::string &consumer, cons
   const fs::path file = layout(consumer).bykey(input_key);
   std::string key;
   try {
-    key = read_file(file, FileOrigin::store, 4096);
+    key = files::read_file(file, files::FileOrigin::store, 4096);
   } catch (const NotFoundError &) {
     return std::nullopt;
   } catch (const IntegrityError &error) {  // a FIFO, a device, a huge file: damaged like bad text
@@ -147,10 +149,10 @@ bool LocalStore::entry_intact(const std::string &consumer, const std::string &co
 
 Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep) const {
   const ConsumerLayout paths = layout(consumer);
-  store::create_directories(paths.entries());
+  files::create_directories(paths.entries());
   // Before the sweep: in a store others can write, what looks like a dead writer's staging
   // directory may be a trap for it.
-  check_safe_to_write(paths.entries(), root());
+  files::check_safe_to_write(paths.entries(), root());
   if (sweep == SweepFirst::already_swept) return Staging(consumer, paths.entries());
   const SweepCounts swept = sweep_leftovers(paths);
   if (swept.total() > 0 && log) {
@@ -161,12 +163,12 @@ Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, S
   return Staging(consumer, paths.entries());
 }
 
-FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key,
+files::FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key,
                                     const CancelToken *cancel) const {
   const ConsumerLayout paths = layout(consumer);
-  store::create_directories(paths.locks());
+  files::create_directories(paths.locks());
   const fs::path file = paths.build_lock(input_key);
-  if (cancel == nullptr) return FileLock(file);
+  if (cancel == nullptr) return files::FileLock(file);
   // Another builder of this key (any process) may hold it for minutes: wait, but not past a cancel.
   for (;;) {
     if (cancel->cancelled()) {
@@ -174,7 +176,7 @@ FileLock LocalStore::lock_input_key(const std::string &consumer, const std::stri
                                         " cancelled while waiting for another build of the same inputs (holding " +
                                         file.string() + "); nothing was published");
     }
-    if (auto lock = FileLock::try_acquire_for(file, std::chrono::milliseconds(50))) return std::move(*lock);
+    if (auto lock = files::FileLock::try_acquire_for(file, std::chrono::milliseconds(50))) return std::move(*lock);
   }
 }
 
@@ -222,8 +224,8 @@ void sync_file_systems(const std::set<fs::path> &dirs) {
   std::set<dev_t> synced;
   for (const auto &dir : dirs) {
     struct stat info {};
-    if (::stat(dir.c_str(), &info) != 0) throw_io("cannot stat", dir, errno);
-    if (synced.insert(info.st_dev).second) sync_file_system(dir);
+    if (::stat(dir.c_str(), &info) != 0) files::throw_io("cannot stat", dir, errno);
+    if (synced.insert(info.st_dev).second) files::sync_file_system(dir);
   }
 }
 
@@ -259,9 +261,9 @@ void LocalStore::write_pointer(const std::string &consumer, const std::string &i
                                const std::string &content_key) const {
   if (pointer(consumer, input_key, LogCallback()) == content_key) return;
   const fs::path file = layout(consumer).bykey(input_key);
-  store::create_directories(file.parent_path());
-  check_safe_to_write(file.parent_path(), root());
-  write_file_atomic(file, content_key + "\n");
+  files::create_directories(file.parent_path());
+  files::check_safe_to_write(file.parent_path(), root());
+  files::write_file_atomic(file, content_key + "\n");
 }
 
 bool LocalStore::write_record(const std::string &consumer, const std::string &name, const ManifestRecord &record) const {
@@ -282,8 +284,8 @@ std::vector<std::string> LocalStore::write_records(const std::string &consumer,
     return true;
   };
   if (const auto current = manifest(consumer); current && all_same(*current)) return {};  // the hit path writes nothing
-  store::create_directories(layout(consumer).dir());
-  check_safe_to_write(layout(consumer).dir(), root());
+  files::create_directories(layout(consumer).dir());
+  files::check_safe_to_write(layout(consumer).dir(), root());
   std::vector<std::string> renamed;
   update_manifest(layout(consumer), [&](Manifest &manifest) {
     renamed.clear();
@@ -308,9 +310,9 @@ std::vector<std::string> LocalStore::write_records(const std::string &consumer,
 fs::path LocalStore::rename_aside(const std::string &consumer, const std::string &content_key, const char *suffix) const {
   const ConsumerLayout paths = layout(consumer);
   const fs::path entry = paths.entry(content_key);
-  const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + unique_suffix() + suffix);
+  const fs::path aside = paths.entries() / (std::string(kStagingPrefix) + files::unique_suffix() + suffix);
   fs::rename(entry, aside);
-  fsync_path(paths.entries());
+  files::fsync_path(paths.entries());
   std::lock_guard<std::mutex> lock(cache_mutex_);
   entries_.erase(entry.string());
   return aside;
@@ -356,22 +358,22 @@ bool LocalStore::drop_pointer(const std::string &consumer, const std::string &in
                               const std::optional<std::string> &content_key) const {
   const ConsumerLayout paths = layout(consumer);
   bool missing = false;
-  const auto lock = FileLock::try_acquire_existing(paths.build_lock(input_key), &missing);
+  const auto lock = files::FileLock::try_acquire_existing(paths.build_lock(input_key), &missing);
   if (!lock && !missing) return false;  // a build of this key is running: it rewrites the pointer
   if (pointer(consumer, input_key, LogCallback()) != content_key) return false;
   boost::system::error_code error;
   fs::remove(paths.bykey(input_key), error);
   if (error) throw IoError("cannot remove " + paths.bykey(input_key).string() + ": " + error.message());
-  fsync_path(paths.bykey_dir());
+  files::fsync_path(paths.bykey_dir());
   return true;
 }
 
 fs::path LocalStore::move_manifest_aside(const std::string &consumer) const {
   const ConsumerLayout paths = layout(consumer);
-  FileLock lock(paths.manifest_lock());
-  const fs::path aside = paths.dir() / ("manifest.json.damaged-" + unique_suffix());
+  files::FileLock lock(paths.manifest_lock());
+  const fs::path aside = paths.dir() / ("manifest.json.damaged-" + files::unique_suffix());
   fs::rename(paths.manifest(), aside);
-  fsync_path(paths.dir());
+  files::fsync_path(paths.dir());
   std::lock_guard<std::mutex> guard(cache_mutex_);
   manifests_.erase(consumer);
   return aside;

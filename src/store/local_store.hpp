@@ -17,13 +17,15 @@
 #include <kiln/log.hpp>
 
 #include "store/entry.hpp"
-#include "store/file_identity.hpp"
+#include "files/file_identity.hpp"
 #include "store/layout.hpp"
-#include "store/locks.hpp"
+#include "files/locks.hpp"
 #include "store/manifest.hpp"
 #include "store/staging.hpp"
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 
 // What commit_entry does with an entry already under the content key that is valid by its own
 // records (its files match its own meta.json) but holds other bytes than the new one: the
@@ -35,7 +37,7 @@ enum class ExistingEntry {
 
 // An entry's records as read from its meta.json and identity.json.
 struct EntryRecords {
-  FileIdentity meta_id;  // meta.json stands for the whole entry (entries never change in place)
+  files::FileIdentity meta_id;  // meta.json stands for the whole entry (entries never change in place)
   EntryMeta meta;
   ArtifactIdentity identity;
 };
@@ -58,14 +60,14 @@ class LocalStore {
   // ---- Reading: no lock (manifests and pointers are replaced by rename, entries never change).
   // Parsed files are remembered while their identity (inode, size, times) is unchanged, so a
   // warm read is one stat call; a cold one is one open, checked (owner, mode, no link) and
-  // identified on its descriptor (store/safety.hpp read_store_record), and no stat.
+  // identified on its descriptor (files/safety.hpp files::read_store_record), and no stat.
 
   // nullptr when the consumer has no manifest in this store; typed errors when it is damaged.
   // `used`, when given, receives the identity of the manifest file the answer came from (nullopt:
   // none): a cold read's is its descriptor's, so a caller remembering the answer by it never
   // pairs an older answer with a newer file.
   std::shared_ptr<const Manifest> manifest(const std::string &consumer,
-                                           std::optional<FileIdentity> *used = nullptr) const;
+                                           std::optional<files::FileIdentity> *used = nullptr) const;
   // An entry's records (meta_id: the identity of the meta.json they came from); IntegrityError
   // when missing or damaged (`what` names the artifact in the message), IoError when it cannot
   // be read.
@@ -86,7 +88,7 @@ class LocalStore {
   Staging stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep = SweepFirst::yes) const;
   // The build lock of one input key: one builder per key across threads and processes. With a
   // cancel token, waiting for another holder stops (typed error) once it is cancelled.
-  FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
+  files::FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
                           const CancelToken *cancel = nullptr) const;
   // Renames a filled staging directory into store/<content key>. An entry with the same bytes
   // under that key is kept (false is returned and the staging directory removed); so is one
@@ -149,7 +151,7 @@ class LocalStore {
   ParsedRecords parsed_;
 
   struct CachedManifest {
-    FileIdentity id;
+    files::FileIdentity id;
     std::shared_ptr<const Manifest> manifest;
   };
   mutable std::mutex cache_mutex_;

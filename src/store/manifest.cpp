@@ -9,8 +9,8 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
-#include "store/files.hpp"
-#include "store/locks.hpp"
+#include "files/files.hpp"
+#include "files/locks.hpp"
 #include "store/names.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
@@ -18,6 +18,8 @@
 #include "support/fault_point.hpp"
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 namespace {
 
 using nlohmann::json;
@@ -209,7 +211,7 @@ Manifest parse_manifest(const std::string &text, const fs::path &file, const std
 std::optional<Manifest> read_manifest(const fs::path &file, const std::string &consumer) {
   std::string text;
   try {
-    text = read_file(file, FileOrigin::store, kMaxJsonFileBytes);
+    text = files::read_file(file, files::FileOrigin::store, files::kMaxJsonFileBytes);
   } catch (const NotFoundError &) {
     return std::nullopt;
   }
@@ -229,17 +231,17 @@ std::string serialize_manifest(const Manifest &manifest) {
 }
 
 void update_manifest(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change) {
-  store::create_directories(layout.dir());
-  FileLock lock(layout.manifest_lock());
+  files::create_directories(layout.dir());
+  files::FileLock lock(layout.manifest_lock());
   update_manifest_held(layout, change);
 }
 
 void update_manifest_held(const ConsumerLayout &layout, const std::function<void(Manifest &)> &change) {
-  remove_dead_temps(layout.manifest());  // every writer holds the lock: only dead temps are old
+  files::remove_dead_temps(layout.manifest());  // every writer holds the lock: only dead temps are old
   Manifest manifest = read_manifest(layout.manifest(), layout.consumer()).value_or(Manifest{layout.consumer(), {}});
   change(manifest);
   KILN_FAULT_POINT("manifest.locked");
-  write_file_atomic(layout.manifest(), serialize_manifest(manifest));
+  files::write_file_atomic(layout.manifest(), serialize_manifest(manifest));
 }
 
 }  // namespace kiln::store

@@ -11,10 +11,12 @@
 
 namespace kiln::store {
 
+namespace fs = boost::filesystem;
+
 struct ManifestRecord {
   std::string content_key;
   std::string input_key;  // empty for published (not built) artifacts
-  std::string kind;       // "plugin" or "images"
+  std::string kind;       // kKindPlugin or kKindImages (kiln/module.hpp)
   std::string updated;    // UTC ISO-8601
   // Written by an import: the signed "created" time (UTC ISO-8601) of the bundle that set this
   // record, so that an older bundle replayed later is seen as rolling the name back. Empty for

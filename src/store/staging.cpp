@@ -12,8 +12,8 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/files.hpp"
-#include "store/remove_tree.hpp"
+#include "files/files.hpp"
+#include "files/remove_tree.hpp"
 #include "store/layout.hpp"
 
 namespace kiln::store {
@@ -50,11 +50,11 @@ fs::path make_exclusive_dir(const fs::path &entries) {
   }
 }
 
-FileLock lock_inside(const fs::path &dir) {
+files::FileLock lock_inside(const fs::path &dir) {
   try {
-    return FileLock::create_held(dir / kStagingLockFile);
+    return files::FileLock::create_held(dir / kStagingLockFile);
   } catch (...) {
-    remove_tree(dir);
+    files::remove_tree(dir);
     throw;
   }
 }
@@ -86,22 +86,22 @@ Staging &Staging::operator=(Staging &&other) noexcept {
 
 Staging::~Staging() {
   if (dir_.empty()) return;
-  remove_tree(dir_);  // lock_ is released after this body: no sweeper judges it meanwhile
+  files::remove_tree(dir_);  // lock_ is released after this body: no sweeper judges it meanwhile
 }
 
 void Staging::write(const std::string &name, std::string_view bytes, unsigned mode) const {
-  write_staging_file(dir_ / name, bytes, mode);
+  files::write_staging_file(dir_ / name, bytes, mode);
 }
 
 void Staging::write_records(const EntryMeta &meta, const std::string &identity_json) {
-  write_staging_file(dir_ / kMetaFile, serialize_entry_meta(meta));
-  write_staging_file(dir_ / kIdentityFile, identity_json);
+  files::write_staging_file(dir_ / kMetaFile, serialize_entry_meta(meta));
+  files::write_staging_file(dir_ / kIdentityFile, identity_json);
   meta_ = meta;
 }
 
 void Staging::release() {
   dir_.clear();
-  const FileLock dropped(std::move(lock_));
+  const files::FileLock dropped(std::move(lock_));
 }
 
 }  // namespace kiln::store

@@ -12,7 +12,7 @@
 #include <boost/filesystem/path.hpp>
 
 #include "store/entry.hpp"
-#include "store/locks.hpp"
+#include "files/locks.hpp"
 
 namespace kiln::store {
 
@@ -57,7 +57,7 @@ class Staging {
 
   std::string consumer_;
   boost::filesystem::path dir_;
-  FileLock lock_;
+  files::FileLock lock_;
   EntryMeta meta_;
 };
 

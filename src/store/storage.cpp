@@ -9,11 +9,12 @@
 #include <kiln/errors.hpp>
 
 #include "store/names.hpp"
-#include "store/remote/remote_cache.hpp"
 
 #include "support/fault_point.hpp"
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 namespace {
 
 // Unique in the process, never 0: resolutions of every Runtime meet in the loader's one table.
@@ -42,27 +43,9 @@ Storage::Storage(const std::vector<StoreLocation> &locations) {
 
 Storage::~Storage() = default;
 
-void Storage::set_remote_config(fs::path config_file, LogCallback log) {
-  std::lock_guard<std::mutex> guard(remote_mutex_);
-  remote_config_file_ = std::move(config_file);
-  remote_log_ = std::move(log);
-  remote_configured_ = false;
-  remote_.reset();
-}
-
-std::shared_ptr<const remote::RemoteCache> Storage::remote() const {
-  std::lock_guard<std::mutex> guard(remote_mutex_);
-  if (!remote_configured_ && !remote_config_file_.empty()) {
-    remote::RemoteConfig config = remote::load_config(remote_config_file_);
-    if (config.any()) remote_ = std::make_shared<const remote::RemoteCache>(std::move(config), remote_log_);
-    remote_configured_ = true;
-  }
-  return remote_;
-}
-
 Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,
                                bool *consumer_seen, std::vector<std::string> *known,
-                               std::optional<FileIdentity> *manifest_id, FileIdentity *meta_id) const {
+                               std::optional<files::FileIdentity> *manifest_id, files::FileIdentity *meta_id) const {
   const auto manifest = layer.manifest(consumer, manifest_id);
   if (!manifest) return {};
   if (consumer_seen != nullptr) *consumer_seen = true;
@@ -77,7 +60,7 @@ Resolution Storage::resolve_in(const LocalStore &layer, const std::string &consu
 }
 
 Resolution Storage::entry_resolution(const LocalStore &layer, const std::string &consumer, const std::string &name,
-                                     const ManifestRecord &record, FileIdentity *meta_id) const {
+                                     const ManifestRecord &record, files::FileIdentity *meta_id) const {
   const std::string what = consumer + "/" + name;
   const EntryRecords entry = layer.entry(consumer, record.content_key, what);
   if (meta_id != nullptr) *meta_id = entry.meta_id;
@@ -152,9 +135,9 @@ std::shared_ptr<const Resolution> Storage::resolve(const std::string &consumer, 
   if (cached) {
     bool current = true;
     for (std::size_t i = 0; current && i < cached->manifest_files.size(); ++i) {
-      current = identify(cached->manifest_files[i].c_str()) == cached->manifest_ids[i];
+      current = files::identify(cached->manifest_files[i].c_str()) == cached->manifest_ids[i];
     }
-    if (current && identify(cached->meta_file.c_str()) == cached->meta_id) {
+    if (current && files::identify(cached->meta_file.c_str()) == cached->meta_id) {
       if (serial != nullptr) *serial = cached->serial;
       return cached->resolution;
     }

@@ -6,10 +6,10 @@
 // step is atomic (rename) and each later step only points at what an earlier one made
 // visible, so a crash between any two leaves a store the next writer completes or repairs.
 //
-// Modelled on ccache's storage::Storage: a small facade over one backend per kind of store
-// (store/local_store.hpp for a directory; store/remote/ for the remote caches, HTTP and Redis,
-// kiln/remote.hpp). A build's local miss asks remote() by input key, downloads into a Staging
-// and commits like a build; a build's commit is uploaded. Loads never touch a remote.
+// Modelled on ccache's storage::Storage: a small facade over the store layers
+// (store/local_store.hpp). Where else a build's result can come from -- a fleet's remote
+// caches -- is an EntrySource (store/entry_source.hpp) the runtime composes with the build;
+// what it delivers is committed here like a build. Loads never touch a remote.
 #pragma once
 
 #include <functional>
@@ -25,10 +25,6 @@
 
 namespace kiln::store {
 
-namespace remote {
-class RemoteCache;
-}
-
 // What a commit makes visible: consumer/name -> content key (and input key -> content key
 // for built artifacts).
 struct Publication {
@@ -36,7 +32,7 @@ struct Publication {
   std::string name;
   std::string content_key;
   std::string input_key;  // empty for published (not built) artifacts: no bykey pointer
-  std::string kind;       // "plugin" or "images"
+  std::string kind;       // kKindPlugin or kKindImages (kiln/module.hpp)
   std::string bundle_created;  // imports: the signed creation time of the bundle (ManifestRecord)
 };
 
@@ -67,7 +63,7 @@ class Storage {
   // Every artifact of `consumer` (all when empty), in store order, shadowed ones marked.
   std::vector<ArtifactSummary> list(const std::string &consumer) const;
 
-  // ---- Build lookups and writes, in the writable cache (where a remote cache slots in).
+  // ---- Build lookups and writes, in the writable cache (where an EntrySource delivers too).
 
   // The content key bykey/<input_key> points at (nullopt: none, or a damaged pointer, logged).
   std::optional<std::string> pointer(const std::string &consumer, const std::string &input_key,
@@ -82,7 +78,7 @@ class Storage {
     return writable().entry_intact(consumer, content_key);
   }
   // One builder per input key across threads and processes.
-  FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
+  files::FileLock lock_input_key(const std::string &consumer, const std::string &input_key,
                           const CancelToken *cancel = nullptr) const {
     return writable().lock_input_key(consumer, input_key, cancel);
   }
@@ -103,12 +99,6 @@ class Storage {
   // manifest update per consumer, so each consumer's new names become visible together.
   void point_all(const std::vector<Publication> &publications) const;
 
-  // The remote caches (store/remote/remote_cache.hpp), configured on first use from
-  // `config_file` and the environment (kiln/remote.hpp); nullptr when none is configured.
-  // UsageError for a malformed configuration (asked again on the next call).
-  void set_remote_config(boost::filesystem::path config_file, LogCallback log);
-  std::shared_ptr<const remote::RemoteCache> remote() const;
-
   // Called after a commit or point made the writable manifest name another content key for
   // consumer/name (decided under the manifest lock, so exact with concurrent writers): the
   // runtime tells running watchers (hot swap's trigger). Must not throw.
@@ -120,24 +110,19 @@ class Storage {
   // was read from (LocalStore's), for remembering it.
   Resolution resolve_in(const LocalStore &layer, const std::string &consumer, const std::string &name,
                         bool *consumer_seen, std::vector<std::string> *known,
-                        std::optional<FileIdentity> *manifest_id = nullptr, FileIdentity *meta_id = nullptr) const;
+                        std::optional<files::FileIdentity> *manifest_id = nullptr, files::FileIdentity *meta_id = nullptr) const;
   Resolution entry_resolution(const LocalStore &layer, const std::string &consumer, const std::string &name,
-                              const ManifestRecord &record, FileIdentity *meta_id = nullptr) const;
+                              const ManifestRecord &record, files::FileIdentity *meta_id = nullptr) const;
 
   std::vector<std::unique_ptr<LocalStore>> layers_;
   std::vector<StoreInfo> infos_;
   RenameObserver on_rename_;
-  boost::filesystem::path remote_config_file_;
-  LogCallback remote_log_;
-  mutable std::mutex remote_mutex_;
-  mutable bool remote_configured_ = false;
-  mutable std::shared_ptr<const remote::RemoteCache> remote_;
 
   struct CachedResolution {
     std::vector<std::string> manifest_files;  // every layer consulted, in order
-    std::vector<std::optional<FileIdentity>> manifest_ids;
+    std::vector<std::optional<files::FileIdentity>> manifest_ids;
     std::string meta_file;
-    FileIdentity meta_id;
+    files::FileIdentity meta_id;
     std::shared_ptr<const Resolution> resolution;
     std::uint64_t serial = 0;
   };

@@ -11,13 +11,15 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/files.hpp"
-#include "store/remove_tree.hpp"
-#include "store/locks.hpp"
+#include "files/files.hpp"
+#include "files/remove_tree.hpp"
+#include "files/locks.hpp"
 #include "store/names.hpp"
 #include "support/text.hpp"
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 namespace {
 
 using support::starts_with;
@@ -47,11 +49,11 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
     try {
       bool missing = false;
       // Held while removing, so that no other sweeper judges it meanwhile.
-      const auto lock = FileLock::try_acquire_existing(dir / kStagingLockFile, &missing);
+      const auto lock = files::FileLock::try_acquire_existing(dir / kStagingLockFile, &missing);
       const auto grace = is_v2_staging(dir.filename().string()) ? std::min(v2_grace, lockless_grace) : lockless_grace;
       if (!lock && !(missing && unchanged_for(dir, grace))) continue;  // live
       KILN_FAULT_POINT("sweep.before_remove");
-      if (remove_tree(dir)) ++removed;
+      if (files::remove_tree(dir)) ++removed;
       KILN_FAULT_POINT("sweep.after_remove");
     } catch (const Error &) {
       // A lock file that is not a regular file, a directory we may not read: not ours to judge.
@@ -61,17 +63,17 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
 }
 
 int sweep_manifest_temps(const ConsumerLayout &layout) {
-  const std::string prefix = atomic_temp_prefix(layout.manifest().filename().string());
+  const std::string prefix = files::atomic_temp_prefix(layout.manifest().filename().string());
   bool any = false;
-  for (const auto &name : names_in(layout.dir())) any = any || starts_with(name, prefix);
+  for (const auto &name : files::names_in(layout.dir())) any = any || starts_with(name, prefix);
   if (!any) return 0;
-  const auto lock = FileLock::try_acquire(layout.manifest_lock());
-  return lock ? remove_dead_temps(layout.manifest()) : 0;
+  const auto lock = files::FileLock::try_acquire(layout.manifest_lock());
+  return lock ? files::remove_dead_temps(layout.manifest()) : 0;
 }
 
 int sweep_bykey_temps(const ConsumerLayout &layout) {
   std::set<std::string> keys;
-  for (const auto &name : names_in(layout.bykey_dir())) {
+  for (const auto &name : files::names_in(layout.bykey_dir())) {
     const std::size_t tmp = name.find(".tmp-");
     if (name.empty() || name[0] != '.' || tmp == std::string::npos) continue;
     const std::string key = name.substr(1, tmp - 1);
@@ -79,24 +81,24 @@ int sweep_bykey_temps(const ConsumerLayout &layout) {
   }
   int removed = 0;
   for (const auto &key : keys) {
-    store::create_directories(layout.locks());
-    const auto lock = FileLock::try_acquire(layout.build_lock(key));
-    if (lock) removed += remove_dead_temps(layout.bykey(key));
+    files::create_directories(layout.locks());
+    const auto lock = files::FileLock::try_acquire(layout.build_lock(key));
+    if (lock) removed += files::remove_dead_temps(layout.bykey(key));
   }
   return removed;
 }
 
 // objects/: a unit's object and its digest are written through temps (".<stem>.tmp-*",
 // ".<object>.digest.tmp-*") by builds of any input key, so no one lock covers them; a temp
-// untouched for kTempWriteBound is no writer's (each is renamed as soon as it is written).
+// untouched for files::kTempWriteBound is no writer's (each is renamed as soon as it is written).
 int sweep_object_temps(const ConsumerLayout &layout) {
   const std::time_t now = std::time(nullptr);
   int removed = 0;
-  for (const auto &name : names_in(layout.objects())) {
+  for (const auto &name : files::names_in(layout.objects())) {
     if (name.empty() || name[0] != '.' || name.find(".tmp-") == std::string::npos) continue;
     const fs::path temp = layout.objects() / name;
     struct stat info {};
-    if (::lstat(temp.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || now - info.st_mtime < kTempWriteBound.count()) {
+    if (::lstat(temp.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || now - info.st_mtime < files::kTempWriteBound.count()) {
       continue;
     }
     if (::unlink(temp.c_str()) == 0) ++removed;
@@ -108,13 +110,13 @@ int sweep_object_temps(const ConsumerLayout &layout) {
 
 std::vector<AbiLeftover> abi_leftovers(const fs::path &abi_root) {
   std::vector<AbiLeftover> found;
-  for (const auto &name : names_in(abi_root)) {
+  for (const auto &name : files::names_in(abi_root)) {
     const bool staging = starts_with(name, ".staging-"), damaged = starts_with(name, ".damaged-");
     if (!staging && !damaged) continue;
     const fs::path path = abi_root / name;
     // By its own mtime (set when its last file was created), as it always was for these copies.
     struct stat info {};
-    const auto grace = damaged ? kLocklessStagingGrace : kTempWriteBound;
+    const auto grace = damaged ? kLocklessStagingGrace : files::kTempWriteBound;
     const bool due = ::lstat(path.c_str(), &info) == 0 && std::time(nullptr) - info.st_mtime >= grace.count();
     found.push_back({path, damaged, due});
   }
@@ -125,7 +127,7 @@ int sweep_abi_leftovers(const fs::path &abi_root) {
   int removed = 0;
   try {
     for (const auto &leftover : abi_leftovers(abi_root)) {
-      if (leftover.due && remove_tree(leftover.path)) ++removed;
+      if (leftover.due && files::remove_tree(leftover.path)) ++removed;
     }
   } catch (const std::exception &) {  // a directory we may not list: not ours to judge
   }

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <vector>
 
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
 
 namespace kiln::store {
+
+namespace fs = boost::filesystem;
 
 // Lock-less directories under store/ named .staging-* are judged by age: those of kilns that
 // predate staging locks (.staging-<pid>-*), entries moved aside as damaged or replaced by a
@@ -20,8 +22,8 @@ namespace kiln::store {
 inline constexpr std::chrono::seconds kLocklessStagingGrace{24 * 3600};
 // This kiln's own staging directories (.staging-v2-*) are lock-less only in those instants (the
 // lock file is made right after the mkdir and removed right before the rename): one unmodified
-// for kTempWriteBound (a minute) is dead.
-inline constexpr std::chrono::seconds kLocklessV2StagingGrace = kTempWriteBound;
+// for files::kTempWriteBound (a minute) is dead.
+inline constexpr std::chrono::seconds kLocklessV2StagingGrace = files::kTempWriteBound;
 
 struct SweepCounts {
   int staging_dirs = 0;  // staging directories removed
@@ -37,10 +39,10 @@ struct SweepCounts {
 //  - .manifest.json.tmp-*, when it can take manifest.lock (every manifest writer holds it);
 //  - bykey/.<input_key>.tmp-*, when it can take locks/<input_key>.lock (a build writes its
 //    pointer under that lock);
-//    in both cases only temps untouched for kTempWriteBound (files.hpp), since a writer that
+//    in both cases only temps untouched for files::kTempWriteBound (files.hpp), since a writer that
 //    lost or never took the lock must not lose its temp either;
 //  - objects/.*.tmp-* (object cache temps, written by builds of any key) untouched for
-//    kTempWriteBound. A busy lock means a live
+//    files::kTempWriteBound. A busy lock means a live
 //    writer: skipped, never waited for. (The manifest writer also clears them, under its lock.)
 // Never throws for what it finds: a leftover it cannot judge or remove is left in place.
 SweepCounts sweep_leftovers(const ConsumerLayout &layout,
@@ -50,7 +52,7 @@ SweepCounts sweep_leftovers(const ConsumerLayout &layout,
 // <cache>/abi (the plugin ABI headers builds include, builder/abi_headers.hpp): what its
 // writers leave are ".staging-*" copies of a writer that died or failed (a full disk) and
 // copies moved aside as ".damaged-*". A staging copy is due once its mtime is older than
-// kTempWriteBound (no writer takes that long), a damaged one after kLocklessStagingGrace (a
+// files::kTempWriteBound (no writer takes that long), a damaged one after kLocklessStagingGrace (a
 // compile may have been reading it).
 struct AbiLeftover {
   fs::path path;
@@ -58,7 +60,7 @@ struct AbiLeftover {
   bool due = false;      // old enough to remove
 };
 std::vector<AbiLeftover> abi_leftovers(const fs::path &abi_root);
-// Removes the due ones (remove_tree); returns how many. Never throws.
+// Removes the due ones (files::remove_tree); returns how many. Never throws.
 int sweep_abi_leftovers(const fs::path &abi_root);
 
 }  // namespace kiln::store

@@ -21,7 +21,7 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/files.hpp"
+#include "files/files.hpp"
 
 namespace kiln::swap {
 
@@ -55,9 +55,9 @@ std::string distrust(const GenerationsHeader &header, const GenerationsShape &sh
 // (replacing `damaged`, when it is still the file there).
 void write_fresh(const std::string &dir, const std::string &file, const GenerationsShape &shape,
                  const struct stat *damaged) {
-  const std::string temp = dir + "/" + store::atomic_temp_prefix("generations") + store::unique_suffix();
+  const std::string temp = dir + "/" + files::atomic_temp_prefix("generations") + files::unique_suffix();
   {
-    store::UniqueFd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    files::UniqueFd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0) throw IoError("cannot create " + temp + ": " + error_text(errno) + "; make " + dir + " writable");
     GenerationsHeader header{};
     header.magic = kMagic;
@@ -123,7 +123,7 @@ GenerationsFile::Hold::~Hold() {
 bool GenerationsFile::reopen_after_fork() const noexcept {
   // A forked child shares the parent's open file description, and with it the OFD lock: both
   // would hold it at once and lose each other's bumps. The child opens the file anew.
-  store::UniqueFd fd(::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  files::UniqueFd fd(::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat info {};
   if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || info.st_dev != device_ || info.st_ino != inode_) {
     short_io_.store(true, std::memory_order_relaxed);  // replaced meanwhile: the caller reopens
@@ -197,7 +197,7 @@ std::unique_ptr<GenerationsFile> GenerationsFile::open(const std::string &cache_
   const std::string dir = cache_dir + "/swap";
   const std::string file = dir + "/generations";
   try {
-    store::create_directories(dir);
+    files::create_directories(dir);
   } catch (const Error &error) {
     throw IoError(std::string("no cross-process swap trigger: ") + error.what());
   }
@@ -208,7 +208,7 @@ std::unique_ptr<GenerationsFile> GenerationsFile::open(const std::string &cache_
                   "(a symlink, or writable by others); remove it and kiln makes a new one");
   }
   for (int attempt = 0; attempt < 4; ++attempt) {
-    store::UniqueFd fd(::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    files::UniqueFd fd(::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat info {};
     std::string why;
     if (fd.get() < 0) {

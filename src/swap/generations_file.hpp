@@ -22,7 +22,7 @@
 
 #include <kiln/log.hpp>
 
-#include "store/unique_fd.hpp"
+#include "files/unique_fd.hpp"
 
 namespace kiln::swap {
 
@@ -87,7 +87,7 @@ class GenerationsFile {
   void unlock() const noexcept;
   bool reopen_after_fork() const noexcept;  // under mutex_
   std::string path_;
-  mutable store::UniqueFd fd_;
+  mutable files::UniqueFd fd_;
   mutable pid_t opened_by_ = 0;  // the process that opened fd_: another one (a fork) reopens
   dev_t device_ = 0;
   ino_t inode_ = 0;

@@ -15,7 +15,7 @@
 #include <kiln/ext/selftest.h>
 
 #include "load/boundary.hpp"
-#include "load/elf.hpp"
+#include "artifact/elf.hpp"
 #include "support/elapsed.hpp"
 #include "support/failure_point.hpp"
 
@@ -35,7 +35,7 @@ bool has_cuda_runtime_fatbin(const std::string &file) {
     void *data = ::mmap(nullptr, static_cast<std::size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (data != MAP_FAILED) {
       const std::string_view bytes(static_cast<const char *>(data), static_cast<std::size_t>(info.st_size));
-      found = load::find_elf_section(bytes, ".nv_fatbin").has_value();
+      found = artifact::find_elf_section(bytes, ".nv_fatbin").has_value();
       ::munmap(data, static_cast<std::size_t>(info.st_size));
     }
   }

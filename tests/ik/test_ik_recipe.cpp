@@ -287,7 +287,7 @@ TEST_CASE("ik recipes: build on miss through the CLI, for declared sm_90 and sm_
     REQUIRE_MESSAGE(build.exit_code == 0, build.err);
     REQUIRE(build.out.is_object());
     CHECK(build.out["outcome"] == "built");
-    CHECK(build.out["archs"] == build.arch);
+    CHECK(build.out["archs"] == nlohmann::json::array({build.arch}));
     CHECK(build.out["consumer"] == "kiln-ik");
     CHECK(build.out["name"] == build.robot);
     keys[build.robot + "/" + build.arch] = build.out["content_key"].get<std::string>();

@@ -1,4 +1,4 @@
-// Crash scenarios of the remote caches (src/store/remote/remote_cache.cpp), against the test
+// Crash scenarios of the remote caches (src/remote/cache.cpp), against the test
 // servers (nginx with WebDAV, redis-server: support/remote_servers.hpp):
 // - a build a remote serves: the signed entry is downloaded into a staging directory of the
 //   writable cache, checked and committed, then named. After a kill the cache must be whole and
@@ -15,11 +15,11 @@
 
 #include "reliability/crash_scenarios.hpp"
 #include "store/entry.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
-#include "store/remote/backend.hpp"
-#include "store/remote/lease_holder.hpp"
-#include "store/remote/remote_config.hpp"
+#include "remote/backend.hpp"
+#include "remote/lease_holder.hpp"
+#include "remote/config.hpp"
 #include "support/fixtures.hpp"
 #include "support/remote_servers.hpp"
 
@@ -97,7 +97,7 @@ bool is_transfer_staging(const std::string &dir) {
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
     if (name != store::kStagingLockFile && name != "transfer.kbundle" &&
-        name.rfind(store::atomic_temp_prefix("transfer.kbundle"), 0) != 0) {
+        name.rfind(files::atomic_temp_prefix("transfer.kbundle"), 0) != 0) {
       return false;
     }
   }
@@ -154,10 +154,10 @@ Scenario remote_upload_scenario() {
     // A lease the killed build left is one the next build takes over at once (no 30 s wait).
     // Killed between the lease's MKCOL and its holder's PUT, it names no holder: that one is
     // taken over once it goes unrenewed for the lease's time to live.
-    const auto server = store::remote::make_backend(store::remote::parse_remote(upload_remote(ws), "test"));
+    const auto server = remote::make_backend(remote::parse_remote(upload_remote(ws), "test"));
     const auto lease = server->current_lease("lease/crash/" + remote_source().input_key);
     if (lease && !lease->empty()) {
-      CHECK_MESSAGE(store::remote::lease_holder_gone(*lease), "the killed build's lease: " << *lease);
+      CHECK_MESSAGE(remote::lease_holder_gone(*lease), "the killed build's lease: " << *lease);
     }
     // Whole or absent on the remote: another machine fetches it or builds, and never refuses a
     // torn upload.

@@ -1,4 +1,4 @@
-// Crash scenario of kiln verify --repair (src/store/audit.cpp): a store holding each kind of
+// Crash scenario of kiln verify --repair (src/store/maintenance/audit.cpp): a store holding each kind of
 // damage repair handles -- a damaged published entry, a damaged built entry (so its bykey
 // pointer dangles once it is moved aside), a missing entry, a dangling pointer, a dead writer's
 // staging directory and, in a second consumer, a damaged manifest -- beside an intact entry,

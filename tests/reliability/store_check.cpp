@@ -11,11 +11,11 @@
 #include <kiln/errors.hpp>
 #include <kiln/runtime.hpp>
 
-#include "device/identity_json.hpp"
+#include "artifact/identity_json.hpp"
 #include "reliability/child.hpp"
 #include "store/entry.hpp"
 #include "store/layout.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/manifest.hpp"
 #include "store/names.hpp"
 
@@ -72,7 +72,7 @@ class Checker {
         return false;
       }
       const fs::path identity = dir / store::kIdentityFile;
-      device::artifact_identity_from_json(nlohmann::json::parse(store::read_file(identity)), identity.string());
+      artifact::artifact_identity_from_json(nlohmann::json::parse(files::read_file(identity)), identity.string());
       return true;
     } catch (const std::exception &error) {
       problem("partial entry " + dir.string() + ": " + error.what());
@@ -133,7 +133,7 @@ class Checker {
 
   static std::string test_read(const fs::path &file) {
     try {
-      return store::read_file(file);
+      return files::read_file(file);
     } catch (const std::exception &error) {
       return std::string("(unreadable: ") + error.what() + ")";
     }

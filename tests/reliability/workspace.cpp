@@ -9,7 +9,7 @@
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
-#include "builder/nvrtc.hpp"
+#include "builder/backends/nvrtc/toolchain.hpp"
 #include "support/fixtures.hpp"
 
 namespace kiln::reliability {
@@ -29,7 +29,7 @@ constexpr const char *kKernels = R"(extern "C" __global__ void saxpy(float a, co
 const Toolchains &toolchains() {
   static const Toolchains found = [] {
     Toolchains t;
-    const builder::JitToolchain &jit = builder::JitToolchain::instance();
+    const builder::NvrtcToolchain &jit = builder::NvrtcToolchain::instance();
     t.nvrtc = jit.nvrtc().found;
     t.nvrtc_detail = jit.nvrtc().detail;
     // Where kiln's own search (src/builder/toolchain.cpp) looks without KILN_NVCC.

@@ -15,8 +15,8 @@
 
 #include <kiln/version.hpp>
 
-#include "store/digest.hpp"
-#include "store/remote/lease_holder.hpp"
+#include "files/digest.hpp"
+#include "remote/lease_holder.hpp"
 
 namespace kiln::test {
 
@@ -109,7 +109,7 @@ std::string gone_lease_holder() {
   if (child == 0) ::_exit(0);
   int status = 0;
   if (child < 0 || ::waitpid(child, &status, 0) != child) throw std::runtime_error("gone_lease_holder: fork or waitpid failed");
-  std::string name = store::remote::lease_holder_name();
+  std::string name = remote::lease_holder_name();
   const std::string mine = ":" + std::to_string(::getpid()) + ":";
   name.replace(name.find(mine), mine.size(), ":" + std::to_string(child) + ":");
   return name;
@@ -125,7 +125,7 @@ void forge_entry(const fs::path &store, const std::string &consumer, const std::
   const std::string bytes = read_text(target);
   write_text(entry / "meta.json", "{\"schema\":" + std::to_string(kArtifactSchema) + ",\"content_key\":\"" +
                                       content_key + "\",\"kind\":\"plugin\",\"file\":\"" +
-                                      file.filename().string() + "\",\"digest\":\"" + store::digest_hex(bytes) +
+                                      file.filename().string() + "\",\"digest\":\"" + files::digest_hex(bytes) +
                                       "\",\"size\":" + std::to_string(bytes.size()) + "}");
   write_text(entry / "identity.json", "{\"key_schema\":" + std::to_string(kKeySchema) +
                                           ",\"artifact_schema\":" + std::to_string(kArtifactSchema) +

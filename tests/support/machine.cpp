@@ -4,7 +4,7 @@
 
 #include <kiln/errors.hpp>
 
-#include "builder/nvrtc.hpp"
+#include "builder/backends/nvrtc/toolchain.hpp"
 #include "builder/toolchain.hpp"
 #include "device/discover.hpp"
 #include "device/driver.hpp"
@@ -25,19 +25,19 @@ std::optional<DeviceIdentity> device_zero(std::string *why) {
 }  // namespace
 
 std::optional<std::string> no_nvrtc() {
-  const auto &status = builder::JitToolchain::instance().nvrtc();
+  const auto &status = builder::NvrtcToolchain::instance().nvrtc();
   if (status.found) return std::nullopt;
   return status.detail;
 }
 
 std::optional<std::string> no_nvjitlink() {
-  const auto &status = builder::JitToolchain::instance().nvjitlink();
+  const auto &status = builder::NvrtcToolchain::instance().nvjitlink();
   if (status.found) return std::nullopt;
   return status.detail;
 }
 
 std::optional<std::string> no_nvfatbin() {
-  const auto &status = builder::JitToolchain::instance().nvfatbin();
+  const auto &status = builder::NvrtcToolchain::instance().nvfatbin();
   if (status.found) return std::nullopt;
   return status.detail;
 }
@@ -83,7 +83,7 @@ std::optional<std::string> no_ptx_jit() {
   std::string why;
   const auto device = device_zero(&why);
   if (!device) return why;
-  const int nvrtc = builder::JitToolchain::instance().nvrtc().version;
+  const int nvrtc = builder::NvrtcToolchain::instance().nvrtc().version;
   if (device->driver_version >= nvrtc) return std::nullopt;
   return "driver " + std::to_string(device->driver_version) + " is older than NVRTC " + std::to_string(nvrtc) +
          ": it refuses NVRTC's PTX (222)";

@@ -16,13 +16,13 @@
 
 #include "builder/abi_headers.hpp"
 #include "builder/keys.hpp"
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "support/fixtures.hpp"
 
 namespace kiln::test {
 namespace {
 
-std::string read_all(const fs::path &file) { return store::read_file(file); }
+std::string read_all(const fs::path &file) { return files::read_file(file); }
 
 }  // namespace
 
@@ -65,7 +65,7 @@ TEST_CASE("builds include the ABI headers from a read-only copy in the cache, re
 
   // A copy someone edited is moved aside and written again: builds compile the embedded bytes.
   fs::permissions(dir / "kiln" / "plugin.h", fs::add_perms | fs::owner_write);
-  store::write_file_atomic(dir / "kiln" / "plugin.h", "#error edited\n");
+  files::write_file_atomic(dir / "kiln" / "plugin.h", "#error edited\n");
   builder::write_embedded_abi(abi.dir);
   const auto *plugin_h = builder::embedded_abi_begin();
   while (std::string(plugin_h->path) != "kiln/plugin.h") ++plugin_h;

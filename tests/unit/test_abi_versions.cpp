@@ -10,7 +10,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
-#include "load/abi_layout.hpp"
+#include "artifact/abi_layout.hpp"
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
 
@@ -36,17 +36,17 @@ Module load_hostile(const char *mode, TempDir &dir, std::optional<Runtime> &runt
 }  // namespace
 
 TEST_CASE("abi versions: each version's table sizes are what that version defined") {
-  const load::AbiLayout *v1_0 = load::abi_layout(KILN_ABI_MAKE_VERSION(1, 0));
+  const artifact::AbiLayout *v1_0 = artifact::abi_layout(KILN_ABI_MAKE_VERSION(1, 0));
   REQUIRE(v1_0 != nullptr);
   CHECK(v1_0->entry_size == kEntry_1_0);
   CHECK(v1_0->stamp_size == kStamp_1_0);
   // A minor this kiln does not list takes the newest sizes it knows of that major; another
   // major has none (it never binds).
-  CHECK(load::abi_layout(KILN_ABI_MAKE_VERSION(1, 0xfff0)) != nullptr);
-  CHECK(load::abi_layout(KILN_ABI_MAKE_VERSION(2, 0)) == nullptr);
-  CHECK(load::abi_layout(KILN_ABI_MAKE_VERSION(0, 9)) == nullptr);
+  CHECK(artifact::abi_layout(KILN_ABI_MAKE_VERSION(1, 0xfff0)) != nullptr);
+  CHECK(artifact::abi_layout(KILN_ABI_MAKE_VERSION(2, 0)) == nullptr);
+  CHECK(artifact::abi_layout(KILN_ABI_MAKE_VERSION(0, 9)) == nullptr);
   // The host's own sizes never fall below what any version it speaks requires.
-  CHECK(load::abi_layout(kAbiVersion)->entry_size <= sizeof(kiln_plugin_entry));
+  CHECK(artifact::abi_layout(kAbiVersion)->entry_size <= sizeof(kiln_plugin_entry));
 }
 
 TEST_CASE("abi versions: a 1.0 plugin with a 1.0-sized entry table binds and works") {

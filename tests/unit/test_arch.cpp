@@ -6,7 +6,7 @@
 #include <kiln/identity.hpp>
 #include <kiln/version.hpp>
 
-#include "device/identity_json.hpp"
+#include "artifact/identity_json.hpp"
 
 using kiln::Arch;
 
@@ -148,13 +148,13 @@ TEST_CASE("artifact identity JSON round trip") {
   artifact.cuda_toolkit_version = 13000;
   artifact.provenance = {{"nvcc", "13.0.48"}, {"host_compiler", "g++ 12.2"}};
 
-  const auto json = kiln::device::to_json(artifact);
+  const auto json = kiln::artifact::to_json(artifact);
   CHECK(json["archs"] == nlohmann::json::array({"sm_87", "sm_90a", "compute_90"}));
   CHECK(json["abi_version"] == 0x10002);
   CHECK(json["cuda_toolkit_version"] == 13000);
   CHECK(json["provenance"]["nvcc"] == "13.0.48");
 
-  const auto back = kiln::device::artifact_identity_from_json(json, "identity.json");
+  const auto back = kiln::artifact::artifact_identity_from_json(json, "identity.json");
   CHECK(back.key_schema == artifact.key_schema);
   CHECK(back.artifact_schema == artifact.artifact_schema);
   CHECK(back.abi_version == artifact.abi_version);
@@ -165,11 +165,11 @@ TEST_CASE("artifact identity JSON round trip") {
   // Text round trip too, and provenance is optional.
   auto parsed = nlohmann::json::parse(json.dump());
   parsed.erase("provenance");
-  CHECK(kiln::device::artifact_identity_from_json(parsed, "x").provenance.empty());
+  CHECK(kiln::artifact::artifact_identity_from_json(parsed, "x").provenance.empty());
 }
 
 TEST_CASE("artifact identity JSON: malformed records name the file and the field") {
-  const auto good = kiln::device::to_json(kiln::ArtifactIdentity{
+  const auto good = kiln::artifact::to_json(kiln::ArtifactIdentity{
       1, 1, 0, Arch::parse_list("sm_90"), 13000, {}});
   struct Row {
     const char *field;
@@ -198,17 +198,17 @@ TEST_CASE("artifact identity JSON: malformed records name the file and the field
     } else {
       json[row.field] = row.value;
     }
-    CHECK_THROWS_WITH_AS(kiln::device::artifact_identity_from_json(json, "/store/abc/identity.json"),
+    CHECK_THROWS_WITH_AS(kiln::artifact::artifact_identity_from_json(json, "/store/abc/identity.json"),
                          doctest::Contains(row.expect), kiln::IntegrityError);
-    CHECK_THROWS_WITH_AS(kiln::device::artifact_identity_from_json(json, "/store/abc/identity.json"),
+    CHECK_THROWS_WITH_AS(kiln::artifact::artifact_identity_from_json(json, "/store/abc/identity.json"),
                          doctest::Contains("/store/abc/identity.json"), kiln::IntegrityError);
   }
-  CHECK_THROWS_WITH_AS(kiln::device::artifact_identity_from_json(nlohmann::json::array(), "f.json"),
+  CHECK_THROWS_WITH_AS(kiln::artifact::artifact_identity_from_json(nlohmann::json::array(), "f.json"),
                        doctest::Contains("f.json: an identity record must be a JSON object"),
                        kiln::IntegrityError);
   // Unknown keys are tolerated; non-string provenance is kept in JSON spelling.
   auto extra = good;
   extra["future_field"] = 3;
   extra["provenance"] = {{"jobs", 4}};
-  CHECK(kiln::device::artifact_identity_from_json(extra, "f").provenance.at("jobs") == "4");
+  CHECK(kiln::artifact::artifact_identity_from_json(extra, "f").provenance.at("jobs") == "4");
 }

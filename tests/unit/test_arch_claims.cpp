@@ -1,4 +1,4 @@
-// A plugin entry's archs are a claim its file must back (src/load/arch_claims.hpp): kiln publish
+// A plugin entry's archs are a claim its file must back (src/artifact/arch_claims.hpp): kiln publish
 // records what the file's fat binaries hold when no --arch is given, refuses an arch the file
 // does not hold and a host-only claim for a file with device code (exit 6, listing what the file
 // holds), cross-checks the build stamp. (Import and remote fetch: test_bundle.cpp; kiln verify:
@@ -18,7 +18,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/stamp.h>
 
-#include "load/stamp.hpp"
+#include "artifact/stamp.hpp"
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
 #include "support/preconditions.hpp"
@@ -143,7 +143,7 @@ TEST_CASE("arch claims: a build stamp naming an arch the fat binaries do not hol
           kiln::test::skip_if(example_is_host_code)) {
   TempDir dir;
   std::string bytes = kiln::test::read_text(KILN_TEST_PLUGIN_EXAMPLE);
-  const load::FileStamp stamp = load::find_stamp(bytes, "example");
+  const artifact::FileStamp stamp = artifact::find_stamp(bytes, "example");
   REQUIRE(stamp.archs == "900");
   // sm_100: above every arch the file holds (code compiled for compute_80 may be sm_90 SASS, so
   // a lower one would be no contradiction).

@@ -23,7 +23,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
-#include "load/elf.hpp"
+#include "artifact/elf.hpp"
 #include "support/bundle_world.hpp"
 #include "support/fake_remotes.hpp"
 #include "support/fake_stores.hpp"
@@ -233,7 +233,7 @@ const std::vector<Row> &rows() {
       {"publish: non-ASCII name", 2, "usage", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "caf\xc3\xa9", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = "name"; }},
       {"publish: an arch the file does not hold", 6, "integrity", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "n", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "sm_80"}; w.names = "sm_80"; }},
       {"publish: --arch none of a file with device code", 6, "integrity", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "n", "--artifact", KILN_TEST_PLUGIN_EXAMPLE, "--arch", "none"}; w.names = "host-only"; }},
-      {"publish: a damaged fat binary", 6, "integrity", [](World &w) { auto t = read_text(KILN_TEST_PLUGIN_EXAMPLE); const auto at = kiln::load::find_elf_section(t, ".nv_fatbin"); if (at) t[at->first] = 'X'; else t = t.substr(0, t.size() / 2); write_text(w.file("fat.so"), t); w.args = {"publish", "--consumer", "tests", "--name", "fat", "--artifact", w.file("fat.so").string()}; w.names = w.file("fat.so").string(); }},
+      {"publish: a damaged fat binary", 6, "integrity", [](World &w) { auto t = read_text(KILN_TEST_PLUGIN_EXAMPLE); const auto at = kiln::artifact::find_elf_section(t, ".nv_fatbin"); if (at) t[at->first] = 'X'; else t = t.substr(0, t.size() / 2); write_text(w.file("fat.so"), t); w.args = {"publish", "--consumer", "tests", "--name", "fat", "--artifact", w.file("fat.so").string()}; w.names = w.file("fat.so").string(); }},
       {"publish: unknown arch", 2, "usage", [](World &w) { w.args = {"publish", "--consumer", "tests", "--name", "n", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "sm_5"}; w.names = "sm_5"; }},
       {"publish: into a cache others can write", 6, "integrity", [](World &w) { ::chmod(w.cache.c_str(), 0777); w.args = {"publish", "--consumer", "tests", "--name", "shared", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = w.cache.string(); }},
       {"publish: into a consumer others can write", 6, "integrity", [](World &w) { ::chmod(w.consumer_dir.c_str(), 0777); w.args = {"publish", "--consumer", "tests", "--name", "shared", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY, "--arch", "none"}; w.names = w.consumer_dir.string(); }},

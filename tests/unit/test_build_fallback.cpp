@@ -8,7 +8,7 @@
 #include <kiln/errors.hpp>
 #include <kiln/runtime.hpp>
 
-#include "builder/nvrtc.hpp"
+#include "builder/backends/nvrtc/toolchain.hpp"
 #include "builder/toolchain.hpp"
 #include "support/build_recipe.hpp"
 #include "support/machine.hpp"
@@ -133,8 +133,8 @@ TEST_CASE("ensure: without nvcc it loads the prepared artifact and logs why" *
 TEST_CASE("jit: NVRTC absent is ToolchainMissingError; nvJitLink absent is a plain NotFoundError") {
   ScopedEnv nvrtc("KILN_NVRTC", std::string("/nonexistent/libnvrtc.so.13"));
   ScopedEnv link("KILN_NVJITLINK", std::string("/nonexistent/libnvJitLink.so.13"));
-  builder::JitToolchain absent(builder::JitSearch::from_environment());
-  builder::JitRequest request;
+  builder::NvrtcToolchain absent(builder::NvrtcSearch::from_environment());
+  builder::NvrtcRequest request;
   request.sources = {{"k.cu", "extern \"C\" __global__ void k() {}\n"}};
   request.archs = {Arch::parse("sm_90")};
   CHECK_THROWS_AS(absent.compile(request), ToolchainMissingError);

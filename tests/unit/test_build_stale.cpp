@@ -12,7 +12,7 @@
 #include <kiln/runtime.hpp>
 
 #include "builder/toolchain.hpp"
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 #include "support/build_recipe.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
@@ -43,9 +43,9 @@ TEST_CASE("plan: an edited source makes consumer/name stale and names the source
   Runtime runtime(fx.options());
   const BuildResult built = runtime.build(fx.recipe());
   CHECK(runtime.plan(fx.recipe()).state == "cached");
-  const std::string before = store::digest_file(fx.src() / "helper.cpp");
+  const std::string before = files::digest_file(fx.src() / "helper.cpp");
   fx.edit("helper.cpp", "COMMON_BASE * SCALE", "COMMON_BASE * SCALE + 1.0");
-  const std::string after = store::digest_file(fx.src() / "helper.cpp");
+  const std::string after = files::digest_file(fx.src() / "helper.cpp");
 
   const BuildPlan plan = runtime.plan(fx.recipe());
   CAPTURE(reasons_text(plan));

@@ -29,10 +29,10 @@
 #include <kiln/errors.hpp>
 
 #include "builder/jobs.hpp"
-#include "builder/nvcc_backend.hpp"
+#include "builder/backends/nvcc.hpp"
 #include "builder/process.hpp"
 #include "builder/toolchain.hpp"
-#include "store/locks.hpp"
+#include "files/locks.hpp"
 #include "support/fixtures.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
@@ -309,7 +309,7 @@ TEST_CASE("process: background leftovers do not hang the wait") {
 TEST_CASE("process: no descriptor of this process leaks into the child (lock files included)") {
   TempDir dir;
   const fs::path lock_file = dir / "held.lock";
-  store::FileLock lock(lock_file);  // a lock file held by this process
+  files::FileLock lock(lock_file);  // a lock file held by this process
   const fs::path plain = dir / "plain-fd";
   const int leaky = ::open(plain.c_str(), O_RDWR | O_CREAT, 0644);  // deliberately no O_CLOEXEC
   REQUIRE(leaky >= 0);

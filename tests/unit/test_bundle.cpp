@@ -22,7 +22,7 @@
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
 #include "bundle/reader.hpp"
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 #include "store/storage.hpp"
 #include "support/bundle_world.hpp"
 #include "support/fixtures.hpp"
@@ -354,7 +354,7 @@ TEST_CASE("bundle: a re-signed bundle whose entries' files were swapped is refus
     REQUIRE(plugin != nullptr);
     Member &meta = find_member(members, entry.content_key + "/meta.json");
     json value = json::parse(meta.bytes);
-    value["digest"] = kiln::store::digest_hex(plugin->bytes);
+    value["digest"] = kiln::files::digest_hex(plugin->bytes);
     value["size"] = plugin->bytes.size();
     meta.bytes = value.dump();
   }

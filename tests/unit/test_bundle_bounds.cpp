@@ -19,8 +19,8 @@
 #include <kiln/stamp.h>
 #include <kiln/version.h>
 
-#include "device/identity_json.hpp"
-#include "store/digest.hpp"
+#include "artifact/identity_json.hpp"
+#include "files/digest.hpp"
 #include "store/local_store.hpp"
 #include "store/manifest.hpp"
 #include "support/bundle_world.hpp"
@@ -77,7 +77,7 @@ std::optional<std::string> no_strace() {
 fs::path many_entry_bundle(const fs::path &source, int entries) {
   const kiln::store::LocalStore store({source, true, "test"});
   std::mt19937_64 random(11);
-  const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
+  const std::string identity = kiln::artifact::identity_file_text(kiln::ArtifactIdentity{});
   kiln::store::Manifest named;
   for (int i = 0; i < entries; ++i) {
     char key[33];
@@ -86,7 +86,7 @@ fs::path many_entry_bundle(const fs::path &source, int entries) {
     const std::string bytes = kiln::test::host_only_plugin_stamped(key);
     kiln::store::Staging staging = store.stage("many", {});
     staging.write("libsolver.so", bytes, 0755);
-    staging.write_records({key, "plugin", "libsolver.so", kiln::store::digest_hex(bytes), bytes.size(),
+    staging.write_records({key, "plugin", "libsolver.so", kiln::files::digest_hex(bytes), bytes.size(),
                            kiln::store::utc_now_iso8601(), {}, {}},
                           identity);
     store.commit_entry(std::move(staging), {});

@@ -9,7 +9,7 @@
 #include <kiln/identity.hpp>
 #include <kiln/version.hpp>
 
-#include "device/identity_json.hpp"
+#include "artifact/identity_json.hpp"
 
 #include "support/checks.hpp"
 
@@ -257,11 +257,11 @@ TEST_CASE("Reason::to_string and IncompatibleError") {
 TEST_CASE("compatibility JSON") {
   const auto host = kiln::HostRequirements::current();
   const auto device = make_device(8, 6, false, 13000);
-  auto report_json = kiln::device::to_json(kiln::check_compatibility(make_artifact("sm_80", 13000), host, &device));
+  auto report_json = kiln::artifact::to_json(kiln::check_compatibility(make_artifact("sm_80", 13000), host, &device));
   CHECK(report_json["ok"] == true);
   CHECK(report_json["image"] == "sm_80");
   CHECK(report_json["reasons"].empty());
-  report_json = kiln::device::to_json(kiln::check_compatibility(make_artifact("sm_90", 13000), host, &device));
+  report_json = kiln::artifact::to_json(kiln::check_compatibility(make_artifact("sm_90", 13000), host, &device));
   CHECK(report_json["ok"] == false);
   CHECK(report_json["image"].is_null());
   REQUIRE(report_json["reasons"].size() == 1);

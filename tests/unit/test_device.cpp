@@ -13,7 +13,7 @@
 
 #include "device/discover.hpp"
 #include "device/driver.hpp"
-#include "device/identity_json.hpp"
+#include "artifact/identity_json.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
 #include "support/checks.hpp"
@@ -263,7 +263,7 @@ TEST_CASE("discover: a declared device stands in where no driver exists") {
   CHECK_THROWS_AS(kiln::device::discover(missing, std::string("sm_87,bogus=1")), kiln::UsageError);
   CHECK(kiln::device::discover(missing, std::nullopt).effective().empty());
 
-  const auto report_json = kiln::device::to_json(report);
+  const auto report_json = kiln::artifact::to_json(report);
   CHECK(report_json["state"] == "no_driver");
   CHECK(report_json["library"] == "/nonexistent/libcuda.so.1");
   CHECK(report_json["devices"].empty());
@@ -308,7 +308,7 @@ TEST_SUITE("gpu") {
       const auto &device = report.devices[i];
       CAPTURE(i);
       CAPTURE(device.name);
-      MESSAGE("device " << i << ": " << kiln::device::to_json(device).dump());
+      MESSAGE("device " << i << ": " << kiln::artifact::to_json(device).dump());
       CHECK(device.ordinal == static_cast<int>(i));
       CHECK_FALSE(device.declared);
       CHECK_FALSE(device.name.empty());

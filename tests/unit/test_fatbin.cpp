@@ -1,4 +1,4 @@
-// The fat binary reader (src/load/fatbin.hpp) on what nvcc 13 really writes -- several archs,
+// The fat binary reader (src/artifact/fatbin.hpp) on what nvcc 13 really writes -- several archs,
 // PTX only, zstd-compressed entries, arch-specific and family archs -- and on damaged bytes:
 // each damage is an IntegrityError naming the file, never a read past the section.
 #include <doctest/doctest.h>
@@ -12,8 +12,8 @@
 
 #include <kiln/errors.hpp>
 
-#include "load/elf.hpp"
-#include "load/fatbin.hpp"
+#include "artifact/elf.hpp"
+#include "artifact/fatbin.hpp"
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
 #include "support/preconditions.hpp"
@@ -37,22 +37,22 @@ std::vector<std::string> arch_names(const std::vector<Arch> &archs) {
   return names;
 }
 
-load::DeviceCode device_code_of(const std::string &file) {
+artifact::DeviceCode device_code_of(const std::string &file) {
   const std::string bytes = kiln::test::read_text(file);
-  return load::read_device_code(bytes, load::read_elf(bytes, file), file);
+  return artifact::read_device_code(bytes, artifact::read_elf(bytes, file), file);
 }
 
 // The .nv_fatbin section of a fixture, as a string of its own.
 std::string section_of(const std::string &file) {
   const std::string bytes = kiln::test::read_text(file);
-  const auto where = load::find_elf_section(bytes, ".nv_fatbin");
+  const auto where = artifact::find_elf_section(bytes, ".nv_fatbin");
   REQUIRE(where.has_value());
   return bytes.substr(where->first, where->second);
 }
 
 // The first entry of `section` satisfying `pick`.
-load::FatbinEntry entry_where(const std::string &section, const std::function<bool(const load::FatbinEntry &)> &pick) {
-  for (const auto &entry : load::read_fatbin(section, "fixture")) {
+artifact::FatbinEntry entry_where(const std::string &section, const std::function<bool(const artifact::FatbinEntry &)> &pick) {
+  for (const auto &entry : artifact::read_fatbin(section, "fixture")) {
     if (pick(entry)) return entry;
   }
   FAIL("no such entry");
@@ -72,7 +72,7 @@ TEST_CASE("fatbin: SASS for two archs and PTX: each arch listed once, every cubi
   CHECK(code.fatbin_section);
   CHECK(code.registers_fatbinary);
   CHECK(arch_names(code.archs()) == std::vector<std::string>{"sm_80", "sm_90", "compute_90"});
-  CHECK(load::describe_archs(code.archs()) == "SASS sm_80, sm_90; PTX compute_90");
+  CHECK(artifact::describe_archs(code.archs()) == "SASS sm_80, sm_90; PTX compute_90");
   for (const auto &entry : code.entries) {
     if (entry.arch.kind == Arch::Kind::sass) CHECK(entry.elf_sm == entry.arch.cc());
   }
@@ -109,7 +109,7 @@ TEST_CASE("fatbin: the test plugins: the nvcc-built example holds what it was bu
   const auto host_only = device_code_of(KILN_TEST_PLUGIN_HOST_ONLY);
   CHECK(!host_only.any());
   CHECK(host_only.archs().empty());
-  CHECK(load::describe_archs(host_only.archs()) == "no device code");
+  CHECK(artifact::describe_archs(host_only.archs()) == "no device code");
   if (!no_fatbin_fixtures()) {  // built with nvcc (a cross build makes the example host-only)
     const auto example = device_code_of(KILN_TEST_PLUGIN_EXAMPLE);
     CHECK(example.any());
@@ -121,7 +121,7 @@ TEST_CASE("fatbin: damaged containers and entries are IntegrityErrors naming the
           kiln::test::skip_if(no_fatbin_fixtures)) {
   const std::string section = section_of(fixture("sm80_sm90_ptx90"));
   const auto refused = [](const std::string &bytes) {
-    return error_of<IntegrityError>([&] { load::read_fatbin(bytes, "probe.so"); });
+    return error_of<IntegrityError>([&] { artifact::read_fatbin(bytes, "probe.so"); });
   };
   SUBCASE("no magic") {
     std::string bytes = section;
@@ -146,7 +146,7 @@ TEST_CASE("fatbin: damaged containers and entries are IntegrityErrors naming the
   }
   SUBCASE("an entry relabelled: its cubin names another SM") {
     std::string bytes = section;
-    const auto entry = entry_where(section, [](const load::FatbinEntry &e) {
+    const auto entry = entry_where(section, [](const artifact::FatbinEntry &e) {
       return e.arch.kind == Arch::Kind::sass && !e.compressed && e.arch.cc() == 80;
     });
     put<std::uint32_t>(bytes, entry.offset + 28, 86);
@@ -155,7 +155,7 @@ TEST_CASE("fatbin: damaged containers and entries are IntegrityErrors naming the
   }
   SUBCASE("a cubin that is no ELF object") {
     std::string bytes = section;
-    const auto entry = entry_where(section, [](const load::FatbinEntry &e) {
+    const auto entry = entry_where(section, [](const artifact::FatbinEntry &e) {
       return e.arch.kind == Arch::Kind::sass && !e.compressed;
     });
     const std::uint32_t header_size = [&] {
@@ -168,7 +168,7 @@ TEST_CASE("fatbin: damaged containers and entries are IntegrityErrors naming the
   }
   SUBCASE("a compressed cubin that is no zstd frame") {
     std::string bytes = section_of(fixture("sm90_compressed"));
-    const auto entry = entry_where(bytes, [](const load::FatbinEntry &e) { return e.compressed; });
+    const auto entry = entry_where(bytes, [](const artifact::FatbinEntry &e) { return e.compressed; });
     std::uint32_t header_size = 0;
     std::memcpy(&header_size, &bytes[entry.offset + 4], sizeof header_size);
     put<std::uint32_t>(bytes, entry.offset + header_size, 0);
@@ -177,7 +177,7 @@ TEST_CASE("fatbin: damaged containers and entries are IntegrityErrors naming the
   SUBCASE("cut short at every 8th byte: entries or an IntegrityError, never more") {
     for (std::size_t size = 1; size < section.size(); size += 8) {
       try {
-        (void)load::read_fatbin(std::string_view(section).substr(0, size), "probe.so");
+        (void)artifact::read_fatbin(std::string_view(section).substr(0, size), "probe.so");
       } catch (const IntegrityError &) {
       }
     }
@@ -195,7 +195,7 @@ TEST_CASE("fatbin: random byte damage gives entries or an IntegrityError, never 
       bytes[random() % std::min<std::size_t>(bytes.size(), 512)] = static_cast<char>(random());
     }
     try {
-      (void)load::read_fatbin(bytes, "probe.so");
+      (void)artifact::read_fatbin(bytes, "probe.so");
     } catch (const IntegrityError &) {
       ++refused;
     }

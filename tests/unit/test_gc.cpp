@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/local_store.hpp"
-#include "store/usage.hpp"
+#include "store/maintenance/usage.hpp"
 #include "support/plugin_store.hpp"
 
 using namespace kiln;

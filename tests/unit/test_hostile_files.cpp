@@ -8,8 +8,8 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "store/names.hpp"
 #include "support/fixtures.hpp"
 #include "support/hostile.hpp"
@@ -32,24 +32,24 @@ TEST_CASE("files: FIFOs, devices and oversized files are refused at once, typed 
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
   const std::string outcome = kiln::test::run_in_child([&]() -> std::string {
     try {
-      kiln::store::read_file(fifo);
+      kiln::files::read_file(fifo);
       return "a FIFO store file was read";
     } catch (const kiln::IntegrityError &error) {
       if (std::string(error.what()).find(fifo.string()) == std::string::npos) return "no path in the message";
     }
     try {
-      kiln::store::read_file(fifo, kiln::store::FileOrigin::input);
+      kiln::files::read_file(fifo, kiln::files::FileOrigin::input);
       return "a FIFO input was read";
     } catch (const kiln::UsageError &) {
     }
     try {
-      kiln::store::Hasher().add_file("/dev/zero");
+      kiln::files::Hasher().add_file("/dev/zero");
       return "/dev/zero was hashed";
     } catch (const kiln::UsageError &error) {
       if (std::string(error.what()).find("character device") == std::string::npos) return error.what();
     }
     try {
-      kiln::store::digest_file(fifo);
+      kiln::files::digest_file(fifo);
       return "a FIFO was digested";
     } catch (const kiln::IntegrityError &) {
     }
@@ -59,8 +59,8 @@ TEST_CASE("files: FIFOs, devices and oversized files are refused at once, typed 
 
   kiln::test::write_text(dir / "big", "{}");
   fs::resize_file(dir / "big", 1 << 20);
-  CHECK_THROWS_WITH_AS(kiln::store::read_file(dir / "big", kiln::store::FileOrigin::store, 1000),
+  CHECK_THROWS_WITH_AS(kiln::files::read_file(dir / "big", kiln::files::FileOrigin::store, 1000),
                        doctest::Contains("more than the 1000"), kiln::IntegrityError);
-  CHECK(kiln::store::read_file(dir / "big").size() == (1u << 20));  // no limit unless asked
-  CHECK_THROWS_AS(kiln::store::read_file(dir / "missing"), kiln::NotFoundError);
+  CHECK(kiln::files::read_file(dir / "big").size() == (1u << 20));  // no limit unless asked
+  CHECK_THROWS_AS(kiln::files::read_file(dir / "missing"), kiln::NotFoundError);
 }

@@ -21,7 +21,7 @@
 #include <kiln/kernels.hpp>
 #include <kiln/version.hpp>
 
-#include "builder/nvrtc.hpp"
+#include "builder/backends/nvrtc/toolchain.hpp"
 #include "device/discover.hpp"
 #include "device/driver.hpp"
 #include "load/device_images.hpp"
@@ -35,9 +35,9 @@
 
 using kiln::Arch;
 using kiln::DeviceImage;
-using kiln::builder::JitRequest;
+using kiln::builder::NvrtcRequest;
 using kiln::builder::JitResult;
-using kiln::builder::JitToolchain;
+using kiln::builder::NvrtcToolchain;
 
 namespace {
 
@@ -55,8 +55,8 @@ __global__ void scale(T *v, T factor, int n) {
 )";
 constexpr const char *kHeader = "__device__ inline float kiln_test_unit() { return 1.0f; }\n";
 
-JitRequest saxpy_request(const char *archs) {
-  JitRequest request;
+NvrtcRequest saxpy_request(const char *archs) {
+  NvrtcRequest request;
   request.sources = {{"kernels.cu", kKernels}};
   request.headers = {{"kiln_test_scale.h", kHeader}};
   request.defines = {"KILN_TEST_OFFSET=0.0f"};
@@ -65,8 +65,8 @@ JitRequest saxpy_request(const char *archs) {
   return request;
 }
 
-JitToolchain &toolchain() {
-  JitToolchain &tc = JitToolchain::instance();
+NvrtcToolchain &toolchain() {
+  NvrtcToolchain &tc = NvrtcToolchain::instance();
   INFO(tc.nvrtc().detail);
   REQUIRE(tc.nvrtc().found);
   return tc;
@@ -114,7 +114,7 @@ using kiln::test::error_of;
 // --- the toolchain --------------------------------------------------------------------------
 
 TEST_CASE("jit: NVRTC, nvJitLink and nvFatbin are opened with dlopen; versions; doctor") {
-  JitToolchain &tc = toolchain();
+  NvrtcToolchain &tc = toolchain();
   CHECK(tc.nvrtc().version >= 12000);
   CHECK(contains(tc.nvrtc().path, "nvrtc"));
   CHECK(contains(tc.nvrtc().detail, tc.nvrtc().version_text()));
@@ -136,7 +136,7 @@ TEST_CASE("jit: the search: env alone when set, else sonames, then $CUDA_HOME, $
     kiln::test::ScopedEnv nvrtc("KILN_NVRTC", std::nullopt);
     kiln::test::ScopedEnv home("CUDA_HOME", std::string("/opt/kiln-test-cuda"));
     kiln::test::ScopedEnv path("CUDA_PATH", std::nullopt);
-    const auto search = kiln::builder::JitSearch::from_environment();
+    const auto search = kiln::builder::NvrtcSearch::from_environment();
     CHECK(search.nvrtc_env.empty());
     const std::vector<std::string> expected = {
         "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
@@ -148,7 +148,7 @@ TEST_CASE("jit: the search: env alone when set, else sonames, then $CUDA_HOME, $
     CHECK(search.nvfatbin.back() == "/usr/local/cuda/lib64/libnvfatbin.so");
   }
   // The toolkit's lib64 alone (as on a machine whose loader path lacks it) finds NVRTC.
-  kiln::builder::JitSearch lib64 = kiln::builder::JitSearch::from_environment();
+  kiln::builder::NvrtcSearch lib64 = kiln::builder::NvrtcSearch::from_environment();
   const auto paths_only = [](std::vector<std::string> list) {
     list.erase(std::remove_if(list.begin(), list.end(),
                               [](const std::string &c) { return c.find('/') == std::string::npos; }),
@@ -157,7 +157,7 @@ TEST_CASE("jit: the search: env alone when set, else sonames, then $CUDA_HOME, $
   };
   lib64.nvrtc = paths_only(lib64.nvrtc);
   lib64.nvjitlink = paths_only(lib64.nvjitlink);
-  JitToolchain fallback(lib64);
+  NvrtcToolchain fallback(lib64);
   INFO(fallback.nvrtc().detail);
   REQUIRE(fallback.nvrtc().found);
   CHECK(fallback.nvrtc().path.find("/lib64/libnvrtc.so") != std::string::npos);
@@ -166,7 +166,7 @@ TEST_CASE("jit: the search: env alone when set, else sonames, then $CUDA_HOME, $
 }
 
 TEST_CASE("jit: NVRTC compiles for sm_90, sm_87 and compute_90 without a GPU") {
-  JitToolchain &tc = toolchain();
+  NvrtcToolchain &tc = toolchain();
   const JitResult result = tc.compile(saxpy_request("sm_90,sm_87,compute_90"));
   REQUIRE(result.images.size() == 3);
   CHECK(result.images[0].kind == "cubin");
@@ -208,8 +208,8 @@ TEST_CASE("jit: NVRTC compiles for sm_90, sm_87 and compute_90 without a GPU") {
 }
 
 TEST_CASE("jit: a compile error is a BuildError whose log names the source and the line") {
-  JitToolchain &tc = toolchain();
-  JitRequest request;
+  NvrtcToolchain &tc = toolchain();
+  NvrtcRequest request;
   request.sources = {{"broken.cu", "extern \"C\" __global__ void k(float *x) {\n  x[0] = 1.0f;\n"
                                    "  undefined_thing(x);\n}\n"}};
   request.archs = {Arch::parse("sm_90")};
@@ -232,9 +232,9 @@ TEST_CASE("jit: a compile error is a BuildError whose log names the source and t
 }
 
 TEST_CASE("jit: headers go by content; defines reach the compiler") {
-  JitToolchain &tc = toolchain();
+  NvrtcToolchain &tc = toolchain();
   // A header that is not handed over is not found anywhere else.
-  JitRequest request = saxpy_request("sm_90");
+  NvrtcRequest request = saxpy_request("sm_90");
   request.headers.clear();
   try {
     tc.compile(request);
@@ -244,7 +244,7 @@ TEST_CASE("jit: headers go by content; defines reach the compiler") {
     CHECK(contains(error.log(), "kiln_test_scale.h"));
   }
   // A define the source requires.
-  JitRequest defines;
+  NvrtcRequest defines;
   defines.sources = {{"needs.cu", "#ifndef KILN_NEEDED\n#error KILN_NEEDED is missing\n#endif\n"
                                   "extern \"C\" __global__ void k(int *x) { x[0] = KILN_NEEDED; }\n"}};
   defines.archs = {Arch::parse("compute_90")};
@@ -257,15 +257,15 @@ TEST_CASE("jit: headers go by content; defines reach the compiler") {
 }
 
 TEST_CASE("jit: requests kiln refuses, each with the reason") {
-  JitToolchain &tc = toolchain();
-  const auto refused = [&](const JitRequest &request, const char *part) {
+  NvrtcToolchain &tc = toolchain();
+  const auto refused = [&](const NvrtcRequest &request, const char *part) {
     kiln::ErrorKind kind = kiln::ErrorKind::other;
     const std::string what = error_of([&] { tc.compile(request); }, &kind);
     CAPTURE(what);
     CHECK(kind == kiln::ErrorKind::usage);
     CHECK(contains(what, part));
   };
-  JitRequest request = saxpy_request("sm_90");
+  NvrtcRequest request = saxpy_request("sm_90");
   request.sources.clear();
   refused(request, "no source");
   request = saxpy_request("sm_90");
@@ -280,9 +280,9 @@ TEST_CASE("jit: requests kiln refuses, each with the reason") {
   request.options = {"--include-path=/opt/x"};
   refused(request, "headers are given by content");
   request.options = {"-arch=sm_80"};
-  refused(request, "JitRequest::archs");
+  refused(request, "NvrtcRequest::archs");
   request.options = {"-dlto"};
-  refused(request, "JitRequest::lto");
+  refused(request, "NvrtcRequest::lto");
   request.options = {"--use-pch"};
   refused(request, "precompiled headers");
   request.options = {"--std=c++17", "--use_fast_math", "-default-device", "-lineinfo"};  // fine
@@ -306,9 +306,9 @@ TEST_CASE("jit: requests kiln refuses, each with the reason") {
 
 TEST_CASE("jit: two sources are linked per arch by nvJitLink, with LTO and without" *
           kiln::test::skip_if(kiln::test::no_nvjitlink)) {
-  JitToolchain &tc = toolchain();
+  NvrtcToolchain &tc = toolchain();
   CHECK(tc.nvjitlink().version >= 12000);
-  JitRequest request;
+  NvrtcRequest request;
   request.sources = {
       {"apply.cu", "extern __device__ float twice(float);\n"
                    "extern \"C\" __global__ void apply(float *v, int n) {\n"
@@ -355,10 +355,10 @@ TEST_CASE("jit: a missing library is a clear status, never a crash") {
   kiln::test::ScopedEnv nvrtc("KILN_NVRTC", std::string("/nonexistent/libnvrtc.so.13"));
   kiln::test::ScopedEnv link("KILN_NVJITLINK", std::string("/nonexistent/libnvJitLink.so.13"));
   kiln::test::ScopedEnv fatbin("KILN_NVFATBIN", std::string("/nonexistent/libnvfatbin.so.13"));
-  const auto search = kiln::builder::JitSearch::from_environment();
+  const auto search = kiln::builder::NvrtcSearch::from_environment();
   CHECK(search.nvrtc == std::vector<std::string>{"/nonexistent/libnvrtc.so.13"});  // no fallback
   CHECK(search.nvrtc_env == "KILN_NVRTC");
-  JitToolchain absent(search);
+  NvrtcToolchain absent(search);
   CHECK_FALSE(absent.nvrtc().found);
   CHECK_FALSE(absent.nvjitlink().found);
   CHECK_FALSE(absent.nvfatbin().found);
@@ -379,23 +379,23 @@ TEST_CASE("jit: a missing library is a clear status, never a crash") {
   CHECK_FALSE(absent.package_fatbin({image_of("sm_90")}).has_value());
 
   // A search list that is simply empty, or a file that is not the library.
-  kiln::builder::JitSearch none;
+  kiln::builder::NvrtcSearch none;
   none.nvrtc = {"/etc/hostname"};
-  JitToolchain wrong(none);
+  NvrtcToolchain wrong(none);
   CHECK_FALSE(wrong.nvrtc().found);
   CHECK(contains(wrong.nvrtc().searched.at(0), "/etc/hostname: "));
   CHECK_FALSE(wrong.nvjitlink().found);
 }
 
 TEST_CASE("jit: NVRTC present but nvJitLink absent: linking requests say what is missing") {
-  JitToolchain &real = toolchain();
-  auto search = kiln::builder::JitSearch::from_environment();
+  NvrtcToolchain &real = toolchain();
+  auto search = kiln::builder::NvrtcSearch::from_environment();
   search.nvjitlink = {"/nonexistent/libnvJitLink.so"};
   search.nvjitlink_env = "KILN_NVJITLINK";
-  JitToolchain partial(search);
+  NvrtcToolchain partial(search);
   REQUIRE(partial.nvrtc().found);
   CHECK(partial.nvrtc().version == real.nvrtc().version);
-  JitRequest request = saxpy_request("sm_90");
+  NvrtcRequest request = saxpy_request("sm_90");
   CHECK_NOTHROW(partial.compile(request));  // one source, no LTO: NVRTC alone
   request.lto = true;
   kiln::ErrorKind kind = kiln::ErrorKind::other;
@@ -406,7 +406,7 @@ TEST_CASE("jit: NVRTC present but nvJitLink absent: linking requests say what is
 }
 
 TEST_CASE("jit: nvFatbin packages cubin + PTX" * kiln::test::skip_if(kiln::test::no_nvfatbin)) {
-  JitToolchain &tc = toolchain();
+  NvrtcToolchain &tc = toolchain();
   const JitResult result = tc.compile(saxpy_request("sm_90,compute_90"));
   CHECK_THROWS_AS(tc.package_fatbin({}), kiln::UsageError);
   CHECK_THROWS_AS(tc.package_fatbin({fatbin_of("sm_90")}), kiln::UsageError);
@@ -424,7 +424,7 @@ TEST_CASE("jit: nvFatbin packages cubin + PTX" * kiln::test::skip_if(kiln::test:
 TEST_CASE("jit: without nvFatbin, packaging returns nullopt") {
   const JitResult result = toolchain().compile(saxpy_request("sm_90,compute_90"));
   kiln::test::ScopedEnv off("KILN_NVFATBIN", std::string("/nonexistent/libnvfatbin.so"));
-  JitToolchain without(kiln::builder::JitSearch::from_environment());
+  NvrtcToolchain without(kiln::builder::NvrtcSearch::from_environment());
   CHECK_FALSE(without.nvfatbin().found);
   CHECK_FALSE(without.package_fatbin(result.images).has_value());
 }
@@ -482,7 +482,7 @@ TEST_CASE("images: which image a device runs, or why none") {
 }
 
 TEST_CASE("images: bytes that are not what the label says are refused before any driver") {
-  JitToolchain &tc = toolchain();
+  NvrtcToolchain &tc = toolchain();
   const JitResult result = tc.compile(saxpy_request("sm_90,compute_90"));
   const std::string cubin = result.images.at(0).bytes;
   const auto refused = [](const DeviceImage &image, const char *part) {
@@ -792,7 +792,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("gpu jit: a fatbin from nvFatbin loads and computes" * kiln::test::skip_if(kiln::test::no_nvfatbin)) {
-    JitToolchain &tc = toolchain();
+    NvrtcToolchain &tc = toolchain();
     const auto device = live_device();
     const int cc = device.cc_major * 10 + device.cc_minor;
     const JitResult result = tc.compile(saxpy_request((sm(cc) + "," + compute(cc)).c_str()));

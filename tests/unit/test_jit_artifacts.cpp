@@ -25,13 +25,13 @@
 #include <kiln/runtime.hpp>
 
 #include "builder/builder.hpp"
-#include "builder/nvrtc.hpp"
+#include "builder/backends/nvrtc/toolchain.hpp"
 #include "builder/toolchain.hpp"
 #include "device/discover.hpp"
 #include "device/driver.hpp"
 #include "load/host_kernels.hpp"
 #include "plugins/host_kernels_user.h"
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 #include "support/fixtures.hpp"
 #include "support/gpu_saxpy.hpp"
 #include "support/machine.hpp"
@@ -106,8 +106,8 @@ class JitFixture {
   TempDir dir_;
 };
 
-builder::JitToolchain &jit() {
-  builder::JitToolchain &toolchain = builder::JitToolchain::instance();
+builder::NvrtcToolchain &jit() {
+  builder::NvrtcToolchain &toolchain = builder::NvrtcToolchain::instance();
   INFO(toolchain.nvrtc().detail);
   REQUIRE(toolchain.nvrtc().found);
   return toolchain;
@@ -175,7 +175,7 @@ TEST_CASE("jit recipe: kernels are required for nvrtc and refused for nvcc; lto 
 // --- building -------------------------------------------------------------------------------
 
 TEST_CASE("jit build: sm_90 + sm_87 + compute_90 -> one file per image, kernels in meta.json; again: a hit, no NVRTC") {
-  builder::JitToolchain &toolchain = jit();
+  builder::NvrtcToolchain &toolchain = jit();
   JitFixture fx;
   Runtime runtime(fx.options());
   const std::uint64_t compiles = builder::jit_compile_count();
@@ -201,7 +201,7 @@ TEST_CASE("jit build: sm_90 + sm_87 + compute_90 -> one file per image, kernels 
   for (const auto &image : meta["images"]) {
     const std::string file = image["file"];
     seen.insert(file);
-    CHECK(image["digest"] == store::digest_file(entry / file));
+    CHECK(image["digest"] == files::digest_file(entry / file));
     CHECK(image["size"].get<std::uint64_t>() == fs::file_size(entry / file));
   }
   CHECK(seen.count("compute_90.ptx") == 1);
@@ -210,7 +210,7 @@ TEST_CASE("jit build: sm_90 + sm_87 + compute_90 -> one file per image, kernels 
   CHECK(meta["kernels"][0]["lowered_name"] == "saxpy");
   CHECK(meta["kernels"][1]["name"] == "scale<float>");
   CHECK(meta["kernels"][1]["lowered_name"].get<std::string>().rfind("_Z5scaleIf", 0) == 0);
-  CHECK(meta["digest"] == store::digest_file(entry / "saxpy.images"));
+  CHECK(meta["digest"] == files::digest_file(entry / "saxpy.images"));
 
   const json identity = json::parse(read_text(entry / "identity.json"));
   CHECK(identity["archs"] == json::array({"compute_90", "sm_87", "sm_90"}));
@@ -344,7 +344,7 @@ TEST_CASE("jit build: generated headers reach NVRTC under their file names") {
 }
 
 TEST_CASE("jit build: several sources link with LTO" * kiln::test::skip_if(kiln::test::no_nvjitlink)) {
-  builder::JitToolchain &toolchain = jit();
+  builder::NvrtcToolchain &toolchain = jit();
   JitFixture fx;
   Runtime runtime(fx.options());
   write_text(fx.src() / "apply.cu", "extern __device__ float twice(float);\n"
@@ -386,7 +386,7 @@ TEST_CASE("jit load: a damaged, truncated or swapped image is an IntegrityError 
     force.force = true;
     CHECK(runtime.build(fx.recipe(), force).content_key == built.content_key);
     for (const auto &image : runtime.resolve("jit-tests", "saxpy").images) {
-      if (image.file == "sm_90.cubin") CHECK(store::digest_file(cubin) == image.digest);
+      if (image.file == "sm_90.cubin") CHECK(files::digest_file(cubin) == image.digest);
     }
     const std::string after = error_of([&] { runtime.load_kernels("jit-tests", "saxpy"); }, &kind);
     CHECK_FALSE(contains(after, "digest"));  // verified now; a driver (or its absence) decides the rest
@@ -449,7 +449,7 @@ TEST_CASE("jit load: without a driver the error says so, after the image was ver
 // --- the CLI --------------------------------------------------------------------------------
 
 TEST_CASE("jit cli: kiln build, show and load on an nvrtc recipe; doctor reports the JIT libraries") {
-  builder::JitToolchain &toolchain = jit();
+  builder::NvrtcToolchain &toolchain = jit();
   JitFixture fx;
   const std::map<std::string, std::string> env = {{"KILN_CACHE_DIR", fx.cache().string()}, {"KILN_DEVICE", "sm_90"}};
   auto result = kiln::test::run_kiln({"build", "--json", fx.recipe_file().string()}, env);

@@ -1,4 +1,4 @@
-// Who holds a remote build lease (store/remote/lease_holder.hpp): a holder that is a gone process
+// Who holds a remote build lease (remote/lease_holder.hpp): a holder that is a gone process
 // of this boot and pid namespace is known dead at once; anything else is not.
 #include <doctest/doctest.h>
 
@@ -7,12 +7,12 @@
 #include <fstream>
 #include <vector>
 
-#include "store/remote/lease_holder.hpp"
+#include "remote/lease_holder.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
 
-using kiln::store::remote::lease_holder_gone;
-using kiln::store::remote::lease_holder_name;
+using kiln::remote::lease_holder_gone;
+using kiln::remote::lease_holder_name;
 
 namespace {
 

@@ -16,7 +16,7 @@
 
 #include <kiln/runtime.hpp>
 
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
 #include "store/manifest.hpp"
 #include "store/sweep.hpp"
@@ -35,9 +35,9 @@ const std::string some_key = "0123456789abcdef0123456789abcdef";
 
 
 // What write_file_atomic leaves when its writer is killed between creating the temp and
-// renaming it, `age` ago (a temp younger than store::kTempWriteBound may be a writer's at work).
+// renaming it, `age` ago (a temp younger than files::kTempWriteBound may be a writer's at work).
 fs::path leave_temp(const fs::path &file, const std::string &suffix,
-                    std::chrono::seconds age = store::kTempWriteBound + std::chrono::seconds(60)) {
+                    std::chrono::seconds age = files::kTempWriteBound + std::chrono::seconds(60)) {
   fs::create_directories(file.parent_path());
   const fs::path temp = file.parent_path() / ("." + file.filename().string() + ".tmp-" + suffix);
   kiln::test::write_text(temp, "{\"schema\":1,\"consu");  // torn

@@ -14,7 +14,7 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/locks.hpp"
+#include "files/locks.hpp"
 #include "support/fixtures.hpp"
 
 using kiln::test::TempDir;
@@ -32,10 +32,10 @@ TEST_CASE("locks: a host thread waiting for a lock never makes another process's
   if (p == 0) {
     int code = 0;
     try {
-      kiln::store::FileLock key(key_lock);
+      kiln::files::FileLock key(key_lock);
       (void)!::write(ready[1], "k", 1);
       std::this_thread::sleep_for(std::chrono::milliseconds(400));
-      kiln::store::FileLock manifest(manifest_lock);
+      kiln::files::FileLock manifest(manifest_lock);
     } catch (const kiln::Error &error) {
       code = std::string(error.what()).find("deadlock") != std::string::npos ? 3 : 4;
     }
@@ -44,12 +44,12 @@ TEST_CASE("locks: a host thread waiting for a lock never makes another process's
   char byte = 0;
   REQUIRE(::read(ready[0], &byte, 1) == 1);  // P holds the key lock
   std::thread holder([&] {
-    kiln::store::FileLock manifest(manifest_lock);
+    kiln::files::FileLock manifest(manifest_lock);
     std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   });
   std::thread waiter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    kiln::store::FileLock key(key_lock);  // blocks until P exits
+    kiln::files::FileLock key(key_lock);  // blocks until P exits
   });
   int status = 0;
   REQUIRE(::waitpid(p, &status, 0) == p);

@@ -19,7 +19,7 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/locks.hpp"
+#include "files/locks.hpp"
 #include "support/fixtures.hpp"
 #include "support/checks.hpp"
 
@@ -72,18 +72,18 @@ TEST_SUITE("concurrency") {
   TEST_CASE("locks: a thread asking for a lock another thread holds neither gets it nor releases it") {
     TempDir dir;
     const fs::path file = dir / "manifest.lock";
-    auto a = std::make_unique<store::FileLock>(file);
+    auto a = std::make_unique<files::FileLock>(file);
     REQUIRE(held_for_other_processes(file));
 
     // Thread B tries: refused, and A's lock still holds against other processes.
-    std::thread([&] { CHECK(store::FileLock::try_acquire(file) == nullptr); }).join();
+    std::thread([&] { CHECK(files::FileLock::try_acquire(file) == nullptr); }).join();
     CHECK(held_for_other_processes(file));
 
     // Thread B blocks: it waits, and while it waits A's lock still holds.
     std::atomic<bool> b_holds{false};
     std::atomic<bool> b_may_release{false};
     std::thread b([&] {
-      store::FileLock lock(file);
+      files::FileLock lock(file);
       b_holds = true;
       while (!b_may_release) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     });
@@ -109,7 +109,7 @@ TEST_SUITE("concurrency") {
     const pid_t child = ::fork();
     if (child == 0) {
       {
-        store::FileLock held(file);
+        files::FileLock held(file);
         char byte = 1;
         (void)!::write(ready[1], &byte, 1);
         (void)!::read(done[0], &byte, 1);
@@ -118,9 +118,9 @@ TEST_SUITE("concurrency") {
     }
     char byte = 0;
     REQUIRE(::read(ready[0], &byte, 1) == 1);
-    CHECK(store::FileLock::try_acquire(file) == nullptr);
+    CHECK(files::FileLock::try_acquire(file) == nullptr);
     const auto asked = Clock::now();
-    CHECK(store::FileLock::try_acquire_for(file, std::chrono::milliseconds(150)) == nullptr);
+    CHECK(files::FileLock::try_acquire_for(file, std::chrono::milliseconds(150)) == nullptr);
     const double waited = std::chrono::duration<double>(Clock::now() - asked).count();
     CHECK(waited >= 0.14);
     CHECK(waited < 2.0);
@@ -131,7 +131,7 @@ TEST_SUITE("concurrency") {
       (void)!::write(done[1], &byte, 1);
     });
     const auto waiting = Clock::now();
-    const auto lock = store::FileLock::try_acquire_for(file, std::chrono::milliseconds(10000));
+    const auto lock = files::FileLock::try_acquire_for(file, std::chrono::milliseconds(10000));
     const double got_after = std::chrono::duration<double>(Clock::now() - waiting).count();
     release.join();
     CHECK(lock != nullptr);
@@ -160,11 +160,11 @@ TEST_SUITE("concurrency") {
     char ok = 0;
     REQUIRE(::read(ready[0], &ok, 1) == 1);
     REQUIRE(ok == 1);
-    CHECK(store::FileLock::try_acquire(file) == nullptr);
-    CHECK(store::FileLock::try_acquire_for(file, std::chrono::milliseconds(100)) == nullptr);
+    CHECK(files::FileLock::try_acquire(file) == nullptr);
+    CHECK(files::FileLock::try_acquire_for(file, std::chrono::milliseconds(100)) == nullptr);
     ::kill(old_kiln, SIGKILL);
     ::waitpid(old_kiln, nullptr, 0);
-    const auto lock = store::FileLock::try_acquire(file);
+    const auto lock = files::FileLock::try_acquire(file);
     CHECK(lock != nullptr);
     CHECK(probe_from_other_process(file, F_SETLK) == Probe::held);
     ::close(ready[0]);
@@ -175,18 +175,18 @@ TEST_SUITE("concurrency") {
     TempDir dir;
     const fs::path first = dir / "first.lock";
     const fs::path second = dir / "second.lock";
-    auto original = std::make_unique<store::FileLock>(first);
-    store::FileLock moved(std::move(*original));
+    auto original = std::make_unique<files::FileLock>(first);
+    files::FileLock moved(std::move(*original));
     CHECK(moved.held());
     CHECK_FALSE(original->held());
     original.reset();  // destroying the moved-from object releases nothing
     CHECK(held_for_other_processes(first));
 
-    store::FileLock other(second);
+    files::FileLock other(second);
     other = std::move(moved);  // drops `second`, takes over `first`
     CHECK(free_for_other_processes(second));
     CHECK(held_for_other_processes(first));
-    { store::FileLock gone = std::move(other); }
+    { files::FileLock gone = std::move(other); }
     CHECK(free_for_other_processes(first));
   }
 
@@ -196,9 +196,9 @@ TEST_SUITE("concurrency") {
     fs::create_directories(dir / "b");
     const fs::path a = dir / "a" / "x.lock";
     const fs::path b = dir / "b" / "x.lock";
-    store::FileLock hold_a(a);
+    files::FileLock hold_a(a);
     {
-      store::FileLock hold_b(b);  // one thread, two paths
+      files::FileLock hold_b(b);  // one thread, two paths
       CHECK(held_for_other_processes(a));
       CHECK(held_for_other_processes(b));
     }
@@ -208,8 +208,8 @@ TEST_SUITE("concurrency") {
     // The same file through "..", and through a symbolic link to its directory.
     fs::create_symlink(dir / "a", dir / "link");
     std::thread([&] {
-      CHECK(store::FileLock::try_acquire(dir / "b" / ".." / "a" / "x.lock") == nullptr);
-      CHECK(store::FileLock::try_acquire(dir / "link" / "x.lock") == nullptr);
+      CHECK(files::FileLock::try_acquire(dir / "b" / ".." / "a" / "x.lock") == nullptr);
+      CHECK(files::FileLock::try_acquire(dir / "link" / "x.lock") == nullptr);
     }).join();
     CHECK(held_for_other_processes(a));
   }
@@ -217,7 +217,7 @@ TEST_SUITE("concurrency") {
   TEST_CASE("locks: release unlocks even while a forked child still shares the descriptor") {
     TempDir dir;
     const fs::path file = dir / "shared.lock";
-    auto lock = std::make_unique<store::FileLock>(file);
+    auto lock = std::make_unique<files::FileLock>(file);
     const pid_t child = ::fork();
     if (child == 0) {
       ::pause();  // keeps its copy of every descriptor until killed
@@ -234,7 +234,7 @@ TEST_SUITE("concurrency") {
     const fs::path fifo = dir / "fifo.lock";
     REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
     try {
-      store::FileLock lock(fifo);
+      files::FileLock lock(fifo);
       FAIL("locked a FIFO");
     } catch (const IoError &error) {
       CHECK(std::string(error.what()).find(fifo.string()) != std::string::npos);
@@ -243,7 +243,7 @@ TEST_SUITE("concurrency") {
     kiln::test::write_text(dir / "target", "");
     fs::create_symlink(dir / "target", dir / "link.lock");
     try {
-      store::FileLock lock(dir / "link.lock");
+      files::FileLock lock(dir / "link.lock");
       FAIL("followed a symbolic link");
     } catch (const IoError &error) {
       CHECK(std::string(error.what()).find("symbolic link") != std::string::npos);
@@ -253,13 +253,13 @@ TEST_SUITE("concurrency") {
   TEST_CASE("locks: create_held makes a lock file that is never visible unheld; try_acquire_existing never creates one") {
     TempDir dir;
     const fs::path file = dir / "fresh.lock";
-    store::FileLock lock = store::FileLock::create_held(file);
+    files::FileLock lock = files::FileLock::create_held(file);
     CHECK(fs::exists(file));
     CHECK(held_for_other_processes(file));
     bool missing = true;
-    CHECK(store::FileLock::try_acquire_existing(file, &missing) == nullptr);
+    CHECK(files::FileLock::try_acquire_existing(file, &missing) == nullptr);
     CHECK_FALSE(missing);
-    CHECK(store::FileLock::try_acquire_existing(dir / "absent.lock", &missing) == nullptr);
+    CHECK(files::FileLock::try_acquire_existing(dir / "absent.lock", &missing) == nullptr);
     CHECK(missing);
     CHECK_FALSE(fs::exists(dir / "absent.lock"));  // never created
     // Only the lock file itself is left in the directory (no temporary name).

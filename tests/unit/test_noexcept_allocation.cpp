@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "store/verification_records.hpp"
+#include "store/maintenance/verification_records.hpp"
 #include "support/failure_point.hpp"
 #include "support/fixtures.hpp"
 
@@ -16,6 +16,6 @@ TEST_CASE("noexcept: VerificationRecords::vouches answers no when an allocation 
   const store::VerificationRecords records(dir / "verified");
   const std::string key(32, 'a'), digest(32, 'b');
   support::ArmedFailure failure("store.vouches");
-  CHECK_FALSE(records.vouches(key, store::FileIdentity{}, digest));
+  CHECK_FALSE(records.vouches(key, files::FileIdentity{}, digest));
   CHECK(failure.fired());
 }

@@ -14,8 +14,8 @@
 
 #include <kiln/runtime.hpp>
 
-#include "load/elf.hpp"
-#include "load/plugin_file.hpp"
+#include "artifact/elf.hpp"
+#include "artifact/plugin_file.hpp"
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
 
@@ -37,7 +37,7 @@ fs::path edited_copy(const TempDir &dir, const std::string &from, const std::str
   return file;
 }
 
-std::uint16_t other_machine() { return load::host_elf_machine() == EM_AARCH64 ? EM_X86_64 : EM_AARCH64; }
+std::uint16_t other_machine() { return artifact::host_elf_machine() == EM_AARCH64 ? EM_X86_64 : EM_AARCH64; }
 
 void set_machine(std::string &bytes, std::uint16_t machine) {
   std::memcpy(&bytes[offsetof(Elf64_Ehdr, e_machine)], &machine, sizeof machine);
@@ -54,8 +54,8 @@ TEST_CASE("publish checks: a shared object for another machine is refused, namin
                                     [](std::string &bytes) { set_machine(bytes, other_machine()); });
   const std::string message = error_of<AbiError>([&] { kiln::test::publish_plugin(runtime, file.string()); });
   CHECK(has(message, file.string()));
-  CHECK(has(message, load::elf_machine_name(other_machine())));
-  CHECK(has(message, load::elf_machine_name(load::host_elf_machine())));
+  CHECK(has(message, artifact::elf_machine_name(other_machine())));
+  CHECK(has(message, artifact::elf_machine_name(artifact::host_elf_machine())));
   CHECK(nothing_published(dir));
 }
 
@@ -121,14 +121,14 @@ TEST_CASE("publish checks: every plugin built with kiln_add_plugin passes the sa
     const std::string shown = file;
     CAPTURE(shown);
     const std::string bytes = kiln::test::read_text(file);
-    const load::ElfFacts facts = load::read_elf(bytes, file);
-    CHECK(facts.machine == load::host_elf_machine());
-    CHECK(load::unload_rule_problems(facts).empty());
+    const artifact::ElfFacts facts = artifact::read_elf(bytes, file);
+    CHECK(facts.machine == artifact::host_elf_machine());
+    CHECK(artifact::unload_rule_problems(facts).empty());
     // The load path reads the stamp where its section starts: the record the full search finds.
-    const auto section = load::find_elf_section(bytes, ".kiln_stamp");
+    const auto section = artifact::find_elf_section(bytes, ".kiln_stamp");
     REQUIRE(section.has_value());
-    CHECK(section->first == load::find_stamp(bytes, file).offset);
-    CHECK(load::stamp_at(bytes, section->first, file)->content_key == load::kUnstampedKey);
+    CHECK(section->first == artifact::find_stamp(bytes, file).offset);
+    CHECK(artifact::stamp_at(bytes, section->first, file)->content_key == artifact::kUnstampedKey);
   }
 }
 
@@ -136,7 +136,7 @@ TEST_CASE("elf reader: hostile headers give typed errors, never a read past the 
   const std::string good = kiln::test::read_text(KILN_TEST_PLUGIN_HOST_ONLY);
   const auto verdict = [](const std::string &bytes) -> std::string {
     try {
-      load::read_elf(bytes, "x.so");
+      artifact::read_elf(bytes, "x.so");
       return "accepted";
     } catch (const IntegrityError &) {
       return "integrity";
@@ -176,11 +176,11 @@ TEST_CASE("elf reader: hostile headers give typed errors, never a read past the 
     }
     refused += verdict(bytes) != "accepted" ? 1 : 0;
     // The load path's section lookup never throws and never answers a range outside the bytes.
-    if (const auto section = load::find_elf_section(bytes, ".kiln_stamp")) {
+    if (const auto section = artifact::find_elf_section(bytes, ".kiln_stamp")) {
       CHECK(section->first + section->second <= bytes.size());
     }
   }
   CHECK(refused > 0);
-  CHECK_FALSE(load::find_elf_section("not an ELF file at all", ".kiln_stamp").has_value());
-  CHECK_FALSE(load::find_elf_section(good, ".no_such_section").has_value());
+  CHECK_FALSE(artifact::find_elf_section("not an ELF file at all", ".kiln_stamp").has_value());
+  CHECK_FALSE(artifact::find_elf_section(good, ".no_such_section").has_value());
 }

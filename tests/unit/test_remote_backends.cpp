@@ -1,4 +1,4 @@
-// The remote cache backends (src/store/remote/backend.hpp) against real servers: an nginx with
+// The remote cache backends (src/remote/backend.hpp) against real servers: an nginx with
 // WebDAV and a redis-server that ctest starts for the entry `remote` (tests/remote/servers), and,
 // for the failure modes, sockets opened here (a closed port, one that never answers, one that
 // answers garbage). The servers are shared by every case: keys carry this run's random id.
@@ -20,13 +20,13 @@
 
 #include <kiln/errors.hpp>
 
-#include "store/remote/backend.hpp"
+#include "remote/backend.hpp"
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
 #include "support/remote_servers.hpp"
 
-namespace remote = kiln::store::remote;
+namespace remote = kiln::remote;
 using kiln::test::contains;
 using kiln::test::no_remote_servers;
 using kiln::test::remote_servers;

@@ -18,13 +18,13 @@
 
 #include <boost/filesystem/operations.hpp>
 
-#include "store/remote/remote_cache.hpp"
+#include "remote/cache.hpp"
 #include "store/storage.hpp"
 #include "support/fake_remotes.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
 
-namespace remote = kiln::store::remote;
+namespace remote = kiln::remote;
 using kiln::test::FakeRedis;
 using kiln::test::LoopbackServer;
 using kiln::test::skip_if;
@@ -141,7 +141,7 @@ Fetch fetch(const std::string &spec, const fs::path &dir) {
   const remote::RemoteCache cache(config, [&out](kiln::LogLevel, const std::string &line) { out.logged.push_back(line); });
   reset_peak_rss();
   const std::uint64_t before_kib = status_kib("VmRSS:");
-  out.hit = cache.fetch_content_key(storage, "tests", kContentKey).has_value();
+  out.hit = cache.find_by_content_key(storage, "tests", kContentKey).has_value();
   out.peak_growth_kib = status_kib("VmHWM:") - before_kib;
   return out;
 }

@@ -18,8 +18,8 @@
 #include <kiln/ext/example.h>
 #include <kiln/runtime.hpp>
 
-#include "store/remote/backend.hpp"
-#include "store/remote/remote_cache.hpp"
+#include "remote/backend.hpp"
+#include "remote/cache.hpp"
 #include "store/storage.hpp"
 #include "support/build_recipe.hpp"
 #include "support/fixtures.hpp"
@@ -35,7 +35,7 @@ using kiln::test::ScopedEnv;
 using kiln::test::TempDir;
 using kiln::test::write_text;
 namespace fs = boost::filesystem;
-namespace remote = kiln::store::remote;
+namespace remote = kiln::remote;
 
 namespace {
 
@@ -318,7 +318,7 @@ TEST_CASE("remote: concurrent uploads of one entry agree" * kiln::test::skip_if(
     threads.emplace_back([&, i] {
       const remote::RemoteCache cache(config, {});  // one per thread: as many processes would
       const store::Storage storage({store::StoreLocation{fleet.fx.cache(), true, "test"}});
-      results[i] = cache.upload(storage, resolution);
+      results[i] = cache.offer(storage, resolution);
     });
   }
   for (auto &thread : threads) thread.join();

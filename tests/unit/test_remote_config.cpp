@@ -7,14 +7,15 @@
 #include <kiln/errors.hpp>
 #include <kiln/runtime.hpp>
 
-#include "store/remote/remote_config.hpp"
+#include "remote/config.hpp"
+#include "remote/schemes.hpp"
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
 
 using namespace kiln;
-using kiln::store::remote::load_config;
-using kiln::store::remote::parse_config_text;
-using kiln::store::remote::parse_remote;
+using kiln::remote::load_config;
+using kiln::remote::parse_config_text;
+using kiln::remote::parse_remote;
 using kiln::test::ScopedEnv;
 using kiln::test::TempDir;
 using kiln::test::write_text;
@@ -35,14 +36,39 @@ TEST_CASE("remote config: a remote's URL and attributes") {
   CHECK(endpoint.max_bytes == 64ull << 20);
   const auto redis = parse_remote("redis://cache:6379/2;prefix=fleet:", "test");
   CHECK_FALSE(redis.read_only);
-  CHECK(redis.redis_prefix == "fleet:");
+  CHECK(redis.attribute("prefix", "kiln:") == "fleet:");
 
-  CHECK(remote_usage_message([] { parse_remote("ftp://host/kiln", "KILN_REMOTE"); }).find("KILN_REMOTE: remote \"ftp://host/kiln\" is not an http") == 0);
+  const std::string ftp = remote_usage_message([] { parse_remote("ftp://host/kiln", "KILN_REMOTE"); });
+  CHECK(ftp.find("KILN_REMOTE: remote \"ftp://host/kiln\" is not a URL kiln can use: give http://host[:port]/prefix, "
+                 "https://host[:port]/prefix or redis://[:password@]host[:port][/db]") == 0);
   CHECK(remote_usage_message([] { parse_remote("http://h/k;timeout=-1", "x"); }).find("timeout \"-1\" is not a number of seconds") != std::string::npos);
   CHECK(remote_usage_message([] { parse_remote("http://h/k;timeout=1e400", "x"); }).find("is not a number of seconds") != std::string::npos);
   CHECK(remote_usage_message([] { parse_remote("http://h/k;max-size=0", "x"); }).find("max-size \"0\"") != std::string::npos);
   CHECK(remote_usage_message([] { parse_remote("http://h/k;prefix=p", "x"); }).find("unknown attribute \"prefix=p\"") != std::string::npos);
   CHECK(remote_usage_message([] { parse_remote("http://h/k;readonly", "x"); }).find("known: read-only") != std::string::npos);
+}
+
+TEST_CASE("remote config: one scheme table serves the checks, the attributes and the capabilities") {
+  // Schemes compare without case, as URLs' do, in the configuration and in the dispatch alike.
+  CHECK(parse_remote("HTTPS://build1/kiln", "test").url == "HTTPS://build1/kiln");
+  const kiln::remote::Scheme *https = kiln::remote::find_scheme("HTTPS://build1/kiln");
+  REQUIRE(https != nullptr);
+  CHECK(https->name == "https");
+  CHECK(https->family == kiln::remote::BackendFamily::http);
+  CHECK(kiln::remote::find_scheme("ftp://host/kiln") == nullptr);
+  CHECK(kiln::remote::find_scheme("http:/host") == nullptr);
+  CHECK(kiln::remote::find_scheme("httpx://host") == nullptr);
+  // A scheme's own attribute belongs to it alone, and the refusal says which attributes it has.
+  const kiln::remote::Scheme *redis = kiln::remote::find_scheme("redis://cache:6379");
+  REQUIRE(redis != nullptr);
+  CHECK(kiln::remote::has_attribute(*redis, "prefix"));
+  CHECK_FALSE(kiln::remote::has_attribute(*redis, "pre"));
+  CHECK_FALSE(kiln::remote::has_attribute(*https, "prefix"));
+  const std::string refused = remote_usage_message([] { parse_remote("redis://cache;bucket=b", "x"); });
+  CHECK(refused.find("unknown attribute \"bucket=b\"") != std::string::npos);
+  CHECK(refused.find("and for redis: prefix=VALUE") != std::string::npos);
+  CHECK(parse_remote("http://h/k", "x").attribute("prefix", "kiln:") == "kiln:");  // the backend's default
+  for (const auto &scheme : kiln::remote::kSchemes) CHECK_MESSAGE(scheme.leases, scheme.name);
 }
 
 TEST_CASE("remote config: kiln.conf lines, named by file and line when wrong") {

@@ -16,8 +16,8 @@
 #include <kiln/cancel.hpp>
 #include <kiln/errors.hpp>
 
-#include "store/remote/backend.hpp"
-#include "store/remote/remote_cache.hpp"
+#include "remote/backend.hpp"
+#include "remote/cache.hpp"
 #include "store/storage.hpp"
 #include "support/build_recipe.hpp"
 #include "support/checks.hpp"
@@ -28,7 +28,7 @@ using kiln::test::contains;
 using kiln::test::FakeHttp;
 using kiln::test::FakeRedis;
 using kiln::test::TempDir;
-namespace remote = kiln::store::remote;
+namespace remote = kiln::remote;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -66,9 +66,9 @@ LeaseWait wait_for_lease(const std::string &url, double lease_wait_s, const kiln
   config.lease_wait_s = lease_wait_s;
   LeaseWait out;
   const remote::RemoteCache cache(config, [&out](kiln::LogLevel, const std::string &line) { out.logged.push_back(line); });
-  std::optional<remote::RemoteCache::Fetched> fetched;
+  std::optional<remote::RemoteCache::Found> fetched;
   const auto start = Clock::now();
-  out.lease = cache.lease_or_wait(storage, "tests", kInputKey, cancel, &fetched) != nullptr;
+  out.lease = cache.claim(storage, "tests", kInputKey, cancel, &fetched) != nullptr;
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }

@@ -16,8 +16,8 @@
 #include <kiln/runtime.hpp>
 
 #include "bundle/writer.hpp"
-#include "store/remote/backend.hpp"
-#include "store/remote/remote_cache.hpp"
+#include "remote/backend.hpp"
+#include "remote/cache.hpp"
 #include "store/storage.hpp"
 #include "support/checks.hpp"
 #include "support/fake_stores.hpp"
@@ -28,7 +28,7 @@ using namespace kiln;
 using kiln::test::contains;
 using kiln::test::TempDir;
 namespace fs = boost::filesystem;
-namespace remote = kiln::store::remote;
+namespace remote = kiln::remote;
 
 namespace {
 
@@ -146,13 +146,13 @@ TEST_CASE("remote squat: an entry planted under its key that the fleet refuses i
 
       // Every machine refuses it, and says which key signed it and that a trusted upload replaces it.
       Machine b(false);
-      CHECK_FALSE(b.cache(server.url(), {keys.fleet.public_file}, "")->fetch_content_key(*b.storage, "tests", content_key));
+      CHECK_FALSE(b.cache(server.url(), {keys.fleet.public_file}, "")->find_by_content_key(*b.storage, "tests", content_key));
       CHECK(contains(b.logged, "refused"));
       CHECK(contains(b.logged, plant_case.named));
       CHECK(contains(b.logged, "replaces it"));
 
       a.logged.clear();
-      const auto uploads = a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->upload(*a.storage, a.entry());
+      const auto uploads = a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->offer(*a.storage, a.entry());
       REQUIRE(uploads.size() == 1);
       CHECK(uploads[0].status == "replaced");
       CHECK(uploads[0].bytes > 0);
@@ -164,14 +164,14 @@ TEST_CASE("remote squat: an entry planted under its key that the fleet refuses i
 
       // A second machine now fetches it, verified, and commits it.
       Machine c(false);
-      const auto fetched = c.cache(server.url(), {keys.fleet.public_file}, "")->fetch_content_key(*c.storage, "tests", content_key);
+      const auto fetched = c.cache(server.url(), {keys.fleet.public_file}, "")->find_by_content_key(*c.storage, "tests", content_key);
       REQUIRE(fetched);
       CHECK(fetched->signed_by == keys.fleet.key_id);
       CHECK(fetched->content_key == content_key);
 
       // Once replaced, a second upload finds what it accepts: present, untouched.
       const auto value = server.value(entry);
-      const auto again = a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->upload(*a.storage, a.entry());
+      const auto again = a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->offer(*a.storage, a.entry());
       CHECK(again.at(0).status == "present");
       CHECK(server.value(entry) == value);
     }
@@ -203,7 +203,7 @@ TEST_CASE("remote squat: an entry the uploader accepts is never overwritten") {
       CAPTURE(server.name);
       plant(server, entry, plant_case.planted);
       a.logged.clear();
-      const auto uploads = a.cache(server.url(), plant_case.trusted, plant_case.sign)->upload(*a.storage, a.entry());
+      const auto uploads = a.cache(server.url(), plant_case.trusted, plant_case.sign)->offer(*a.storage, a.entry());
       REQUIRE(uploads.size() == 1);
       CHECK(uploads[0].status == "present");
       CHECK(uploads[0].replaced.empty());
@@ -238,14 +238,14 @@ TEST_CASE("remote squat: a pointer planted under an input key is replaced when i
       CAPTURE(server.name);
       plant(server, pointer, plant_case.pointed);
       if (plant_case.target) plant(server, "cas/tests/" + other_key, *plant_case.target);
-      const auto uploads = a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->upload(*a.storage, a.entry());
+      const auto uploads = a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->offer(*a.storage, a.entry());
       REQUIRE(uploads.size() == 1);
       CHECK(uploads[0].status == (plant_case.replaced ? "replaced" : "uploaded"));
       CHECK(server.value(pointer) == (plant_case.replaced ? content_key : plant_case.pointed));
       if (!plant_case.replaced) continue;
       CHECK(contains(uploads[0].replaced, pointer));
       Machine b(false);
-      const auto fetched = b.cache(server.url(), {keys.fleet.public_file}, "")->fetch_input_key(*b.storage, "tests", kSquatInputKey);
+      const auto fetched = b.cache(server.url(), {keys.fleet.public_file}, "")->find_by_input_key(*b.storage, "tests", kSquatInputKey);
       REQUIRE(fetched);
       CHECK(fetched->content_key == content_key);
       CHECK(fetched->signed_by == keys.fleet.key_id);
@@ -264,10 +264,10 @@ TEST_CASE("remote squat: a replacement never clobbers a trusted entry written si
     plant(server, entry, a.bundle(keys.rogue.secret_file));
     // The other machine replaces the planted entry between this upload's read and its write.
     server.before_replace([&server, &entry, &honest] { server.set(entry, honest); });
-    const auto uploads = a.cache(server.url(), trusted, keys.fleet.secret_file)->upload(*a.storage, a.entry());
+    const auto uploads = a.cache(server.url(), trusted, keys.fleet.secret_file)->offer(*a.storage, a.entry());
     REQUIRE(uploads.size() == 1);
     Machine b(false);
-    const auto fetched = b.cache(server.url(), trusted, "")->fetch_content_key(*b.storage, "tests", content_key);
+    const auto fetched = b.cache(server.url(), trusted, "")->find_by_content_key(*b.storage, "tests", content_key);
     REQUIRE(fetched);
     if (server.compare_and_swap) {
       CHECK(uploads[0].status == "present");  // the other machine's entry stays

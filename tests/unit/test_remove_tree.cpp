@@ -1,5 +1,5 @@
 // Removing store directories that another user may be changing while kiln walks them
-// (store/remove_tree.hpp), and the sweep that uses it (store/sweep.hpp).
+// (files/remove_tree.hpp), and the sweep that uses it (store/sweep.hpp).
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <boost/filesystem/operations.hpp>
 
 #include "store/layout.hpp"
-#include "store/remove_tree.hpp"
+#include "files/remove_tree.hpp"
 #include "store/sweep.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
@@ -62,9 +62,9 @@ TEST_CASE("remove_tree: removes a nested tree it owns and says so") {
   write_text(tree / "a" / "b" / "c" / "file", "x");
   write_text(tree / "top", "x");
   ::chmod((tree / "a" / "b").c_str(), 0555);  // read-only directories are ours to empty too
-  CHECK(kiln::store::remove_tree(tree));
+  CHECK(kiln::files::remove_tree(tree));
   CHECK_FALSE(fs::exists(fs::symlink_status(tree)));
-  CHECK_FALSE(kiln::store::remove_tree(tree));  // already gone
+  CHECK_FALSE(kiln::files::remove_tree(tree));  // already gone
 }
 
 TEST_CASE("remove_tree: a symlink inside is removed as a link; the directory and file it points to stay") {
@@ -74,7 +74,7 @@ TEST_CASE("remove_tree: a symlink inside is removed as a link; the directory and
   fs::create_directory(tree);
   fs::create_directory_symlink(victim, tree / "to-dir");
   fs::create_symlink(victim / "f0", tree / "to-file");
-  CHECK(kiln::store::remove_tree(tree));
+  CHECK(kiln::files::remove_tree(tree));
   CHECK(count_files(victim) == 3);
   CHECK(fs::exists(victim / "f0"));
 }
@@ -83,7 +83,7 @@ TEST_CASE("remove_tree: a symlink given as the tree is unlinked, never followed"
   const TempDir dir;
   const fs::path victim = victim_with_files(dir, 3);
   fs::create_directory_symlink(victim, dir / "link");
-  CHECK(kiln::store::remove_tree(dir / "link"));
+  CHECK(kiln::files::remove_tree(dir / "link"));
   CHECK_FALSE(fs::exists(fs::symlink_status(dir / "link")));
   CHECK(count_files(victim) == 3);
 }
@@ -98,7 +98,7 @@ TEST_CASE("remove_tree: another user's directory and files inside the tree are l
   write_text(tree / "mine", "x");
   REQUIRE(::chown((tree / "theirs").c_str(), kOtherUser, kOtherUser) == 0);
   REQUIRE(::chown((tree / "their-file").c_str(), kOtherUser, kOtherUser) == 0);
-  CHECK_FALSE(kiln::store::remove_tree(tree));  // not empty: theirs stays
+  CHECK_FALSE(kiln::files::remove_tree(tree));  // not empty: theirs stays
   CHECK(fs::exists(tree / "theirs" / "f"));
   CHECK(fs::exists(tree / "their-file"));
   CHECK_FALSE(fs::exists(tree / "mine"));

@@ -12,7 +12,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 #include "store/entry.hpp"
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
@@ -43,7 +43,7 @@ TEST_CASE("publish + load: the example plugin negotiates, binds its stamp and an
   TempDir dir;
   Runtime runtime(options_for(dir));
   const PublishResult published = publish_plugin(runtime, KILN_TEST_PLUGIN_EXAMPLE, "example", "sm_90");
-  CHECK(store::digest_file(published.file) == store::read_entry_meta(published.entry_dir).digest);
+  CHECK(files::digest_file(published.file) == store::read_entry_meta(published.entry_dir).digest);
   CHECK_FALSE(published.reused);
   // The stored copy carries its content key in the stamp slot; the source file is untouched.
   CHECK(has(kiln::test::read_text(published.file), published.content_key));

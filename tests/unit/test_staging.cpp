@@ -16,8 +16,8 @@
 
 #include <kiln/runtime.hpp>
 
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
 #include "store/local_store.hpp"
 #include "store/sweep.hpp"
@@ -110,7 +110,7 @@ TEST_CASE("staging: names are fresh and not pid-like; commit leaves no lock file
   }
   const std::string bytes = "plugin bytes";
   const std::string key = "0123456789abcdef0123456789abcdef";
-  const store::EntryMeta meta{key, "plugin", "lib.so", store::digest_hex(bytes), bytes.size(), "now", {}, {}};
+  const store::EntryMeta meta{key, "plugin", "lib.so", files::digest_hex(bytes), bytes.size(), "now", {}, {}};
   for (auto *staging : {&first, &second}) {
     staging->write("lib.so", bytes, 0755);
     staging->write_records(meta, "{}\n");
@@ -128,7 +128,7 @@ TEST_CASE("sweep: a killed holder's staging directory goes at once; lock-less on
   TempDir dir;
   const store::LocalStore cache({dir.path(), true, "test"});
   const store::ConsumerLayout layout = cache.layout("c");
-  store::create_directories(layout.entries());
+  files::create_directories(layout.entries());
 
   // A real staging directory in a process that is then SIGKILLed.
   int path_pipe[2];

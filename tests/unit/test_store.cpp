@@ -16,13 +16,13 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
-#include "store/locks.hpp"
+#include "files/locks.hpp"
 #include "store/manifest.hpp"
 #include "store/names.hpp"
-#include "store/safety.hpp"
+#include "files/safety.hpp"
 #include "store/sweep.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
@@ -51,24 +51,24 @@ TEST_CASE("names: short identifiers pass, traversal and hostile names are refuse
 
 TEST_CASE("digest: XXH3-128 as 32 lower-case hex; streaming equals one shot; fields are length-prefixed") {
   const std::string bytes(3 * 1024 * 1024 + 7, 'x');
-  const std::string one_shot = store::digest_hex(bytes);
+  const std::string one_shot = files::digest_hex(bytes);
   CHECK(store::is_valid_key(one_shot));
-  store::Hasher streamed;
+  files::Hasher streamed;
   streamed.update(bytes.substr(0, 1000)).update(bytes.substr(1000));
   CHECK(streamed.hex() == one_shot);
-  CHECK(store::digest_hex(bytes + "y") != one_shot);
-  store::Hasher a, b;
+  CHECK(files::digest_hex(bytes + "y") != one_shot);
+  files::Hasher a, b;
   a.add_field("k", "ab").add_field("k", "c");
   b.add_field("k", "a").add_field("k", "bc");
   CHECK(a.hex() != b.hex());
 
   TempDir dir;
   kiln::test::write_text(dir / "f", bytes);
-  CHECK(store::digest_file(dir / "f") == one_shot);
-  store::Hasher from_file;
+  CHECK(files::digest_file(dir / "f") == one_shot);
+  files::Hasher from_file;
   from_file.add_file(dir / "f");
   CHECK(from_file.hex() == one_shot);
-  CHECK_THROWS_AS(store::digest_file(dir / "missing"), IoError);
+  CHECK_THROWS_AS(files::digest_file(dir / "missing"), IoError);
 }
 
 namespace {
@@ -85,30 +85,30 @@ TEST_CASE("digest: matches the xxhsum reference tool" * kiln::test::skip_if(no_x
   kiln::test::write_text(dir / "f", "kiln reference bytes\n");
   const auto reference = kiln::test::run_shell("xxhsum -H2 " + (dir / "f").string());
   REQUIRE(reference.exit_code == 0);
-  CHECK(reference.out.substr(0, 32) == store::digest_file(dir / "f"));
+  CHECK(reference.out.substr(0, 32) == files::digest_file(dir / "f"));
 }
 
 TEST_CASE("files: atomic replace leaves no temp file and errors name the path") {
   TempDir dir;
-  store::write_file_atomic(dir / "m.json", "one");
-  store::write_file_atomic(dir / "m.json", "two");
-  CHECK(store::read_file(dir / "m.json") == "two");
+  files::write_file_atomic(dir / "m.json", "one");
+  files::write_file_atomic(dir / "m.json", "two");
+  CHECK(files::read_file(dir / "m.json") == "two");
   int entries = 0;
   for (fs::directory_iterator it(dir.path()), end; it != end; ++it) ++entries;
   CHECK(entries == 1);
   try {
-    store::write_file_atomic(dir / "no-such-dir" / "x", "y");
+    files::write_file_atomic(dir / "no-such-dir" / "x", "y");
     FAIL("wrote into a missing directory");
   } catch (const IoError &error) {
     CHECK(std::string(error.what()).find("no-such-dir") != std::string::npos);
   }
-  CHECK_THROWS_AS(store::read_file(dir / "absent"), NotFoundError);
+  CHECK_THROWS_AS(files::read_file(dir / "absent"), NotFoundError);
 }
 
 TEST_CASE("files: created store directories are 0755 whatever the umask") {
   TempDir dir;
   const mode_t old = ::umask(0);
-  store::create_directories(dir / "a" / "b");
+  files::create_directories(dir / "a" / "b");
   ::umask(old);
   struct stat info {};
   REQUIRE(::stat((dir / "a" / "b").c_str(), &info) == 0);
@@ -127,7 +127,7 @@ TEST_CASE("manifest: round trip, and damaged, truncated or foreign manifests are
   CHECK(manifest->artifacts.at("solver").input_key == std::string(32, 'b'));
   CHECK_FALSE(store::read_manifest(dir / "nothing.json", "gato"));
 
-  const std::string good = store::read_file(layout.manifest());
+  const std::string good = files::read_file(layout.manifest());
   SUBCASE("truncated") {
     kiln::test::write_text(layout.manifest(), good.substr(0, good.size() / 2));
     try {
@@ -139,9 +139,9 @@ TEST_CASE("manifest: round trip, and damaged, truncated or foreign manifests are
       CHECK(message.find("republish") != std::string::npos);
     }
     // An unreadable manifest is never overwritten: the update fails and the bytes stay.
-    const std::string damaged = store::read_file(layout.manifest());
+    const std::string damaged = files::read_file(layout.manifest());
     CHECK_THROWS_AS(store::update_manifest(layout, [](store::Manifest &) {}), IntegrityError);
-    CHECK(store::read_file(layout.manifest()) == damaged);
+    CHECK(files::read_file(layout.manifest()) == damaged);
   }
   SUBCASE("not JSON at all") {
     kiln::test::write_text(layout.manifest(), "\x7f" "ELF garbage");
@@ -194,7 +194,7 @@ TEST_CASE("locks: exclusive across processes and released when the holder is SIG
   REQUIRE(::pipe(ready) == 0);
   const pid_t child = ::fork();
   if (child == 0) {
-    store::FileLock held(lock_file);
+    files::FileLock held(lock_file);
     char byte = 1;
     (void)!::write(ready[1], &byte, 1);
     ::pause();
@@ -202,10 +202,10 @@ TEST_CASE("locks: exclusive across processes and released when the holder is SIG
   }
   char byte = 0;
   REQUIRE(::read(ready[0], &byte, 1) == 1);
-  CHECK(store::FileLock::try_acquire(lock_file) == nullptr);
+  CHECK(files::FileLock::try_acquire(lock_file) == nullptr);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  auto lock = store::FileLock::try_acquire(lock_file);
+  auto lock = files::FileLock::try_acquire(lock_file);
   CHECK(lock != nullptr);
   ::close(ready[0]);
   ::close(ready[1]);
@@ -219,7 +219,7 @@ TEST_CASE("locks: threads of one process exclude each other") {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 50; ++i) {
-        store::FileLock lock(dir / "l");
+        files::FileLock lock(dir / "l");
         const int now = ++inside;
         worst = std::max(worst.load(), now);
         std::this_thread::yield();
@@ -234,15 +234,15 @@ TEST_CASE("locks: threads of one process exclude each other") {
 TEST_CASE("safety: code is refused from a store others can write, or through a symlink") {
   TempDir dir;
   const fs::path store_root = dir / "store";
-  store::create_directories(store_root / "consumers" / "c");
+  files::create_directories(store_root / "consumers" / "c");
   const fs::path file = store_root / "consumers" / "c" / "lib.so";
   kiln::test::write_text(file, "x");
   ::chmod(file.c_str(), 0755);
-  CHECK_NOTHROW(store::check_safe_to_execute(file, store_root));
+  CHECK_NOTHROW(files::check_safe_to_execute(file, store_root));
 
   ::chmod((store_root / "consumers").c_str(), 0777);
   try {
-    store::check_safe_to_execute(file, store_root);
+    files::check_safe_to_execute(file, store_root);
     FAIL("accepted a world-writable store directory");
   } catch (const IntegrityError &error) {
     const std::string message = error.what();
@@ -251,12 +251,12 @@ TEST_CASE("safety: code is refused from a store others can write, or through a s
   }
   ::chmod((store_root / "consumers").c_str(), 0755);
   ::chmod(file.c_str(), 0666);
-  CHECK_THROWS_AS(store::check_safe_to_execute(file, store_root), IntegrityError);
+  CHECK_THROWS_AS(files::check_safe_to_execute(file, store_root), IntegrityError);
   ::chmod(file.c_str(), 0755);
 
   const fs::path link = store_root / "consumers" / "c" / "link.so";
   fs::create_symlink(file, link);
-  CHECK_THROWS_AS(store::check_safe_to_execute(link, store_root), IntegrityError);
+  CHECK_THROWS_AS(files::check_safe_to_execute(link, store_root), IntegrityError);
 }
 
 TEST_CASE("layout: stores come from KILN_STORE_PATH then KILN_CACHE_DIR / XDG_CACHE_HOME / HOME") {

@@ -12,8 +12,8 @@
 
 #include <kiln/log.hpp>
 
-#include "store/digest.hpp"
-#include "store/files.hpp"
+#include "files/digest.hpp"
+#include "files/files.hpp"
 #include "store/layout.hpp"
 #include "store/local_store.hpp"
 #include "store/sweep.hpp"
@@ -48,7 +48,7 @@ struct Logged {
 store::Staging staged(const store::LocalStore &cache, const std::string &bytes, const std::string &key = kKey) {
   store::Staging staging = cache.stage("c", LogCallback());
   staging.write("lib.so", bytes, 0755);
-  staging.write_records({key, "plugin", "lib.so", store::digest_hex(bytes), bytes.size(), "now", {}, {}}, "{}\n");
+  staging.write_records({key, "plugin", "lib.so", files::digest_hex(bytes), bytes.size(), "now", {}, {}}, "{}\n");
   return staging;
 }
 
@@ -90,7 +90,7 @@ TEST_CASE("commit: a valid entry with other bytes is kept, or replaced by a forc
     Logged log;
     CHECK(cache.commit_entry(staged(cache, second), log.callback(), store::ExistingEntry::replace));
     CHECK(read_text(entry / "lib.so") == second);
-    CHECK(cache.entry_intact("c", kKey, store::digest_hex(second)));
+    CHECK(cache.entry_intact("c", kKey, files::digest_hex(second)));
     REQUIRE(log.lines.size() == 1);
     CHECK(log.lines[0].first == LogLevel::info);
     const std::string &line = log.lines[0].second;

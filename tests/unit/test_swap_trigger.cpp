@@ -22,7 +22,7 @@
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
-#include "store/files.hpp"
+#include "files/files.hpp"
 #include "support/build_recipe.hpp"
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"

@@ -9,7 +9,7 @@
 #include <boost/filesystem/operations.hpp>
 
 #include "builder/tool_digests.hpp"
-#include "store/digest.hpp"
+#include "files/digest.hpp"
 #include "support/fixtures.hpp"
 
 namespace fs = boost::filesystem;
@@ -20,7 +20,7 @@ using kiln::test::write_text;
 namespace {
 
 std::string hashed_as_keys_do(const fs::path &file) {
-  kiln::store::Hasher hasher;
+  kiln::files::Hasher hasher;
   hasher.add_file(file);
   return hasher.hex();
 }

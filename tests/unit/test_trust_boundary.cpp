@@ -19,7 +19,7 @@
 #include <kiln/errors.hpp>
 
 #include "bundle/keys.hpp"
-#include "store/remote/remote_config.hpp"
+#include "remote/config.hpp"
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
@@ -30,7 +30,7 @@ using kiln::test::ScopedEnv;
 using kiln::test::TempDir;
 using kiln::test::write_text;
 namespace fs = boost::filesystem;
-namespace remote = kiln::store::remote;
+namespace remote = kiln::remote;
 
 namespace {
 

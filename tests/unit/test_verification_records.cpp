@@ -1,4 +1,4 @@
-// Persisted verification records (store/verification_records.hpp): a record of the writable
+// Persisted verification records (store/maintenance/verification_records.hpp): a record of the writable
 // cache lets a load skip hashing a plugin file whose identity is unchanged, and nothing else
 // does. Each case tampers with a published file (so that a hash would refuse it) and shows
 // which records are trusted in place of the hash and which are not.
@@ -16,10 +16,10 @@
 
 #include <kiln/runtime.hpp>
 
-#include "load/elf.hpp"
-#include "store/file_identity.hpp"
-#include "store/files.hpp"
-#include "store/verification_records.hpp"
+#include "artifact/elf.hpp"
+#include "files/file_identity.hpp"
+#include "files/files.hpp"
+#include "store/maintenance/verification_records.hpp"
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"
 
@@ -31,8 +31,8 @@ namespace fs = boost::filesystem;
 // Flips one byte of the file's .comment section (the compiler's version string): the file still
 // loads, but its digest no longer matches the one its entry records. Writes in place (new ctime).
 void tamper(const std::string &file) {
-  const std::string bytes = store::read_file(file, store::FileOrigin::input);
-  const auto comment = load::find_elf_section(bytes, ".comment");
+  const std::string bytes = files::read_file(file, files::FileOrigin::input);
+  const auto comment = artifact::find_elf_section(bytes, ".comment");
   REQUIRE(comment);
   REQUIRE(comment->second > 1);
   ::chmod(file.c_str(), 0644);
@@ -48,7 +48,7 @@ void wait_until_settled() {
   std::this_thread::sleep_for(store::VerificationRecords::kSettled + std::chrono::milliseconds(100));
 }
 
-std::string record_for(const std::string &key, const std::string &digest, const store::FileIdentity &id) {
+std::string record_for(const std::string &key, const std::string &digest, const files::FileIdentity &id) {
   return "kiln-verified 1 " + key + " " + digest + " " + std::to_string(id.device) + " " + std::to_string(id.inode) +
          " " + std::to_string(id.size) + " " + std::to_string(id.mtime_ns) + " " + std::to_string(id.ctime_ns) + "\n";
 }
@@ -82,10 +82,10 @@ TEST_CASE("a settled plugin file's first load writes a verification record of it
   { Module loaded = clean.load("tests", "example"); }
   const fs::path written = other / "cache" / "verified" / good.content_key;
   REQUIRE(fs::exists(written));
-  const auto id = store::identify(good.file);
+  const auto id = files::identify(good.file);
   REQUIRE(id);
   const Resolution resolution = clean.resolve("tests", "example");
-  CHECK(store::read_file(written) == record_for(good.content_key, resolution.digest, *id));
+  CHECK(files::read_file(written) == record_for(good.content_key, resolution.digest, *id));
 }
 
 TEST_CASE("a load trusts a verification record only for the exact identity, from a safe file") {
@@ -95,7 +95,7 @@ TEST_CASE("a load trusts a verification record only for the exact identity, from
   const std::string digest = runtime.resolve("tests", "example").digest;
   const fs::path record = dir / "cache" / "verified" / published.content_key;
   tamper(published.file);
-  const auto id = store::identify(published.file);
+  const auto id = files::identify(published.file);
   REQUIRE(id);
   const auto refused = [&] {
     return has(error_of<IntegrityError>([&] { runtime.load("tests", "example"); }), "does not match its recorded digest");
@@ -104,7 +104,7 @@ TEST_CASE("a load trusts a verification record only for the exact identity, from
   SUBCASE("no record: the file is hashed and refused") { CHECK(refused()); }
 
   SUBCASE("a record of another ctime (the file was written since): hashed and refused") {
-    store::FileIdentity older = *id;
+    files::FileIdentity older = *id;
     older.ctime_ns -= 1;
     write_record(record, record_for(published.content_key, digest, older));
     CHECK(refused());

@@ -17,11 +17,11 @@
 
 #include <kiln/runtime.hpp>
 
-#include "device/identity_json.hpp"
-#include "store/audit.hpp"
-#include "store/digest.hpp"
+#include "artifact/identity_json.hpp"
+#include "store/maintenance/audit.hpp"
+#include "files/digest.hpp"
 #include "store/manifest.hpp"
-#include "store/locks.hpp"
+#include "files/locks.hpp"
 #include "support/fixtures.hpp"
 #include "support/preconditions.hpp"
 #include "support/test_plugins.hpp"
@@ -142,7 +142,7 @@ void swap_in_other_plugin(const VerifyStore &store) {
   ::chmod(file.c_str(), 0555);
   const fs::path meta = store.entry(store.key_a) / "meta.json";
   json value = json::parse(read_text(meta));
-  value["digest"] = kiln::store::digest_hex(bytes);
+  value["digest"] = kiln::files::digest_hex(bytes);
   value["size"] = bytes.size();
   ::chmod(meta.c_str(), 0644);
   write_text(meta, value.dump());
@@ -287,7 +287,7 @@ TEST_CASE("verify: dangling and damaged bykey pointers, dead writers' staging di
   make_old(temp);
   const fs::path live = store.consumer() / "store" / ".staging-v2-fedcba9876543210";
   fs::create_directories(live);
-  kiln::store::FileLock held(live / ".staging.lock");  // a writer staging right now
+  kiln::files::FileLock held(live / ".staging.lock");  // a writer staging right now
 
   auto [code, report] = store.verify();
   CHECK(code == 0);  // stale, not damage
@@ -435,12 +435,12 @@ TEST_CASE("verify: a record whose kind its entry does not hold is found among mo
           "names for (a hostile store)") {
   kiln::test::TempDir dir;
   const kiln::store::LocalStore store({dir / "cache", true, "test"});
-  const std::string identity = kiln::device::identity_file_text(kiln::ArtifactIdentity{});
+  const std::string identity = kiln::artifact::identity_file_text(kiln::ArtifactIdentity{});
   std::vector<kiln::store::Staging> batch;
   std::vector<std::string> keys;
   for (int i = 0; i < 300; ++i) {  // 300 kinds: past the 255 a byte names
     const std::string bytes = "artifact " + std::to_string(i);
-    const std::string key = kiln::store::digest_hex(bytes);
+    const std::string key = kiln::files::digest_hex(bytes);
     kiln::store::Staging staging = store.stage("t", {});
     staging.write("file", bytes, 0644);
     staging.write_records({key, "kind" + std::to_string(i), "file", key, bytes.size(), kiln::store::utc_now_iso8601(),
