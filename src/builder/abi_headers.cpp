@@ -36,7 +36,14 @@ void write_copy(const fs::path &dir) {
       files::write_staging_file(path, std::string_view(file->bytes, file->size), 0444);
     }
     boost::system::error_code error;
-    if (fs::exists(dir, error)) {  // damaged: moved aside, not deleted under a reader
+    if (fs::exists(dir, error)) {
+      // Another process's whole copy may have been renamed in since this one found none: that
+      // is not damage. Only a copy that does not match is moved aside (never deleted under a
+      // reader; the sweep removes it later).
+      if (copy_matches(dir)) {
+        files::remove_tree(staging);
+        return;
+      }
       fs::rename(dir, dir.parent_path() / (".damaged-" + dir.filename().string() + "-" + files::unique_suffix()), error);
     }
     fs::rename(staging, dir, error);
