@@ -13,18 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-json plan_json(const BuildPlan &plan) {
-  json reasons = json::array();
-  for (const auto &reason : plan.stale_reasons) reasons.push_back(kiln::to_json(reason));
-  return {{"consumer", plan.consumer}, {"name", plan.name}, {"input_key", plan.input_key},
-          {"content_key", plan.content_key ? json(*plan.content_key) : json(nullptr)},
-          {"state", plan.state}, {"source", plan.source}, {"stale_reasons", reasons}, {"archs", arch_list(plan.archs)},
-          {"backend", plan.backend}, {"jit_toolchain", plan.jit_toolchain},
-          {"nvcc", plan.nvcc}, {"nvcc_version", plan.nvcc_version}, {"host_compiler", plan.host_compiler},
-          {"cmake", plan.cmake}, {"cmake_version", plan.cmake_version},
-          {"steps", plan.steps}, {"units", plan.units}, {"units_cached", plan.units_cached}};
-}
-
 // Who vouched for a fetched entry: said on every fetch, loudest when nobody did.
 std::string remote_signature(const BuildResult &result) {
   return result.remote_signed_by.empty() ? " (signature NOT checked: no trusted keys configured)"
@@ -68,12 +56,12 @@ int run_build(const Flags &flags, const BuildArgs &args) {
   BuildSession session(flags, args);
   if (args.plan) {
     const BuildPlan plan = runtime.plan(recipe, session.options);
-    emit(flags, plan_json(plan), plan_text(recipe, plan));
+    emit(flags, kiln::to_json(plan), plan_text(recipe, plan));
     return 0;
   }
   const BuildResult result = runtime.build(recipe, session.options);
   session.finish();
-  emit(flags, cli::to_json(result), build_text(result));
+  emit(flags, kiln::to_json(result), build_text(result));
   return 0;
 }
 

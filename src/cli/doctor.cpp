@@ -21,19 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-json to_json(const ToolStatus &tool) {
-  return {{"found", tool.found}, {"path", tool.path},         {"version", tool.version},
-          {"release", tool.release}, {"searched", tool.searched}, {"detail", tool.detail}};
-}
-
-json to_json(const ToolchainReport &toolchain) {
-  return {{"nvcc", to_json(toolchain.nvcc)},           {"host_compiler", to_json(toolchain.host_compiler)},
-          {"cmake", to_json(toolchain.cmake)},         {"nvrtc", to_json(toolchain.nvrtc)},
-          {"nvjitlink", to_json(toolchain.nvjitlink)},
-          {"nvfatbin", to_json(toolchain.nvfatbin)},   {"nvrtc_archs", toolchain.nvrtc_archs},
-          {"jit_identity", toolchain.jit_identity}};
-}
-
 std::string tool_line(const char *name, const ToolStatus &tool, const std::string &when_missing) {
   std::string text = std::string("  ") + name + ": ";
   if (!tool.found) return text + "not found" + when_missing + ": " + tool.detail + "\n";
@@ -93,7 +80,7 @@ int doctor(const Flags &flags) {
   json stores = json::array();
   std::string cache_line;
   for (const auto &store : runtime.stores()) {
-    stores.push_back(cli::to_json(store));
+    stores.push_back(kiln::to_json(store));
     if (!store.writable) continue;
     const json check = cache_writable(store.root);
     stores.back()["check"] = check;
@@ -108,7 +95,7 @@ int doctor(const Flags &flags) {
                     {"abi_version", abi},
                     {"driver", kiln::to_json(devices)},
                     {"stores", stores},
-                    {"toolchain", to_json(toolchain)},
+                    {"toolchain", kiln::to_json(toolchain)},
                     {"remotes", remotes}};
   std::string text = "kiln " + std::string(kVersion) + " (plugin ABI " + abi + ")\n";
   text += "driver: " + std::string(kiln::to_string(devices.state)) + " - " + devices.detail + "\n";

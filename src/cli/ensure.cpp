@@ -2,6 +2,8 @@
 // the prepared artifact of the recipe's consumer/name).
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "build_session.hpp"
 #include "report_json.hpp"
 #include "verbs.hpp"
@@ -17,7 +19,7 @@ int ensure(const Flags &flags, const BuildArgs &args, int device) {
     KernelLoadReport report;
     const KernelLibrary kernels = runtime.ensure_kernels(recipe, session.options, device, &report);
     session.finish();
-    emit(flags, cli::to_json(report), kernel_load_text("ensured", report));
+    emit(flags, kiln::to_json(report), kernel_load_text("ensured", report));
     return 0;
   }
   LoadOptions load_options;
@@ -32,7 +34,7 @@ int ensure(const Flags &flags, const BuildArgs &args, int device) {
                      "\n  interfaces";
   for (const auto &id : report.interfaces) text += " " + id;
   text += "\n";
-  emit(flags, cli::to_json(report), text);
+  emit(flags, kiln::to_json(report), text);
   return 0;
 }
 

@@ -2,6 +2,8 @@
 // every kernel on each device), timing each step.
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "report_json.hpp"
 #include "verbs.hpp"
 
@@ -25,7 +27,7 @@ int load_images(const Flags &flags, const LoadArgs &args) {
   }
   KernelLoadReport report;
   const DeviceKernels kernels = runtime.load_kernels_all(args.consumer, args.name, options, &report);
-  emit(flags, cli::to_json(report), kernel_load_text("loaded", report));
+  emit(flags, kiln::to_json(report), kernel_load_text("loaded", report));
   return 0;
 }
 
@@ -37,7 +39,7 @@ int load(const Flags &flags, const LoadArgs &args) {
     Runtime probe = make_runtime(flags);
     kind = probe.resolve(args.consumer, args.name).kind;
   }
-  if (kind == "images") return load_images(flags, args);
+  if (kind == kKindImages) return load_images(flags, args);
   Runtime runtime = make_runtime(flags);
   LoadOptions options;
   options.device = args.device;
@@ -54,7 +56,7 @@ int load(const Flags &flags, const LoadArgs &args) {
   text += "\n  timings (ms): resolve " + fixed(report.timings.resolve_ms) + ", check " + fixed(report.timings.check_ms) +
           ", verify " + fixed(report.timings.verify_ms) + ", dlopen " + fixed(report.timings.dlopen_ms) + ", bind " +
           fixed(report.timings.bind_ms) + ", total " + fixed(report.timings.total_ms()) + "\n";
-  emit(flags, cli::to_json(report), text);
+  emit(flags, kiln::to_json(report), text);
   return 0;
 }
 

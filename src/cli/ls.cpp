@@ -1,6 +1,8 @@
 // kiln ls: every artifact, in store order.
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "report_json.hpp"
 #include "verbs.hpp"
 
@@ -12,7 +14,7 @@ int list(const Flags &flags, const std::string &consumer) {
   nlohmann::json out = nlohmann::json::array();
   std::string text;
   for (const auto &item : runtime.list(consumer)) {
-    out.push_back(cli::to_json(item));
+    out.push_back(kiln::to_json(item));
     if (!item.damaged.empty()) {
       text += item.consumer + "/  DAMAGED manifest in " + item.store_root + ": " + item.damaged + "\n";
       continue;

@@ -1,6 +1,8 @@
 // kiln publish: put a prebuilt plugin into the writable store.
 #include <memory>
 
+#include <kiln/json.hpp>
+
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -27,8 +29,8 @@ int publish(const Flags &flags, const PublishArgs &args) {
   }
   request.cuda_toolkit_version = args.toolkit;
   const PublishResult result = runtime.publish(request);
-  const nlohmann::json out = {{"consumer", args.consumer},   {"name", args.name},   {"content_key", result.content_key},
-                              {"entry", result.entry_dir},   {"file", result.file}, {"reused", result.reused}};
+  nlohmann::json out = {{"consumer", args.consumer}, {"name", args.name}};
+  out.update(kiln::to_json(result));
   emit(flags, out,
        "published " + args.consumer + "/" + args.name + "\n  content key " + result.content_key +
            (result.reused ? " (entry existed)" : "") + "\n  " + result.file + "\n");

@@ -22,7 +22,7 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
   if (resolution.identity.archs.empty()) text += " none (host only)";
   text += "\n";
   std::vector<DeviceImage> offered;  // images artifacts: what choose_image needs
-  if (resolution.kind == "images") {
+  if (resolution.kind == kKindImages) {
     text += "  kind images, cuda_toolkit_version " + std::to_string(resolution.identity.cuda_toolkit_version) + "\n";
     for (const auto &image : resolution.images) {
       text += "  image    " + image_text(image) + " digest " + image.digest + "\n";
@@ -43,14 +43,14 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
   for (const auto &device : devices) {
     Compatibility compatibility = runtime.check(resolution, &device);
     json check = {{"device", kiln::to_json(device)}};
-    if (resolution.kind == "images" && compatibility.ok) {
+    if (resolution.kind == kKindImages && compatibility.ok) {
       // The image file this device would run, and why (as Runtime::load_kernels chooses).
       const ImageChoice choice = choose_image(offered, device, resolution.identity.cuda_toolkit_version);
       compatibility.ok = choice.ok;
       compatibility.image = choice.arch;
       compatibility.how = choice.ok ? resolution.images[choice.index].file + ": " + choice.how : "";
       compatibility.reasons = choice.reasons;
-      if (choice.ok) check["image"] = cli::to_json(resolution.images[choice.index]);
+      if (choice.ok) check["image"] = kiln::to_json(resolution.images[choice.index]);
     }
     check["compatibility"] = kiln::to_json(compatibility);
     checks.push_back(check);
@@ -59,7 +59,7 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
     for (const auto &reason : compatibility.reasons) text += "\n    " + reason.to_string();
     text += "\n";
   }
-  emit(flags, {{"resolution", cli::to_json(resolution)}, {"checks", checks}}, text);
+  emit(flags, {{"resolution", kiln::to_json(resolution)}, {"checks", checks}}, text);
   return 0;
 }
 
