@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   try {
-    kiln::Runtime runtime;
+    kiln::Runtime runtime;  // stores + device from the environment
     kiln::PublishRequest request;
     request.consumer = "example";
     request.name = "fma";
@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     const kiln::PublishResult published = runtime.publish(request);
     std::printf("published example/fma (the example's own consumer) as %s\n", published.content_key.c_str());
 
-    const kiln::Module module = runtime.load("example", "fma");
+    const kiln::Module module = runtime.load("example", "fma");  // typed kiln::Error on any refusal
     kiln::Instance instance = module.create_instance();
     const auto *example = instance.interface<kiln_example_v1>(KILN_EXAMPLE_INTERFACE_ID);
     if (example == nullptr) {
