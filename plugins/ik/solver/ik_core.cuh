@@ -9,23 +9,11 @@
 #include <cmath>
 
 #include "kiln_ik_common.hpp"
+#include "kiln_rotation.hpp"
 
 namespace kiln_ik {
 
-KILN_IK_HD float sqrt_(float x) {
-#if defined(__CUDA_ARCH__)
-  return ::sqrtf(x);
-#else
-  return std::sqrt(x);
-#endif
-}
-KILN_IK_HD double sqrt_(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::sqrt(x);
-#else
-  return std::sqrt(x);
-#endif
-}
+using kiln_plugin_common::hd::sqrt_;  // plugins/common/kiln_rotation.hpp
 KILN_IK_HD float atan2_(float y, float x) {
 #if defined(__CUDA_ARCH__)
   return ::atan2f(y, x);
@@ -105,26 +93,8 @@ KILN_IK_HD bool make_target(const float *pose, Target<T> &out) {
   return true;
 }
 
-// Unit quaternion (w >= 0) of a rotation matrix (row-major), Shepperd's method.
-template <class T>
-KILN_IK_HD void matrix_to_quaternion(const T *M, T &w, T &x, T &y, T &z) {
-  const T one = static_cast<T>(1), quarter = static_cast<T>(0.25);
-  const T trace = M[0] + M[4] + M[8];
-  if (trace > 0) {
-    const T s = sqrt_(trace + one) * 2;
-    w = quarter * s, x = (M[7] - M[5]) / s, y = (M[2] - M[6]) / s, z = (M[3] - M[1]) / s;
-  } else if (M[0] > M[4] && M[0] > M[8]) {
-    const T s = sqrt_(one + M[0] - M[4] - M[8]) * 2;
-    w = (M[7] - M[5]) / s, x = quarter * s, y = (M[1] + M[3]) / s, z = (M[2] + M[6]) / s;
-  } else if (M[4] > M[8]) {
-    const T s = sqrt_(one + M[4] - M[0] - M[8]) * 2;
-    w = (M[2] - M[6]) / s, x = (M[1] + M[3]) / s, y = quarter * s, z = (M[5] + M[7]) / s;
-  } else {
-    const T s = sqrt_(one + M[8] - M[0] - M[4]) * 2;
-    w = (M[3] - M[1]) / s, x = (M[2] + M[6]) / s, y = (M[5] + M[7]) / s, z = quarter * s;
-  }
-  if (w < 0) w = -w, x = -x, y = -y, z = -z;
-}
+// Unit quaternion (w >= 0) of a rotation matrix: the plugin kit's (plugins/common/kiln_rotation.hpp).
+using kiln_plugin_common::matrix_to_quaternion;
 
 // e = [p_target - p; rotation vector of R_target R^T]; position and orientation error; cost = |e|^2.
 template <class T>
