@@ -1,37 +1,11 @@
 // kiln plugins: the unit quaternion of a rotation matrix, one implementation for host and device
 // code alike (nvcc, NVRTC, g++): the IK kernels' pose error, the self-tests' poses and
-// kiln.robotmodel/1's fk. No library call beyond sqrt (std::sqrt on the host, sqrtf / sqrt on the
-// device), so a float or double result is the same wherever it is computed.
+// kiln.robotmodel/1's fk. No library call beyond sqrt (kiln_hd_math.hpp).
 #pragma once
 
-#include <cmath>
-
-#if defined(__CUDACC__)
-#define KILN_PLUGIN_HD __host__ __device__ __forceinline__
-#else
-#define KILN_PLUGIN_HD inline
-#endif
+#include "kiln_hd_math.hpp"
 
 namespace kiln_plugin_common {
-// sqrt for host and device code: the device's sqrtf / sqrt, the host's std::sqrt.
-namespace hd {
-
-KILN_PLUGIN_HD float sqrt_(float x) {
-#if defined(__CUDA_ARCH__)
-  return ::sqrtf(x);
-#else
-  return std::sqrt(x);
-#endif
-}
-KILN_PLUGIN_HD double sqrt_(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::sqrt(x);
-#else
-  return std::sqrt(x);
-#endif
-}
-
-}  // namespace hd
 
 // Unit quaternion (w >= 0) of a rotation matrix (row-major), Shepperd's method.
 template <class T>

@@ -8,47 +8,17 @@
 
 #include <cmath>
 
+#include "kiln_hd_math.hpp"
 #include "kiln_ik_common.hpp"
 #include "kiln_rotation.hpp"
 
 namespace kiln_ik {
 
-using kiln_plugin_common::hd::sqrt_;  // plugins/common/kiln_rotation.hpp
-KILN_IK_HD float atan2_(float y, float x) {
-#if defined(__CUDA_ARCH__)
-  return ::atan2f(y, x);
-#else
-  return std::atan2(y, x);
-#endif
-}
-KILN_IK_HD double atan2_(double y, double x) {
-#if defined(__CUDA_ARCH__)
-  return ::atan2(y, x);
-#else
-  return std::atan2(y, x);
-#endif
-}
-KILN_IK_HD float floor_(float x) {
-#if defined(__CUDA_ARCH__)
-  return ::floorf(x);
-#else
-  return std::floor(x);
-#endif
-}
-KILN_IK_HD double floor_(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::floor(x);
-#else
-  return std::floor(x);
-#endif
-}
-KILN_IK_HD bool finite_(float x) {
-#if defined(__CUDA_ARCH__)
-  return ::isfinite(x);
-#else
-  return std::isfinite(x);
-#endif
-}
+// The host and device math: plugins/common/kiln_hd_math.hpp.
+using kiln_plugin_common::hd::atan2_;
+using kiln_plugin_common::hd::finite_;
+using kiln_plugin_common::hd::floor_;
+using kiln_plugin_common::hd::sqrt_;
 
 // Joint limits as the solver uses them (rounded inwards to T by the host, so a clamped value
 // is inside the model's limits); bit j of wrap: joint j is continuous (wrapped into [-pi, pi]).
