@@ -18,6 +18,7 @@
 
 #include "kiln/ext/robotmodel.h"
 #include "kiln/plugin.hpp"
+#include "kiln_rotation.hpp"
 
 namespace kiln_plugin_common {
 namespace robotmodel {
@@ -25,34 +26,13 @@ namespace robotmodel {
 // Dyn for a plugin generated without dynamics.
 struct NoDynamics {};
 
-// Unit quaternion (w >= 0) of a row-major rotation matrix, Shepperd's method (double, host).
-inline void quaternion_of(const double *M, double *wxyz) {
-  const double trace = M[0] + M[4] + M[8];
-  double w, x, y, z;
-  if (trace > 0) {
-    const double s = std::sqrt(trace + 1.0) * 2;
-    w = 0.25 * s, x = (M[7] - M[5]) / s, y = (M[2] - M[6]) / s, z = (M[3] - M[1]) / s;
-  } else if (M[0] > M[4] && M[0] > M[8]) {
-    const double s = std::sqrt(1.0 + M[0] - M[4] - M[8]) * 2;
-    w = (M[7] - M[5]) / s, x = 0.25 * s, y = (M[1] + M[3]) / s, z = (M[2] + M[6]) / s;
-  } else if (M[4] > M[8]) {
-    const double s = std::sqrt(1.0 + M[4] - M[0] - M[8]) * 2;
-    w = (M[2] - M[6]) / s, x = (M[1] + M[3]) / s, y = 0.25 * s, z = (M[5] + M[7]) / s;
-  } else {
-    const double s = std::sqrt(1.0 + M[8] - M[0] - M[4]) * 2;
-    w = (M[3] - M[1]) / s, x = (M[2] + M[6]) / s, y = (M[5] + M[7]) / s, z = 0.25 * s;
-  }
-  const double sign = w < 0 ? -1.0 : 1.0;
-  wxyz[0] = sign * w, wxyz[1] = sign * x, wxyz[2] = sign * y, wxyz[3] = sign * z;
-}
-
 // The tip pose (x y z qw qx qy qz) at the joint vector q (Fk::kDof values), in double.
 template <class Fk>
 void pose(const double *q, double *out) {
   double p[3], R[9];
   Fk::template fk<double>(q, p, R);
   out[0] = p[0], out[1] = p[1], out[2] = p[2];
-  quaternion_of(R, out + 3);
+  matrix_to_quaternion(R, out[3], out[4], out[5], out[6]);
 }
 
 // A NUL-terminated copy truncated to the ABI's name capacity.

@@ -1,7 +1,9 @@
-// kiln plugins: the parts of a warm-start state blob (export_state / import_state) that kiln.ik and
-// kiln.trajopt share: the byte-order mark, NUL-padded names, writing header + slot records, and
-// checking and unpacking the records. Each plugin keeps its own header (format id, fields, version)
-// and the checks and messages about it. Host code, plain C++.
+// kiln plugins: a solver plugin's warm-start state blob (export_state / import_state), all but what
+// is the plugin's own: the header's frame (format id, version, byte-order mark, dof; the chain tag
+// and robot name), writing header + slot records, reading and checking the header's frame, the
+// blob's size and the records, unpacking them. Each plugin keeps the header's fields of its own
+// (StateHeader<Fields>: slots and anything else), its format id and version, and the checks of
+// its identity. Host code, plain C++.
 //
 // After the plugin's header come the snapshot's slots: records of words_per_slot 4-byte words,
 // valid (0 or 1), then words_per_slot - 1 floats, in the writer's byte order.
@@ -27,6 +29,53 @@ inline void copy_padded(char *destination, size_t capacity, const char *source) 
   std::memset(destination, 0, capacity);
   const size_t n = std::strlen(source);
   std::memcpy(destination, source, n < capacity - 1 ? n : capacity - 1);
+}
+
+// The fields every plugin's state header starts with (offsets 0 to 27).
+struct StateHeaderStart {
+  char format[16];      // format id, NUL-padded
+  uint32_t version;     // of the plugin's layout: a change of it is a new version
+  uint32_t byte_order;  // kByteOrderMark as the writer stored it
+  uint32_t dof;
+};
+static_assert(sizeof(StateHeaderStart) == 28, "the state header's start is fixed");
+
+// A plugin's state header: the start, the plugin's own fields (a struct of 4-byte words with
+// `slots` among them), the chain tag (KILN_FK_CHAIN_TAG: a hash of the whole generated chain) and
+// the robot name (for messages only), NUL-padded.
+template <class Fields>
+struct StateHeader {
+  StateHeaderStart start;
+  Fields own;
+  char chain[32];
+  char robot[32];
+};
+
+// What the plugin is, for the header's identity fields.
+struct StateIdentity {
+  uint32_t dof;
+  const char *chain;  // the chain tag
+  const char *robot;
+};
+
+// What a plugin's blob is: its format id (at most 15 characters) and the layout version it writes
+// and reads.
+struct StateFormat {
+  const char *id;
+  uint32_t version;
+};
+
+// [setup-thread] export_state: a header's frame for this plugin (dof, chain tag, robot name from
+// self) and `slots` slots; the plugin fills in its other fields.
+template <class Header>
+void fill_header(Header &header, const StateFormat &format, const StateIdentity &self, uint32_t slots) {
+  copy_padded(header.start.format, sizeof header.start.format, format.id);
+  header.start.version = format.version;
+  header.start.byte_order = kByteOrderMark;
+  header.start.dof = self.dof;
+  header.own.slots = slots;
+  copy_padded(header.chain, sizeof header.chain, self.chain);
+  copy_padded(header.robot, sizeof header.robot, self.robot);
 }
 
 inline uint64_t blob_size(size_t header_size, size_t words_per_slot, uint64_t slots) {
@@ -67,6 +116,50 @@ inline kiln_status write_blob(const void *header, size_t header_size, const Slot
   return KILN_OK;
 }
 
+// [setup-thread] import_state's first checks: a blob that holds a whole Header of this format,
+// byte order and version. KILN_OK and *header (chain and robot NUL-terminated), or a refusal; the
+// plugin then checks its identity fields.
+template <class Header>
+kiln_status read_header(const void *blob, size_t size, const StateFormat &format, Header *header,
+                        kiln::plugin::Message &message) {
+  char expected[sizeof header->start.format];
+  copy_padded(expected, sizeof expected, format.id);
+  const unsigned char *bytes = static_cast<const unsigned char *>(blob);
+  if (bytes == nullptr || size < sizeof expected) {
+    message.format("import_state: the blob is truncated: %zu bytes, a %s header has %zu", size, format.id,
+                   sizeof(Header));
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  if (std::memcmp(bytes, expected, sizeof expected) != 0) {
+    char found[sizeof expected + 1] = {};
+    std::memcpy(found, bytes, sizeof expected);
+    for (size_t k = 0; k < sizeof expected; ++k) {
+      if (found[k] != '\0' && (found[k] < 0x20 || found[k] > 0x7e)) found[k] = '?';
+    }
+    message.format("import_state: not a %s blob (format id '%s'): it comes from another plugin", format.id, found);
+    return KILN_ERR_UNSUPPORTED;
+  }
+  if (size < sizeof(Header)) {
+    message.format("import_state: the blob is truncated: %zu bytes, a %s header has %zu", size, format.id,
+                   sizeof(Header));
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  std::memcpy(header, bytes, sizeof(Header));
+  header->chain[sizeof header->chain - 1] = '\0';
+  header->robot[sizeof header->robot - 1] = '\0';
+  if (header->start.byte_order != kByteOrderMark) {
+    message.format("import_state: the blob was written with another byte order (mark 0x%08x, expected 0x%08x)",
+                   header->start.byte_order, kByteOrderMark);
+    return KILN_ERR_UNSUPPORTED;
+  }
+  if (header->start.version != format.version) {
+    message.format("import_state: %s version %u; this plugin reads version %u only", format.id, header->start.version,
+                   format.version);
+    return KILN_ERR_UNSUPPORTED;
+  }
+  return KILN_OK;
+}
+
 // How import_state's refusals of a record name what it holds, e.g. "a solution", "max_batch at
 // activate", "joint" (slot %u holds <held> ... (<slots_from>); slot %u: <value> %zu is not finite).
 struct RecordWording {
@@ -102,6 +195,21 @@ inline kiln_status check_records(const unsigned char *records, uint32_t blob_slo
     }
   }
   return KILN_OK;
+}
+
+// [setup-thread] After the plugin's checks of its header: the blob's size against the header's
+// slots, then its records (check_records).
+inline kiln_status check_body(const unsigned char *blob, size_t size, size_t header_size, uint32_t blob_slots,
+                              size_t words_per_slot, uint32_t max_slots, const RecordWording &wording,
+                              kiln::plugin::Message &message) {
+  const uint64_t expected = blob_size(header_size, words_per_slot, blob_slots);
+  if (size != expected) {
+    message.format("import_state: the blob is %s: %zu bytes, a blob of %u slots of %zu floats has %llu",
+                   size < expected ? "truncated" : "longer than its header says", size, blob_slots, words_per_slot - 1,
+                   static_cast<unsigned long long>(expected));
+    return KILN_ERR_INVALID_ARGUMENT;
+  }
+  return check_records(blob + header_size, blob_slots, words_per_slot, max_slots, wording, message);
 }
 
 // Unpacks checked records into `slots` slots of the solver's arrays (slots * (words_per_slot - 1)

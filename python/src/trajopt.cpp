@@ -1,5 +1,6 @@
 // kiln.TrajOpt: the "kiln.trajopt/1" interface (abi/kiln/ext/trajopt.h) of a loaded plugin, over
-// numpy arrays. The same rules as kiln.IK (ik.cpp): float32 C-contiguous inputs taken without a
+// numpy arrays, built on the solver template (solver_binding.hpp) as kiln.IK (ik.cpp) is; its own
+// is solve and the horizon. The same rules as kiln.IK: float32 C-contiguous inputs taken without a
 // copy when they already are; outputs new per call or a previous result's (out=); host memory
 // and the synchronous solve only; solve/activate/deactivate/close serialised per instance,
 // info/joint_info unlocked ([any-thread]); the GIL released around the solve.
@@ -13,6 +14,7 @@
 
 #include "bindings.hpp"
 #include "errors.hpp"
+#include "solver_binding.hpp"
 #include "solver_common.hpp"
 
 namespace kiln::python {
@@ -28,59 +30,29 @@ struct TrajOptResult {
   py::ssize_t count = 0;
 };
 
-class TrajOpt : public Solver {
+// kiln.trajopt/1 as the solver template sees it.
+struct TrajoptKind {
+  KILN_SOLVER_BINDING_KIND(trajopt, TRAJOPT);
+  static void add_info(py::dict &out, const kiln_trajopt_info &info) { out["horizon"] = info.horizon; }
+  static void add_joint(py::dict &item, const kiln_trajopt_joint_info &joint) {
+    item["velocity_limit"] = joint.velocity_limit;
+    item["effort_limit"] = joint.effort_limit;
+    item["position_limited"] = joint.position_limited != 0;
+  }
+};
+
+class TrajOpt : public SolverBinding<TrajoptKind> {
  public:
-  explicit TrajOpt(const Module &module)
-      : Solver(module, KILN_TRAJOPT_INTERFACE_ID, sizeof(kiln_trajopt_v1)),
-        trajopt_(static_cast<const kiln_trajopt_v1 *>(solver_.table)) {
-    const kiln_trajopt_info info = query_info();
-    dof_ = info.dof;
-    horizon_ = info.horizon;
-  }
+  explicit TrajOpt(const Module &module) : SolverBinding(module), horizon_(query_info().horizon) {}
 
-  std::uint32_t dof() const { return dof_; }
   std::uint32_t horizon() const { return horizon_; }
-
-  py::dict info() const {
-    const kiln_trajopt_info info = query_info();
-    py::dict out;
-    out["dof"] = info.dof;
-    out["horizon"] = info.horizon;
-    out["max_seeds"] = info.max_seeds;
-    out["max_batch"] = info.max_batch;
-    out["device"] = info.device_ordinal;
-    out["active"] = info.active != 0;
-    out["warm_start"] = (info.solve_flags & KILN_TRAJOPT_SOLVE_WARM_START) != 0;
-    out["device_bytes"] = info.device_bytes;
-    out["host_bytes"] = info.host_bytes;
-    out["robot"] = bounded_text(info.robot, sizeof info.robot);
-    out["base_link"] = bounded_text(info.base_link, sizeof info.base_link);
-    out["tip_link"] = bounded_text(info.tip_link, sizeof info.tip_link);
-    out["source"] = bounded_text(info.source, sizeof info.source);
-    return out;
-  }
-
-  py::list joints() const {
-    return joint_list<kiln_trajopt_joint_info>(
-        dof_,
-        [&](std::uint32_t j, kiln_trajopt_joint_info *joint) {
-          check(trajopt_->joint_info(solver_.handle(), j, joint), "joint_info");
-        },
-        [](py::dict &item, const kiln_trajopt_joint_info &joint) {
-          item["velocity_limit"] = joint.velocity_limit;
-          item["effort_limit"] = joint.effort_limit;
-          item["position_limited"] = joint.position_limited != 0;
-        });
-  }
 
   TrajOptResult solve(const InArray<float> &q0, const py::object &pose_goals_arg, const py::object &joint_goals_arg,
                       const py::object &goal_kinds_arg, const py::object &qd0_arg, const py::object &dt_arg,
                       const py::object &initial_arg, std::uint32_t max_iterations, float position_tolerance,
                       float orientation_tolerance, std::uint32_t seeds, float goal_weight, float smoothness_weight,
                       float effort_weight, std::uint64_t random_seed, bool warm_start, const py::object &out) {
-    const std::size_t rows = rows_of(q0, dof_, "solve: q0");
-    if (rows > std::numeric_limits<std::uint32_t>::max()) throw UsageError("kiln.trajopt/1: more than 2^32 - 1 problems");
-    const auto count = static_cast<std::uint32_t>(rows);
+    const std::uint32_t count = count_of(rows_of(q0, dof_, "solve: q0"), "problems");
 
     // Every optional input: None, or an array of `count` rows of `width` values.
     auto rows_input = [&](const py::object &arg, std::size_t width, const char *what) -> std::optional<InArray<float>> {
@@ -119,17 +91,11 @@ class TrajOpt : public Solver {
       std::fill_n(goal_kinds->mutable_data(), count, std::uint8_t{KILN_TRAJOPT_GOAL_JOINT});
     }
 
-    kiln_trajopt_options options{};
-    options.struct_size = sizeof options;
-    options.max_iterations = max_iterations;
-    options.position_tolerance = position_tolerance;
-    options.orientation_tolerance = orientation_tolerance;
-    options.seeds_per_target = seeds;
+    kiln_trajopt_options options = SolverBinding::options(max_iterations, position_tolerance, orientation_tolerance,
+                                                          seeds, random_seed, warm_start);
     options.goal_weight = goal_weight;
     options.smoothness_weight = smoothness_weight;
     options.effort_weight = effort_weight;
-    options.random_seed = random_seed;
-    options.flags = warm_start ? KILN_TRAJOPT_SOLVE_WARM_START : 0u;
     // dt: a number (every problem) or one per problem.
     std::optional<InArray<float>> dt;
     if (!dt_arg.is_none()) {
@@ -143,10 +109,7 @@ class TrajOpt : public Solver {
     }
 
     TrajOptResult result = result_for(out, count);
-    kiln_trajopt_problem problem{};
-    problem.struct_size = sizeof problem;
-    problem.count = count;
-    problem.memory = KILN_TRAJOPT_MEMORY_HOST;
+    kiln_trajopt_problem problem = SolverBinding::problem(count, &options);
     problem.q0 = q0.data();
     problem.qd0 = qd0 ? qd0->data() : nullptr;
     problem.goal_kinds = goal_kinds ? goal_kinds->data() : nullptr;
@@ -154,69 +117,45 @@ class TrajOpt : public Solver {
     problem.joint_goals = joint_goals ? joint_goals->data() : nullptr;
     problem.dt = dt ? dt->data() : nullptr;
     problem.initial_trajectories = initial ? initial->data() : nullptr;
-    problem.options = &options;
-    problem.stream = nullptr;
 
-    kiln_trajopt_result buffers{};
-    buffers.struct_size = sizeof buffers;
-    buffers.q = result.q.mutable_data();
+    kiln_trajopt_result buffers = SolverBinding::buffers(result);
     buffers.qd = result.qd.mutable_data();
     buffers.torques = result.torques.mutable_data();
-    buffers.converged = static_cast<std::uint8_t *>(result.converged.mutable_data());
-    buffers.position_error = result.position_error.mutable_data();
-    buffers.orientation_error = result.orientation_error.mutable_data();
     buffers.position_violation = result.position_violation.mutable_data();
     buffers.velocity_violation = result.velocity_violation.mutable_data();
     buffers.torque_violation = result.torque_violation.mutable_data();
     buffers.cost = result.cost.mutable_data();
-    buffers.iterations = result.iterations.mutable_data();
-
-    solve_locked([&](kiln_instance *instance, char *message, std::size_t capacity) {
-      return trajopt_->solve(instance, &problem, &buffers, message, capacity);
-    });
+    solve_call(problem, buffers);
     return result;
   }
 
  private:
-  kiln_trajopt_info query_info() const {
-    kiln_trajopt_info info{};
-    info.struct_size = sizeof info;
-    check(trajopt_->info(solver_.handle(), &info), "info");
-    return info;
-  }
-
   TrajOptResult result_for(const py::object &out, std::uint32_t count) const {
     const py::ssize_t n = count;
     const std::vector<py::ssize_t> knots{n, static_cast<py::ssize_t>(horizon_) + 1, static_cast<py::ssize_t>(dof_)};
-    if (!out.is_none()) {
-      TrajOptResult previous = out.cast<TrajOptResult>();
-      if (previous.count == n && previous.q.ndim() == 3 && std::equal(knots.begin(), knots.end(), previous.q.shape()))
-        return previous;
-    }
-    TrajOptResult r;
-    r.count = n;
-    r.q = py::array_t<float>(knots);
-    r.qd = py::array_t<float>(knots);
-    r.torques = py::array_t<float>(knots);
-    r.converged = bool_array(py::none(), n);
-    for (auto *array : {&r.position_error, &r.orientation_error, &r.position_violation, &r.velocity_violation,
-                        &r.torque_violation, &r.cost})
-      *array = py::array_t<float>(n);
-    r.iterations = py::array_t<std::uint32_t>(n);
-    return r;
+    return reuse_or<TrajOptResult>(out, n, knots, [&] {
+      TrajOptResult r;
+      r.q = py::array_t<float>(knots);
+      r.qd = py::array_t<float>(knots);
+      r.torques = py::array_t<float>(knots);
+      r.converged = bool_array(py::none(), n);
+      for (auto *array : {&r.position_error, &r.orientation_error, &r.position_violation, &r.velocity_violation,
+                          &r.torque_violation, &r.cost})
+        *array = py::array_t<float>(n);
+      r.iterations = py::array_t<std::uint32_t>(n);
+      return r;
+    });
   }
 
-  const kiln_trajopt_v1 *trajopt_;
-  std::uint32_t dof_ = 0;
   std::uint32_t horizon_ = 0;
 };
 
 }  // namespace
 
 void bind_trajopt(py::module_ &m) {
-  py::class_<TrajOptResult>(m, "TrajOptResult",
-                            "One TrajOpt solve's outputs; index i is problem i, trajectories (n, N + 1, dof) with "
-                            "knot 0 = q0. Pass it as out= to reuse its arrays.")
+  bind_result<TrajOptResult>(m, "TrajOptResult",
+                             "One TrajOpt solve's outputs; index i is problem i, trajectories (n, N + 1, dof) with "
+                             "knot 0 = q0. Pass it as out= to reuse its arrays.")
       .def_readonly("q", &TrajOptResult::q)
       .def_readonly("qd", &TrajOptResult::qd)
       .def_readonly("torques", &TrajOptResult::torques)
@@ -227,19 +166,15 @@ void bind_trajopt(py::module_ &m) {
       .def_readonly("velocity_violation", &TrajOptResult::velocity_violation)
       .def_readonly("torque_violation", &TrajOptResult::torque_violation)
       .def_readonly("cost", &TrajOptResult::cost)
-      .def_readonly("iterations", &TrajOptResult::iterations)
-      .def("__len__", [](const TrajOptResult &r) { return r.count; });
+      .def_readonly("iterations", &TrajOptResult::iterations);
 
-  py::class_<TrajOpt> trajopt(m, "TrajOpt",
-                              "The kiln.trajopt/1 interface of a new instance of a loaded plugin "
-                              "(abi/kiln/ext/trajopt.h): batched trajectory optimisation over a horizon of N steps "
-                              "fixed when the plugin was built.");
-  trajopt.def(py::init<const Module &>(), py::arg("module"))
-      .def_property_readonly("dof", &TrajOpt::dof)
+  bind_solver<TrajOpt>(m, "TrajOpt",
+                       "The kiln.trajopt/1 interface of a new instance of a loaded plugin (abi/kiln/ext/trajopt.h): "
+                       "batched trajectory optimisation over a horizon of N steps fixed when the plugin was built.",
+                       "[{name, type, lower, upper, velocity_limit, effort_limit, position_limited}]", 64,
+                       "device -1: host only.", "trajopt",
+                       "A kiln.TrajOpt over a new instance of this plugin (AbiError when it offers no kiln.trajopt/1).")
       .def_property_readonly("horizon", &TrajOpt::horizon)
-      .def("info", &TrajOpt::info)
-      .def("joints", &TrajOpt::joints, "[{name, type, lower, upper, velocity_limit, effort_limit, position_limited}]");
-  bind_lifecycle(trajopt, 64, "device -1: host only.")
       .def("solve", &TrajOpt::solve, py::arg("q0"), py::kw_only(), py::arg("pose_goals") = py::none(),
            py::arg("joint_goals") = py::none(), py::arg("goal_kinds") = py::none(), py::arg("qd0") = py::none(),
            py::arg("dt") = py::none(), py::arg("initial_trajectories") = py::none(), py::arg("max_iterations") = 0u,
@@ -249,11 +184,6 @@ void bind_trajopt(py::module_ &m) {
            "Plan a batch: q0 (n, dof); pose_goals (n, 7) and/or joint_goals (n, dof) (both: goal_kinds (n,) of "
            "0 pose / 1 joint); qd0 (n, dof) or None (at rest); dt a number or (n,); initial_trajectories "
            "(n, N, dof). 0 means the plugin's default for every option. Returns a kiln.TrajOptResult.");
-
-  py::class_<Module> module = py::reinterpret_borrow<py::class_<Module>>(m.attr("Module"));
-  module.def(
-      "trajopt", [](const Module &self) { return std::make_unique<TrajOpt>(self); },
-      "A kiln.TrajOpt over a new instance of this plugin (AbiError when it offers no kiln.trajopt/1).");
 }
 
 }  // namespace kiln::python

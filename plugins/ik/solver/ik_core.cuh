@@ -8,59 +8,17 @@
 
 #include <cmath>
 
+#include "kiln_hd_math.hpp"
 #include "kiln_ik_common.hpp"
+#include "kiln_rotation.hpp"
 
 namespace kiln_ik {
 
-KILN_IK_HD float sqrt_(float x) {
-#if defined(__CUDA_ARCH__)
-  return ::sqrtf(x);
-#else
-  return std::sqrt(x);
-#endif
-}
-KILN_IK_HD double sqrt_(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::sqrt(x);
-#else
-  return std::sqrt(x);
-#endif
-}
-KILN_IK_HD float atan2_(float y, float x) {
-#if defined(__CUDA_ARCH__)
-  return ::atan2f(y, x);
-#else
-  return std::atan2(y, x);
-#endif
-}
-KILN_IK_HD double atan2_(double y, double x) {
-#if defined(__CUDA_ARCH__)
-  return ::atan2(y, x);
-#else
-  return std::atan2(y, x);
-#endif
-}
-KILN_IK_HD float floor_(float x) {
-#if defined(__CUDA_ARCH__)
-  return ::floorf(x);
-#else
-  return std::floor(x);
-#endif
-}
-KILN_IK_HD double floor_(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::floor(x);
-#else
-  return std::floor(x);
-#endif
-}
-KILN_IK_HD bool finite_(float x) {
-#if defined(__CUDA_ARCH__)
-  return ::isfinite(x);
-#else
-  return std::isfinite(x);
-#endif
-}
+// The host and device math: plugins/common/kiln_hd_math.hpp.
+using kiln_plugin_common::hd::atan2_;
+using kiln_plugin_common::hd::finite_;
+using kiln_plugin_common::hd::floor_;
+using kiln_plugin_common::hd::sqrt_;
 
 // Joint limits as the solver uses them (rounded inwards to T by the host, so a clamped value
 // is inside the model's limits); bit j of wrap: joint j is continuous (wrapped into [-pi, pi]).
@@ -105,26 +63,8 @@ KILN_IK_HD bool make_target(const float *pose, Target<T> &out) {
   return true;
 }
 
-// Unit quaternion (w >= 0) of a rotation matrix (row-major), Shepperd's method.
-template <class T>
-KILN_IK_HD void matrix_to_quaternion(const T *M, T &w, T &x, T &y, T &z) {
-  const T one = static_cast<T>(1), quarter = static_cast<T>(0.25);
-  const T trace = M[0] + M[4] + M[8];
-  if (trace > 0) {
-    const T s = sqrt_(trace + one) * 2;
-    w = quarter * s, x = (M[7] - M[5]) / s, y = (M[2] - M[6]) / s, z = (M[3] - M[1]) / s;
-  } else if (M[0] > M[4] && M[0] > M[8]) {
-    const T s = sqrt_(one + M[0] - M[4] - M[8]) * 2;
-    w = (M[7] - M[5]) / s, x = quarter * s, y = (M[1] + M[3]) / s, z = (M[2] + M[6]) / s;
-  } else if (M[4] > M[8]) {
-    const T s = sqrt_(one + M[4] - M[0] - M[8]) * 2;
-    w = (M[2] - M[6]) / s, x = (M[1] + M[3]) / s, y = quarter * s, z = (M[5] + M[7]) / s;
-  } else {
-    const T s = sqrt_(one + M[8] - M[0] - M[4]) * 2;
-    w = (M[3] - M[1]) / s, x = (M[2] + M[6]) / s, y = (M[5] + M[7]) / s, z = quarter * s;
-  }
-  if (w < 0) w = -w, x = -x, y = -y, z = -z;
-}
+// Unit quaternion (w >= 0) of a rotation matrix: the plugin kit's (plugins/common/kiln_rotation.hpp).
+using kiln_plugin_common::matrix_to_quaternion;
 
 // e = [p_target - p; rotation vector of R_target R^T]; position and orientation error; cost = |e|^2.
 template <class T>

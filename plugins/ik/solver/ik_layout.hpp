@@ -1,5 +1,5 @@
 // kiln IK plugin: the host-side pieces both forms share: the model's limits as the solver uses
-// them, name copies, and where each per-target array lives inside one reservation (device or
+// them and where each per-target array lives inside one reservation (device or
 // staging). Plain C++ (no CUDA header).
 #pragma once
 
@@ -28,11 +28,6 @@ inline FloatLimits float_limits() {
     if (Chain::kJointTypes[j] == Chain::kContinuous) limits.wrap |= 1u << j;
   }
   return limits;
-}
-
-inline void copy_name(char *destination, const char *source) {
-  std::strncpy(destination, source, KILN_IK_NAME_CAPACITY - 1);
-  destination[KILN_IK_NAME_CAPACITY - 1] = '\0';
 }
 
 // Offsets of the per-target arrays inside one reservation (device or staging), 256-byte aligned.

@@ -5,7 +5,7 @@
 //
 //   offset  size  field
 //   0       16    format id "kiln.ik.state", NUL-padded
-//   16      4     format version (kStateVersion)
+//   16      4     format version (kFormat.version)
 //   20      4     byte-order mark 0x01020304 as the writer stored it
 //   24      4     dof
 //   28      4     slots
@@ -17,8 +17,9 @@
 // Version rule: a change of this layout is a new version; a plugin reads the versions it knows and
 // refuses any other (KILN_ERR_UNSUPPORTED), so a successor never misreads a blob.
 //
-// The snapshot, the records' writing, checks and unpacking are kiln.trajopt's too
-// (plugins/common/kiln_slot_snapshot.hpp, kiln_state_blob.hpp); the header and its checks are here.
+// The snapshot, the header's start, the records' writing, checks and unpacking are the plugin kit's
+// (plugins/common/kiln_slot_snapshot.hpp, kiln_state_blob.hpp); the header's layout and the checks
+// of the chain are here.
 #pragma once
 
 #include <stdint.h>
@@ -33,43 +34,23 @@
 namespace kiln_ik {
 namespace state {
 
-constexpr char kFormat[16] = "kiln.ik.state";
-constexpr uint32_t kVersion = 1;
-constexpr uint32_t kByteOrder = kiln_plugin_common::kByteOrderMark;
+constexpr kiln_plugin_common::StateFormat kFormat{"kiln.ik.state", 1};
 
-struct Header {
-  char format[16];
-  uint32_t version;
-  uint32_t byte_order;
-  uint32_t dof;
+struct Fields {
   uint32_t slots;
-  char chain[32];
-  char robot[32];
 };
+using Header = kiln_plugin_common::StateHeader<Fields>;
 static_assert(sizeof(Header) == 96, "the blob's header layout is fixed");
 
 constexpr size_t words_per_slot(uint32_t dof) { return size_t{1} + dof; }
-constexpr uint64_t blob_size(uint32_t dof, uint64_t slots) { return sizeof(Header) + slots * words_per_slot(dof) * 4u; }
 
-// What the plugin is, for the blob's identity fields.
-struct Identity {
-  uint32_t dof;
-  const char *chain;  // the chain tag
-  const char *robot;
-};
+using Identity = kiln_plugin_common::StateIdentity;
 
 // [setup-thread] export_state: header + snapshot.slots() records. buffer NULL: the size only.
 inline kiln_status write_blob(const Identity &self, const kiln_plugin_common::SlotSnapshot &snapshot, void *buffer,
                               size_t capacity, size_t *size, kiln::plugin::Message &message) {
-  using kiln_plugin_common::copy_padded;
   Header header{};
-  copy_padded(header.format, sizeof header.format, kFormat);
-  header.version = kVersion;
-  header.byte_order = kByteOrder;
-  header.dof = self.dof;
-  header.slots = snapshot.slots();
-  copy_padded(header.chain, sizeof header.chain, self.chain);
-  copy_padded(header.robot, sizeof header.robot, self.robot);
+  kiln_plugin_common::fill_header(header, kFormat, self, snapshot.slots());
   return kiln_plugin_common::write_blob(&header, sizeof header, snapshot, buffer, capacity, size, message);
 }
 
@@ -83,44 +64,14 @@ struct Parsed {
 // and *parsed, or a refusal naming what differs; nothing is changed either way.
 inline kiln_status parse_blob(const Identity &self, uint32_t max_slots, const void *blob, size_t size, Parsed *parsed,
                               kiln::plugin::Message &message) {
-  const unsigned char *bytes = static_cast<const unsigned char *>(blob);
-  if (size < sizeof(kFormat)) {
-    message.format("import_state: the blob is truncated: %zu bytes, a kiln.ik.state header has %zu", size,
-                   sizeof(Header));
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
-  char format[sizeof kFormat + 1] = {};
-  std::memcpy(format, bytes, sizeof kFormat);
-  if (std::memcmp(bytes, kFormat, sizeof kFormat) != 0) {
-    for (size_t k = 0; k < sizeof kFormat; ++k) {
-      if (format[k] != '\0' && (format[k] < 0x20 || format[k] > 0x7e)) format[k] = '?';
-    }
-    message.format("import_state: not a kiln.ik.state blob (format id '%s'): it comes from another plugin", format);
-    return KILN_ERR_UNSUPPORTED;
-  }
-  if (size < sizeof(Header)) {
-    message.format("import_state: the blob is truncated: %zu bytes, a kiln.ik.state header has %zu", size,
-                   sizeof(Header));
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
   Header header;
-  std::memcpy(&header, bytes, sizeof header);
-  header.chain[sizeof header.chain - 1] = '\0';
-  header.robot[sizeof header.robot - 1] = '\0';
-  if (header.byte_order != kByteOrder) {
-    message.format("import_state: the blob was written with another byte order (mark 0x%08x, expected 0x%08x)",
-                   header.byte_order, kByteOrder);
-    return KILN_ERR_UNSUPPORTED;
-  }
-  if (header.version != kVersion) {
-    message.format("import_state: kiln.ik.state version %u; this plugin reads version %u only", header.version,
-                   kVersion);
-    return KILN_ERR_UNSUPPORTED;
-  }
-  if (header.dof != self.dof) {
-    message.format("import_state: the blob is for a chain of %u joints (robot '%s'); this plugin's chain has %u (robot "
-                   "'%s')",
-                   header.dof, header.robot, self.dof, self.robot);
+  kiln_status status = kiln_plugin_common::read_header(blob, size, kFormat, &header, message);
+  if (status != KILN_OK) return status;
+  if (header.start.dof != self.dof) {
+    message.format(
+        "import_state: the blob is for a chain of %u joints (robot '%s'); this plugin's chain has %u (robot "
+        "'%s')",
+        header.start.dof, header.robot, self.dof, self.robot);
     return KILN_ERR_UNSUPPORTED;
   }
   if (std::strcmp(header.chain, self.chain) != 0) {
@@ -128,20 +79,13 @@ inline kiln_status parse_blob(const Identity &self, uint32_t max_slots, const vo
                    header.chain, header.robot, self.chain, self.robot);
     return KILN_ERR_UNSUPPORTED;
   }
-  const uint64_t expected = blob_size(self.dof, header.slots);
-  if (size != expected) {
-    message.format("import_state: the blob is %s: %zu bytes, a blob of %u slots of %u joints has %llu",
-                   size < expected ? "truncated" : "longer than its header says", size, header.slots, self.dof,
-                   static_cast<unsigned long long>(expected));
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
-  const unsigned char *records = bytes + sizeof(Header);
+  const unsigned char *bytes = static_cast<const unsigned char *>(blob);
   const kiln_plugin_common::RecordWording wording{"a solution", "max_batch at activate", "joint"};
-  const kiln_status status =
-      kiln_plugin_common::check_records(records, header.slots, words_per_slot(self.dof), max_slots, wording, message);
+  status = kiln_plugin_common::check_body(bytes, size, sizeof(Header), header.own.slots, words_per_slot(self.dof),
+                                          max_slots, wording, message);
   if (status != KILN_OK) return status;
-  parsed->records = records;
-  parsed->slots = header.slots < max_slots ? header.slots : max_slots;
+  parsed->records = bytes + sizeof(Header);
+  parsed->slots = header.own.slots < max_slots ? header.own.slots : max_slots;
   return KILN_OK;
 }
 

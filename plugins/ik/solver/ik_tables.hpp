@@ -1,7 +1,8 @@
 // kiln IK plugin: the C side of IkSolver<Device> (ik_solver.hpp), shared by both forms: the
-// kiln.ik/1 and kiln.selftest/1 tables, its own entry points (dof, joint_info, fk), and
-// get_interface; the forwarding ones are plugins/common/kiln_c_trampolines.hpp, kiln.robotmodel/1
-// is plugins/common/kiln_robotmodel.hpp's (no dynamics: the IK chains are generated without).
+// kiln.ik/1 table and its own entry points (dof, joint_info, fk); the forwarding ones are
+// plugins/common/kiln_c_trampolines.hpp, kiln.selftest/1 and get_interface the kit's
+// SolverInstance, kiln.robotmodel/1 plugins/common/kiln_robotmodel.hpp's (no dynamics: the IK
+// chains are generated without).
 // Included by ik_solver.hpp.
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include "ik_solver.hpp"
 #include "kiln_c_trampolines.hpp"
+#include "kiln_interface_structs.hpp"
 #include "kiln_robotmodel.hpp"
 
 namespace {
@@ -24,17 +26,9 @@ inline uint32_t dof(const kiln_instance *instance) {
 
 inline kiln_status joint_info(const kiln_instance *instance, uint32_t index, kiln_ik_joint_info *info) {
   (void)instance;
-  if (info == nullptr || info->struct_size == 0 || index >= static_cast<uint32_t>(kDof)) return KILN_ERR_INVALID_ARGUMENT;
-  kiln_ik_joint_info full{};
-  full.struct_size = info->struct_size;
-  full.type = Chain::kJointTypes[index];
-  full.lower = Chain::kLower[index];
-  full.upper = Chain::kUpper[index];
-  for (int k = 0; k < 3; ++k) full.axis[k] = Chain::kAxes[index][k];
-  full.name_length = static_cast<uint32_t>(std::strlen(Chain::kJointNames[index]));
-  copy_name(full.name, Chain::kJointNames[index]);
-  std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
-  return KILN_OK;
+  return kiln_plugin_common::joint_info<Chain>(index, info, [](kiln_ik_joint_info &full, uint32_t j) {
+    for (int k = 0; k < 3; ++k) full.axis[k] = Chain::kAxes[j][k];
+  });
 }
 
 // kiln.ik/1's fk: kiln.robotmodel/1's (one generated implementation, in double), rounded to float.
@@ -65,17 +59,5 @@ const kiln_ik_v1 IkSolver<Device>::table = {sizeof(kiln_ik_v1),
                                             &trampolines::poll<IkSolver, KILN_IK_IDLE>,
                                             &trampolines::wait<IkSolver>,
                                             &trampolines::solve<IkSolver, kiln_ik_problem, kiln_ik_result>};
-template <class Device>
-const kiln_selftest_v1 IkSolver<Device>::selftest_table = {sizeof(kiln_selftest_v1), &trampolines::selftest<IkSolver>};
-
-template <class Device>
-const void *IkSolver<Device>::get_interface(const char *interface_id) const noexcept {
-  if (std::strcmp(interface_id, KILN_IK_INTERFACE_ID) == 0) return &table;
-  if (std::strcmp(interface_id, KILN_SELFTEST_INTERFACE_ID) == 0) return &selftest_table;
-  if (std::strcmp(interface_id, KILN_ROBOTMODEL_INTERFACE_ID) == 0) {
-    return &kiln_plugin_common::robotmodel::Model<Chain, kiln_plugin_common::robotmodel::NoDynamics>::table;
-  }
-  return nullptr;
-}
 
 }  // namespace

@@ -51,37 +51,11 @@ inline bool all_finite(const float *v, size_t n) {
   return true;
 }
 
-// Every check of solve_async before any work; KILN_OK and *settings, or a refusal.
-inline kiln_status check(const kiln_trajopt_problem *problem, const kiln_trajopt_result *result, uint32_t max_batch,
-                         bool host_only, Settings *settings, kiln::plugin::Message &message) {
-  if (problem == nullptr || problem->struct_size < sizeof(kiln_trajopt_problem)) {
-    message.set("solve: problem is NULL or its struct_size is smaller than kiln_trajopt_problem of kiln.trajopt/1");
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
-  if (result == nullptr || result->struct_size < sizeof(kiln_trajopt_result)) {
-    message.set("solve: result is NULL or its struct_size is smaller than kiln_trajopt_result of kiln.trajopt/1");
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
-  if (const char *bad = resolve(problem->options, settings)) {
-    message.format("solve: %s", bad);
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
+// The checks of a solve of count > 0 after the kit's (plugins/common/kiln_solver_instance.hpp:
+// struct sizes, options, count, memory): the arrays there, host-memory inputs finite.
+inline kiln_status check(const kiln_trajopt_problem *problem, const kiln_trajopt_result *result, bool device_memory,
+                         kiln::plugin::Message &message) {
   const uint32_t count = problem->count;
-  if (count > max_batch) {
-    message.format("solve: count = %u exceeds max_batch = %u reserved at activate", count, max_batch);
-    return KILN_ERR_CAPACITY;
-  }
-  if (problem->memory != KILN_TRAJOPT_MEMORY_HOST && problem->memory != KILN_TRAJOPT_MEMORY_DEVICE) {
-    message.format("solve: problem->memory = %d is neither KILN_TRAJOPT_MEMORY_HOST (0) nor _DEVICE (1)",
-                   static_cast<int>(problem->memory));
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
-  const bool device_memory = problem->memory == KILN_TRAJOPT_MEMORY_DEVICE;
-  if (device_memory && host_only) {
-    message.set("solve: KILN_TRAJOPT_MEMORY_DEVICE on an instance activated host only (device_ordinal -1)");
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
-  if (count == 0) return KILN_OK;
   if (problem->q0 == nullptr || result->q == nullptr) {
     message.set("solve: problem->q0 and result->q must not be NULL");
     return KILN_ERR_INVALID_ARGUMENT;

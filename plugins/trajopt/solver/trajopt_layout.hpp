@@ -11,13 +11,6 @@
 
 namespace kiln_trajopt {
 
-// A NUL-terminated copy truncated to KILN_TRAJOPT_NAME_CAPACITY - 1 characters.
-inline void copy_name(char *destination, const char *source) {
-  size_t n = 0;
-  while (n + 1 < KILN_TRAJOPT_NAME_CAPACITY && source[n] != '\0') destination[n] = source[n], ++n;
-  destination[n] = '\0';
-}
-
 struct Arrays {
   // Inputs.
   float *q0 = nullptr, *qd0 = nullptr, *pose_goals = nullptr, *joint_goals = nullptr, *dt = nullptr, *initial = nullptr;

@@ -6,7 +6,7 @@
 //
 //   offset  size  field
 //   0       16    format id "kiln.trajopt.st", NUL-padded
-//   16      4     format version (kVersion)
+//   16      4     format version (kFormat.version)
 //   20      4     byte-order mark 0x01020304 as the writer stored it
 //   24      4     dof
 //   28      4     horizon N
@@ -19,8 +19,9 @@
 // A blob of another format, version, byte order, chain, dof or horizon is refused
 // (KILN_ERR_UNSUPPORTED): a plugin of another N cannot start from this one's trajectories.
 //
-// The snapshot, the records' writing, checks and unpacking are kiln.ik's too
-// (plugins/common/kiln_slot_snapshot.hpp, kiln_state_blob.hpp); the header and its checks are here.
+// The snapshot, the header's start, the records' writing, checks and unpacking are the plugin kit's
+// (plugins/common/kiln_slot_snapshot.hpp, kiln_state_blob.hpp); the header's layout and the checks
+// of the chain and horizon are here.
 #pragma once
 
 #include <stdint.h>
@@ -35,44 +36,28 @@
 namespace kiln_trajopt {
 namespace state {
 
-constexpr char kFormat[16] = "kiln.trajopt.st";
-constexpr uint32_t kVersion = 1;
-constexpr uint32_t kByteOrder = kiln_plugin_common::kByteOrderMark;
+constexpr kiln_plugin_common::StateFormat kFormat{"kiln.trajopt.st", 1};
 
-struct Header {
-  char format[16];
-  uint32_t version;
-  uint32_t byte_order;
-  uint32_t dof;
+struct Fields {
   uint32_t horizon;
   uint32_t slots;
   uint32_t reserved[7];
-  char chain[32];
-  char robot[32];
 };
+using Header = kiln_plugin_common::StateHeader<Fields>;
 static_assert(sizeof(Header) == 128, "the blob's header layout is fixed");
 
+// The chain's identity and the horizon.
 struct Identity {
-  uint32_t dof;
+  kiln_plugin_common::StateIdentity chain;
   uint32_t horizon;
-  const char *chain;
-  const char *robot;
-  size_t words() const { return size_t{1} + size_t{dof} * horizon; }  // per slot
-  uint64_t blob_size(uint64_t slots) const { return sizeof(Header) + slots * words() * 4u; }
+  size_t words() const { return size_t{1} + size_t{chain.dof} * horizon; }  // per slot
 };
 
 inline kiln_status write_blob(const Identity &self, const kiln_plugin_common::SlotSnapshot &snapshot, void *buffer,
                               size_t capacity, size_t *size, kiln::plugin::Message &message) {
-  using kiln_plugin_common::copy_padded;
   Header header{};
-  copy_padded(header.format, sizeof header.format, kFormat);
-  header.version = kVersion;
-  header.byte_order = kByteOrder;
-  header.dof = self.dof;
-  header.horizon = self.horizon;
-  header.slots = snapshot.slots();
-  copy_padded(header.chain, sizeof header.chain, self.chain);
-  copy_padded(header.robot, sizeof header.robot, self.robot);
+  kiln_plugin_common::fill_header(header, kFormat, self.chain, snapshot.slots());
+  header.own.horizon = self.horizon;
   return kiln_plugin_common::write_blob(&header, sizeof header, snapshot, buffer, capacity, size, message);
 }
 
@@ -80,45 +65,23 @@ inline kiln_status write_blob(const Identity &self, const kiln_plugin_common::Sl
 // past the blob's empty). A refused blob changes nothing.
 inline kiln_status read_blob(const Identity &self, uint32_t max_slots, const void *blob, size_t size,
                              float *trajectories, uint8_t *valid, kiln::plugin::Message &message) {
-  const unsigned char *bytes = static_cast<const unsigned char *>(blob);
-  if (bytes == nullptr || size < sizeof(Header)) {
-    message.format("import_state: the blob is truncated: %zu bytes, a kiln.trajopt.st header has %zu", size,
-                   sizeof(Header));
-    return bytes == nullptr || size < sizeof kFormat || std::memcmp(bytes, kFormat, sizeof kFormat) == 0
-               ? KILN_ERR_INVALID_ARGUMENT
-               : KILN_ERR_UNSUPPORTED;
-  }
   Header h;
-  std::memcpy(&h, bytes, sizeof h);
-  h.chain[sizeof h.chain - 1] = '\0';
-  h.robot[sizeof h.robot - 1] = '\0';
-  if (std::memcmp(h.format, kFormat, sizeof kFormat) != 0) {
-    message.set("import_state: not a kiln.trajopt.st blob: it comes from another plugin");
-    return KILN_ERR_UNSUPPORTED;
-  }
-  if (h.byte_order != kByteOrder || h.version != kVersion) {
-    message.format("import_state: kiln.trajopt.st version %u, byte-order mark 0x%08x; this plugin reads version %u, "
-                   "0x%08x",
-                   h.version, h.byte_order, kVersion, kByteOrder);
-    return KILN_ERR_UNSUPPORTED;
-  }
-  if (h.dof != self.dof || h.horizon != self.horizon || std::strcmp(h.chain, self.chain) != 0) {
-    message.format("import_state: the blob is for chain %s (robot '%s', %u joints, N = %u); this plugin plans for "
-                   "chain %s (robot '%s', %u joints, N = %u)",
-                   h.chain, h.robot, h.dof, h.horizon, self.chain, self.robot, self.dof, self.horizon);
-    return KILN_ERR_UNSUPPORTED;
-  }
-  if (size != self.blob_size(h.slots)) {
-    message.format("import_state: the blob has %zu bytes; %u slots take %llu", size, h.slots,
-                   static_cast<unsigned long long>(self.blob_size(h.slots)));
-    return KILN_ERR_INVALID_ARGUMENT;
-  }
-  const unsigned char *records = bytes + sizeof(Header);
-  const kiln_plugin_common::RecordWording wording{"a trajectory", "max_batch", "value"};
-  const kiln_status status =
-      kiln_plugin_common::check_records(records, h.slots, self.words(), max_slots, wording, message);
+  kiln_status status = kiln_plugin_common::read_header(blob, size, kFormat, &h, message);
   if (status != KILN_OK) return status;
-  kiln_plugin_common::unpack_records(records, h.slots, self.words(), max_slots, trajectories, valid);
+  const kiln_plugin_common::StateIdentity &chain = self.chain;
+  if (h.start.dof != chain.dof || h.own.horizon != self.horizon || std::strcmp(h.chain, chain.chain) != 0) {
+    message.format(
+        "import_state: the blob is for chain %s (robot '%s', %u joints, N = %u); this plugin plans for "
+        "chain %s (robot '%s', %u joints, N = %u)",
+        h.chain, h.robot, h.start.dof, h.own.horizon, chain.chain, chain.robot, chain.dof, self.horizon);
+    return KILN_ERR_UNSUPPORTED;
+  }
+  const unsigned char *bytes = static_cast<const unsigned char *>(blob);
+  const kiln_plugin_common::RecordWording wording{"a trajectory", "max_batch", "value"};
+  status = kiln_plugin_common::check_body(bytes, size, sizeof(Header), h.own.slots, self.words(), max_slots, wording,
+                                          message);
+  if (status != KILN_OK) return status;
+  kiln_plugin_common::unpack_records(bytes + sizeof(Header), h.own.slots, self.words(), max_slots, trajectories, valid);
   return KILN_OK;
 }
 

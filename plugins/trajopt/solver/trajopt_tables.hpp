@@ -1,7 +1,8 @@
 // kiln TrajOpt plugin: the C side of TrajoptSolver<Device> (trajopt_solver.hpp): the
-// kiln.trajopt/1 and kiln.selftest/1 tables, its own joint_info and get_interface;
-// the forwarding entry points are plugins/common/kiln_c_trampolines.hpp, kiln.robotmodel/1 (with
-// dynamics) plugins/common/kiln_robotmodel.hpp's. Included by trajopt_solver.hpp.
+// kiln.trajopt/1 table and its own joint_info; the forwarding entry points are
+// plugins/common/kiln_c_trampolines.hpp, kiln.selftest/1 and get_interface the kit's
+// SolverInstance, kiln.robotmodel/1 (with dynamics) plugins/common/kiln_robotmodel.hpp's.
+// Included by trajopt_solver.hpp.
 #pragma once
 
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "kiln_c_trampolines.hpp"
+#include "kiln_interface_structs.hpp"
 #include "kiln_robotmodel.hpp"
 #include "trajopt_solver.hpp"
 
@@ -16,19 +18,11 @@ namespace kiln_trajopt {
 namespace c_side {
 
 inline kiln_status joint_info(const kiln_instance *, uint32_t index, kiln_trajopt_joint_info *info) {
-  if (info == nullptr || info->struct_size == 0 || index >= static_cast<uint32_t>(kDof)) return KILN_ERR_INVALID_ARGUMENT;
-  kiln_trajopt_joint_info full{};
-  full.struct_size = info->struct_size;
-  full.type = Dyn::kJointTypes[index];
-  full.lower = Dyn::kLower[index];
-  full.upper = Dyn::kUpper[index];
-  full.velocity_limit = Dyn::kVelocityLimit[index];
-  full.effort_limit = Dyn::kEffortLimit[index];
-  full.position_limited = Dyn::kPositionLimited[index] ? 1u : 0u;
-  full.name_length = static_cast<uint32_t>(std::strlen(Dyn::kJointNames[index]));
-  copy_name(full.name, Dyn::kJointNames[index]);
-  std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
-  return KILN_OK;
+  return kiln_plugin_common::joint_info<Dyn>(index, info, [](kiln_trajopt_joint_info &full, uint32_t j) {
+    full.velocity_limit = Dyn::kVelocityLimit[j];
+    full.effort_limit = Dyn::kEffortLimit[j];
+    full.position_limited = Dyn::kPositionLimited[j] ? 1u : 0u;
+  });
 }
 
 }  // namespace c_side
@@ -44,16 +38,5 @@ const kiln_trajopt_v1 TrajoptSolver<Device>::table = {
     &trampolines::poll<TrajoptSolver, KILN_TRAJOPT_IDLE>,
     &trampolines::wait<TrajoptSolver>,
     &trampolines::solve<TrajoptSolver, kiln_trajopt_problem, kiln_trajopt_result>};
-template <class Device>
-const kiln_selftest_v1 TrajoptSolver<Device>::selftest_table = {sizeof(kiln_selftest_v1),
-                                                                &trampolines::selftest<TrajoptSolver>};
-
-template <class Device>
-const void *TrajoptSolver<Device>::get_interface(const char *interface_id) const noexcept {
-  if (std::strcmp(interface_id, KILN_TRAJOPT_INTERFACE_ID) == 0) return &table;
-  if (std::strcmp(interface_id, KILN_SELFTEST_INTERFACE_ID) == 0) return &selftest_table;
-  if (std::strcmp(interface_id, KILN_ROBOTMODEL_INTERFACE_ID) == 0) return &kiln_plugin_common::robotmodel::Model<Fk, Dyn>::table;
-  return nullptr;
-}
 
 }  // namespace kiln_trajopt
