@@ -40,8 +40,11 @@
 
 #include <boost/filesystem/operations.hpp>
 
+#include <kiln/bundle.hpp>
+#include <kiln/gc.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/stamp.h>
+#include <kiln/verify.hpp>
 #include <kiln/version.h>
 
 #include "artifact/identity_json.hpp"

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <kiln/identity.hpp>
+#include <kiln/module.hpp>
 
 typedef struct CUlib_st *CUlibrary;    // NOLINT: as in cuda.h
 typedef struct CUkern_st *CUkernel;    // NOLINT
@@ -174,5 +175,31 @@ struct DeviceKernels {
 // primary context of the last device loaded current. Throws as load_kernels; also when
 // skip_unusable and no device at all could load them (the error lists every device's reason).
 DeviceKernels load_for_devices(const KernelImages &images, const DeviceLoadOptions &options = {});
+
+// Milliseconds spent in each step of Runtime::load_kernels / load_kernels_all (summed over
+// devices where a step runs per device).
+struct KernelLoadTimings {
+  double resolve_ms = 0;  // stores, manifest, meta.json, identity.json
+  double check_ms = 0;    // schemas, and which image each device runs (device discovery excluded)
+  double verify_ms = 0;   // store safety; reading, digesting and validating each chosen image
+                          // (a warm load of an unchanged file: one lstat, the bytes verified before)
+  double load_ms = 0;     // cuLibraryLoadData
+  double kernels_ms = 0;  // resolving every listed kernel (cuLibraryGetKernel, cuKernelGetFunction, cuFuncLoad)
+  double total_ms() const { return resolve_ms + check_ms + verify_ms + load_ms + kernels_ms; }
+};
+
+// One device a device-image artifact was loaded on: the image it runs, and why.
+struct ImageLoad {
+  DeviceIdentity device;  // the live device loaded
+  ArtifactImage image;    // the image file chosen
+  ImageChoice choice;     // how: "exact SASS sm_90", "PTX compute_80, JIT-compiled by the driver ..."
+};
+
+struct KernelLoadReport {
+  Resolution resolution;               // with its images and kernels
+  std::vector<ImageLoad> loads;        // per device loaded, in ordinal order
+  std::vector<SkippedDevice> skipped;  // DeviceLoadOptions::skip_unusable only
+  KernelLoadTimings timings;
+};
 
 }  // namespace kiln

@@ -7,20 +7,35 @@
 #include <string>
 #include <vector>
 
-#include <kiln/bundle.hpp>
 #include <kiln/errors.hpp>
-#include <kiln/gc.hpp>
 #include <kiln/identity.hpp>
-#include <kiln/kernels.hpp>
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
-#include <kiln/recipe.hpp>
-#include <kiln/remote.hpp>
-#include <kiln/store.hpp>
-#include <kiln/toolchain.hpp>
-#include <kiln/verify.hpp>
 
 namespace kiln {
+
+// Each concern's types live in its own header; include the ones you use (<kiln/kiln.hpp> has all).
+struct ArtifactSummary;   // <kiln/store.hpp>
+struct StoreInfo;         // <kiln/store.hpp>
+struct Recipe;            // <kiln/recipe.hpp>
+struct BuildOptions;      // <kiln/recipe.hpp>
+struct BuildPlan;         // <kiln/recipe.hpp>
+struct BuildResult;       // <kiln/recipe.hpp>
+class KernelLibrary;      // <kiln/kernels.hpp>
+struct DeviceKernels;     // <kiln/kernels.hpp>
+struct DeviceLoadOptions; // <kiln/kernels.hpp>
+struct KernelLoadReport;  // <kiln/kernels.hpp>
+struct ToolchainReport;   // <kiln/toolchain.hpp>
+struct VerifyOptions;     // <kiln/verify.hpp>
+struct VerifyReport;      // <kiln/verify.hpp>
+struct GcOptions;         // <kiln/gc.hpp>
+struct GcReport;          // <kiln/gc.hpp>
+struct ExportRequest;     // <kiln/bundle.hpp>
+struct ExportReport;      // <kiln/bundle.hpp>
+struct ImportRequest;     // <kiln/bundle.hpp>
+struct ImportReport;      // <kiln/bundle.hpp>
+struct RemoteStatus;      // <kiln/remote.hpp>
+struct RemoteTransfer;    // <kiln/remote.hpp>
 
 struct RuntimeOptions {
   // Read-only layers, searched first, in order; then the writable cache.
@@ -60,32 +75,6 @@ struct PublishResult {
   bool reused = false;  // an identical entry existed; only the manifest changed
 };
 
-
-// Milliseconds spent in each step of Runtime::load_kernels / load_kernels_all (summed over
-// devices where a step runs per device).
-struct KernelLoadTimings {
-  double resolve_ms = 0;  // stores, manifest, meta.json, identity.json
-  double check_ms = 0;    // schemas, and which image each device runs (device discovery excluded)
-  double verify_ms = 0;   // store safety; reading, digesting and validating each chosen image
-                          // (a warm load of an unchanged file: one lstat, the bytes verified before)
-  double load_ms = 0;     // cuLibraryLoadData
-  double kernels_ms = 0;  // resolving every listed kernel (cuLibraryGetKernel, cuKernelGetFunction, cuFuncLoad)
-  double total_ms() const { return resolve_ms + check_ms + verify_ms + load_ms + kernels_ms; }
-};
-
-// One device a device-image artifact was loaded on: the image it runs, and why.
-struct ImageLoad {
-  DeviceIdentity device;  // the live device loaded
-  ArtifactImage image;    // the image file chosen
-  ImageChoice choice;     // how: "exact SASS sm_90", "PTX compute_80, JIT-compiled by the driver ..."
-};
-
-struct KernelLoadReport {
-  Resolution resolution;               // with its images and kernels
-  std::vector<ImageLoad> loads;        // per device loaded, in ordinal order
-  std::vector<SkippedDevice> skipped;  // DeviceLoadOptions::skip_unusable only
-  KernelLoadTimings timings;
-};
 
 class Runtime {
  public:
@@ -134,12 +123,14 @@ class Runtime {
   // The same on every device (options.device_ordinal: one), each with its own image choice;
   // options.skip_unusable: devices that cannot load it are listed in report->skipped and
   // DeviceKernels::skipped instead of throwing (unless none can).
+  DeviceKernels load_kernels_all(const std::string &consumer, const std::string &name) const;
   DeviceKernels load_kernels_all(const std::string &consumer, const std::string &name,
-                                 const DeviceLoadOptions &options = {}, KernelLoadReport *report = nullptr) const;
+                                 const DeviceLoadOptions &options, KernelLoadReport *report = nullptr) const;
   // build(recipe) on miss (an "nvrtc" recipe), then load_kernels of exactly what was built;
   // where NVRTC is absent (ToolchainMissingError), the prepared artifact of the recipe's
   // consumer/name (logged). Every other build failure is thrown as it is.
-  KernelLibrary ensure_kernels(const Recipe &recipe, const BuildOptions &build_options = {}, int device = -1,
+  KernelLibrary ensure_kernels(const Recipe &recipe);
+  KernelLibrary ensure_kernels(const Recipe &recipe, const BuildOptions &build_options, int device = -1,
                                KernelLoadReport *report = nullptr);
 
   // Put a prebuilt plugin file into the writable cache under consumer/name.
@@ -152,9 +143,13 @@ class Runtime {
   // consumer/name (a robot without nvcc) and says so in the log; every other build failure
   // is thrown as it is. plan's state is "stale" with a reason per differing field when the
   // writable store holds consumer/name built from other inputs.
-  BuildPlan plan(const Recipe &recipe, const BuildOptions &options = {}) const;
-  BuildResult build(const Recipe &recipe, const BuildOptions &options = {});
-  Module ensure(const Recipe &recipe, const BuildOptions &build_options = {}, const LoadOptions &load_options = {});
+  // (The overloads without options take the defaults.)
+  BuildPlan plan(const Recipe &recipe) const;
+  BuildPlan plan(const Recipe &recipe, const BuildOptions &options) const;
+  BuildResult build(const Recipe &recipe);
+  BuildResult build(const Recipe &recipe, const BuildOptions &options);
+  Module ensure(const Recipe &recipe);
+  Module ensure(const Recipe &recipe, const BuildOptions &build_options, const LoadOptions &load_options = {});
   // (For "nvrtc" recipes use ensure_kernels.)
 
   // The build toolchain, found as a build finds it: nvcc and the host compiler (their
@@ -168,7 +163,8 @@ class Runtime {
   // kiln verify (kiln/verify.hpp): checks every store (or options.store_dir) as loads and
   // builds would, repairing what can be repaired without loss when asked. Findings are the
   // result, not errors: it throws only for bad options (a store_dir that is no directory).
-  VerifyReport verify(const VerifyOptions &options = {}) const;
+  VerifyReport verify() const;
+  VerifyReport verify(const VerifyOptions &options) const;
   // kiln gc (kiln/gc.hpp): evicts from the writable cache down to the options' limits.
   // UsageError without a limit; IoError when another gc runs on the cache.
   GcReport gc(const GcOptions &options) const;

@@ -3,6 +3,9 @@
 #include "convert.hpp"
 
 #include <kiln/json.hpp>
+#include <kiln/recipe.hpp>
+#include <kiln/store.hpp>
+#include <kiln/toolchain.hpp>
 #include <kiln/version.h>
 
 namespace kiln::python {

@@ -7,7 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
+#include <kiln/toolchain.hpp>
 
 namespace kiln::python {
 

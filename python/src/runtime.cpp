@@ -16,8 +16,16 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <kiln/bundle.hpp>
+#include <kiln/cancel.hpp>
+#include <kiln/gc.hpp>
 #include <kiln/json.hpp>
+#include <kiln/recipe.hpp>
+#include <kiln/remote.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
+#include <kiln/toolchain.hpp>
+#include <kiln/verify.hpp>
 #include <kiln/version.hpp>
 
 #include "bindings.hpp"

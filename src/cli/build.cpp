@@ -3,6 +3,7 @@
 #include <memory>
 
 #include <kiln/json.hpp>
+#include <kiln/recipe.hpp>
 
 #include "build_session.hpp"
 #include "report_json.hpp"

@@ -1,5 +1,7 @@
 #include "build_session.hpp"
 
+#include <kiln/recipe.hpp>
+
 namespace kiln::cli {
 
 void add_recipe_options(CLI::App &command, BuildArgs &args) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <kiln/cancel.hpp>
+#include <kiln/recipe.hpp>
 
 #include "common.hpp"
 #include "progress.hpp"

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include <kiln/kernels.hpp>
+#include <kiln/remote.hpp>
+
 namespace kiln::cli {
 namespace {
 

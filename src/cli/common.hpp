@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <kiln/kernels.hpp>
+#include <kiln/remote.hpp>
 #include <kiln/runtime.hpp>
 
 namespace kiln::cli {

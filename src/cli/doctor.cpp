@@ -11,6 +11,9 @@
 #include <filesystem>
 
 #include <kiln/json.hpp>
+#include <kiln/remote.hpp>
+#include <kiln/store.hpp>
+#include <kiln/toolchain.hpp>
 #include <kiln/version.hpp>
 
 #include "report_json.hpp"

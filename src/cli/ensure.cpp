@@ -3,6 +3,8 @@
 #include <memory>
 
 #include <kiln/json.hpp>
+#include <kiln/kernels.hpp>
+#include <kiln/recipe.hpp>
 
 #include "build_session.hpp"
 #include "report_json.hpp"

@@ -1,6 +1,7 @@
 // kiln export: chosen artifacts of a consumer into one (signed) bundle file.
 #include <memory>
 
+#include <kiln/bundle.hpp>
 #include <kiln/json.hpp>
 
 #include "verbs.hpp"

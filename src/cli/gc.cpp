@@ -1,6 +1,7 @@
 // kiln gc: evict least-recently-used entries and object-cache files from the writable cache.
 #include <memory>
 
+#include <kiln/gc.hpp>
 #include <kiln/json.hpp>
 
 #include "streamed_listing.hpp"

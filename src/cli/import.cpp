@@ -1,6 +1,7 @@
 // kiln import: a bundle's artifacts into the writable cache or a directory (--into).
 #include <memory>
 
+#include <kiln/bundle.hpp>
 #include <kiln/json.hpp>
 
 #include "verbs.hpp"

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include <kiln/json.hpp>
+#include <kiln/kernels.hpp>
 
 #include "report_json.hpp"
 #include "verbs.hpp"

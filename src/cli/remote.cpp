@@ -4,6 +4,7 @@
 #include <memory>
 
 #include <kiln/json.hpp>
+#include <kiln/remote.hpp>
 
 #include "build_session.hpp"
 #include "report_json.hpp"

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include <kiln/json.hpp>
+#include <kiln/verify.hpp>
 
 #include "streamed_listing.hpp"
 #include "verbs.hpp"

@@ -1,4 +1,6 @@
 // Runtime's build-on-miss verbs: plan, build, ensure.
+#include <kiln/kernels.hpp>
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include <chrono>
@@ -27,6 +29,10 @@ builder::BuilderContext context_for(const Runtime::State &state, const Runtime &
 }
 
 }  // namespace
+
+BuildPlan Runtime::plan(const Recipe &recipe) const { return plan(recipe, BuildOptions{}); }
+BuildResult Runtime::build(const Recipe &recipe) { return build(recipe, BuildOptions{}); }
+Module Runtime::ensure(const Recipe &recipe) { return ensure(recipe, BuildOptions{}, LoadOptions{}); }
 
 BuildPlan Runtime::plan(const Recipe &recipe, const BuildOptions &options) const try {
   builder::BuilderContext context = context_for(*state_, *this, state_->options.log);

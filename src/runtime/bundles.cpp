@@ -3,6 +3,7 @@
 
 #include <boost/filesystem/operations.hpp>
 
+#include <kiln/bundle.hpp>
 #include <kiln/runtime.hpp>
 
 #include "bundle/reader.hpp"

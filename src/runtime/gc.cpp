@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cctype>
 
+#include <kiln/gc.hpp>
 #include <kiln/runtime.hpp>
 
 #include "runtime/state.hpp"

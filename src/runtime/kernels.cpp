@@ -11,6 +11,8 @@
 
 #include <boost/filesystem/path.hpp>
 
+#include <kiln/kernels.hpp>
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include "support/elapsed.hpp"
@@ -272,6 +274,12 @@ KernelLibrary Runtime::load_kernels(const std::string &consumer, const std::stri
 } catch (...) {
   support::rethrow_typed("loading the kernels of " + consumer + "/" + name);
 }
+
+DeviceKernels Runtime::load_kernels_all(const std::string &consumer, const std::string &name) const {
+  return load_kernels_all(consumer, name, DeviceLoadOptions{});
+}
+
+KernelLibrary Runtime::ensure_kernels(const Recipe &recipe) { return ensure_kernels(recipe, BuildOptions{}); }
 
 DeviceKernels Runtime::load_kernels_all(const std::string &consumer, const std::string &name,
                                         const DeviceLoadOptions &options, KernelLoadReport *report) const try {

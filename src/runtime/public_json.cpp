@@ -2,7 +2,11 @@
 // listings, the toolchain -- written once, for the CLI's --json output and Python's dicts alike.
 #include <kiln/json.hpp>
 
+#include <kiln/kernels.hpp>
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
+#include <kiln/toolchain.hpp>
 
 namespace kiln {
 namespace {

@@ -1,5 +1,7 @@
 // Runtime's remote-cache verbs: status and push (kiln/remote.hpp).
+#include <kiln/remote.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 
 #include <boost/filesystem/operations.hpp>
 

@@ -1,4 +1,5 @@
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <boost/filesystem/path.hpp>
 
 #include <kiln/version.hpp>
+#include <kiln/kernels.hpp>
 
 #include "support/elapsed.hpp"
 #include "device/discover.hpp"

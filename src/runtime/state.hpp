@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include <kiln/kernels.hpp>
 #include <kiln/runtime.hpp>
 
 #include "load/host_kernels.hpp"

@@ -1,5 +1,6 @@
 // Runtime::toolchain: what the build backends find here, for `kiln doctor` and hosts.
 #include <kiln/runtime.hpp>
+#include <kiln/toolchain.hpp>
 
 #include <boost/filesystem/path.hpp>
 

@@ -4,6 +4,7 @@
 #include <boost/filesystem/operations.hpp>
 
 #include <kiln/runtime.hpp>
+#include <kiln/verify.hpp>
 
 #include "load/entry_checks.hpp"
 #include "runtime/state.hpp"
@@ -12,6 +13,8 @@
 #include "support/typed_errors.hpp"
 
 namespace kiln {
+
+VerifyReport Runtime::verify() const { return verify(VerifyOptions{}); }
 
 VerifyReport Runtime::verify(const VerifyOptions &options) const try {
   const auto start = std::chrono::steady_clock::now();

@@ -1,5 +1,6 @@
 // kiln swap's side of the cross-process trigger: bump consumer/name's generation (asking for a
 // content key when given) and read what the watching processes answered.
+#include <kiln/store.hpp>
 #include <kiln/swap.hpp>
 
 #include <thread>

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <kiln/store.hpp>
+
 namespace kiln {
 namespace {
 

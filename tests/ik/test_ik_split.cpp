@@ -19,6 +19,7 @@
 #include <kiln/ext/ik.h>
 #include <kiln/ext/robotmodel.h>
 #include <kiln/ext/selftest.h>
+#include <kiln/recipe.hpp>
 
 #include "ik_split_support.hpp"
 #include "ik_test_support.hpp"

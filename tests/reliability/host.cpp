@@ -24,6 +24,7 @@
 #include <kiln/errors.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 
 namespace {
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <kiln/ext/example.h>
+#include <kiln/recipe.hpp>
 
 #include "builder/toolchain.hpp"
 

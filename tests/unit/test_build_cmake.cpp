@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kiln/errors.hpp>
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include "builder/abi_headers.hpp"

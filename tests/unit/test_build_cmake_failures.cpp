@@ -17,6 +17,7 @@
 
 #include <kiln/cancel.hpp>
 #include <kiln/errors.hpp>
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include "builder/toolchain.hpp"

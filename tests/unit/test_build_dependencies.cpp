@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kiln/ext/example.h>
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include "builder/dependencies.hpp"

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include <kiln/errors.hpp>
+#include <kiln/kernels.hpp>
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include "builder/backends/nvrtc/toolchain.hpp"

@@ -9,6 +9,7 @@
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
+#include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
 #include "builder/toolchain.hpp"

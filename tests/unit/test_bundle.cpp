@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <kiln/bundle.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 

@@ -14,6 +14,7 @@
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
+#include <kiln/bundle.hpp>
 #include <kiln/errors.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/stamp.h>

@@ -14,6 +14,8 @@
 #include "store/maintenance/usage.hpp"
 #include "support/plugin_store.hpp"
 
+#include <kiln/gc.hpp>
+
 using namespace kiln;
 using namespace kiln::test;
 using nlohmann::json;

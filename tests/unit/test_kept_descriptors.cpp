@@ -18,6 +18,7 @@
 #include <boost/filesystem.hpp>
 
 #include <kiln/ext/example.h>
+#include <kiln/gc.hpp>
 #include <kiln/runtime.hpp>
 
 #include "support/plugin_store.hpp"

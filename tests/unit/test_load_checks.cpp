@@ -16,6 +16,7 @@
 #include <boost/filesystem/operations.hpp>
 
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 
 #include "support/fixtures.hpp"
 #include "support/plugin_store.hpp"

@@ -16,6 +16,8 @@
 
 #include <kiln/bundle.hpp>
 #include <kiln/ext/example.h>
+#include <kiln/recipe.hpp>
+#include <kiln/remote.hpp>
 #include <kiln/runtime.hpp>
 
 #include "remote/backend.hpp"

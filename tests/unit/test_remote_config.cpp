@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <kiln/errors.hpp>
+#include <kiln/remote.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 
 #include "remote/config.hpp"
 #include "remote/schemes.hpp"

@@ -10,6 +10,7 @@
 
 #include <kiln/ext/example.h>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 #include <kiln/version.hpp>
 
 #include "files/digest.hpp"

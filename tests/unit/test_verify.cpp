@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kiln/runtime.hpp>
+#include <kiln/verify.hpp>
 
 #include "artifact/identity_json.hpp"
 #include "store/maintenance/audit.hpp"

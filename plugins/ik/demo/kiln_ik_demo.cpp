@@ -26,6 +26,7 @@
 #include <kiln/ext/ik.h>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 
 #include "kiln_ik_batch.hpp"
 

@@ -28,6 +28,7 @@
 #include <kiln/ext/ik.h>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
+#include <kiln/store.hpp>
 #include <kiln/swap.hpp>
 
 #include "kiln_swap_checks.hpp"

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <kiln/ext/ik.h>
+#include <kiln/recipe.hpp>
 #include <kiln/swap.hpp>
 
 #include "kiln_ik_batch.hpp"
