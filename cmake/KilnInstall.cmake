@@ -13,19 +13,26 @@ if(KILN_SHARED)
   file(RELATIVE_PATH _kiln_lib_from_bin ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
   set_target_properties(kiln PROPERTIES INSTALL_RPATH "$ORIGIN/${_kiln_lib_from_bin}")
 endif()
-# Two components, the two Debian packages (cmake/KilnPackage.cmake): runtime (the CLI and a
-# shared libkiln) and dev (headers, CMake package, kiln.pc, the static library or the .so link).
+# Install components, one Debian package each (cmake/KilnPackage.cmake maps them); an install
+# rule names the component of what it installs:
+#   runtime  the CLI (bin/kiln), its man page and completion, the Python binding    -> kiln
+#   lib      libkiln.so.<major>.<minor> (KILN_SHARED)                              -> libkiln<major>.<minor>
+#   remote   <libdir>/kiln/libkiln-remote.so, the remote backends (libcurl, hiredis) -> kiln-remote
+#   dev      headers, CMake package, kiln.pc, libkiln.a or the libkiln.so link     -> kiln-dev
+#   plugins  the plugin sources and recipe templates (share/kiln/plugins,
+#            share/kiln/templates) and their generator bin/kiln-urdf-fk            -> kiln-plugins
 install(TARGETS kiln_runtime EXPORT kilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
-# The remote backends' module, where libkiln looks for it (src/remote/backend_module.hpp).
-install(TARGETS kiln_remote_backends LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/kiln COMPONENT runtime)
+# The remote backends' module, where libkiln looks for it (src/remote/backend_module.hpp); a
+# package of its own, so an install without remote caches pulls neither curl nor hiredis.
+install(TARGETS kiln_remote_backends LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/kiln COMPONENT remote)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kiln ${PROJECT_SOURCE_DIR}/abi/kiln
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
-install(FILES ${PROJECT_SOURCE_DIR}/abi/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME abi.md
-        COMPONENT dev)
+install(FILES ${PROJECT_SOURCE_DIR}/abi/README.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/kiln-dev
+        RENAME abi.md COMPONENT dev)  # the doc folder of the package it is in
 
 install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
