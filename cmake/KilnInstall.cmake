@@ -45,7 +45,33 @@ install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnC
               ${PROJECT_SOURCE_DIR}/cmake/KilnCuda.cmake
         DESTINATION ${KILN_INSTALL_CMAKEDIR} COMPONENT dev)
 
-# pkg-config: a static libkiln's own dependencies are Libs.private (pkg-config --static --libs kiln).
+# pkg-config: a static libkiln's own dependencies are Libs.private and Requires.private
+# (pkg-config --static --libs kiln), libarchive's and libsodium's with their own private libraries.
+# Debian's libarchive-dev does not bring the -dev packages of those (-lacl, -lzstd, -llz4): each is
+# looked up here, a missing one named, and the packages holding them are what kiln-dev depends on.
+if(NOT KILN_SHARED)
+  set(KILN_STATIC_LINK_DEV_PACKAGES)
+  foreach(_lib IN LISTS LIBARCHIVE_STATIC_LIBRARIES SODIUM_STATIC_LIBRARIES)
+    find_library(KILN_STATIC_LINK_${_lib} NAMES ${_lib} HINTS ${LIBARCHIVE_STATIC_LIBRARY_DIRS})
+    if(NOT KILN_STATIC_LINK_${_lib})
+      message(WARNING "kiln: pkg-config --static --libs kiln names -l${_lib}, which is not installed: a "
+                      "program linking the static libkiln through pkg-config will not link (Debian: install "
+                      "the -dev package of lib${_lib}, e.g. libacl1-dev, libzstd-dev, liblz4-dev)")
+      continue()
+    endif()
+    find_program(KILN_DPKG_QUERY dpkg-query)
+    if(KILN_DPKG_QUERY)
+      execute_process(COMMAND ${KILN_DPKG_QUERY} -S ${KILN_STATIC_LINK_${_lib}} OUTPUT_VARIABLE _owner
+                      ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+      string(REGEX REPLACE ":.*" "" _owner "${_owner}")
+      if(_owner AND NOT _owner IN_LIST KILN_STATIC_LINK_DEV_PACKAGES)
+        list(APPEND KILN_STATIC_LINK_DEV_PACKAGES ${_owner})
+      endif()
+    endif()
+  endforeach()
+  list(SORT KILN_STATIC_LINK_DEV_PACKAGES)
+  list(JOIN KILN_STATIC_LINK_DEV_PACKAGES ", " KILN_STATIC_LINK_DEV_PACKAGES)
+endif()
 file(RELATIVE_PATH KILN_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
