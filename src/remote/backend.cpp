@@ -78,8 +78,9 @@ LoadedModule load_module() {
     return loaded;
   }
   loaded.error = "remote caches are configured but the remote backends' module " + std::string(kModuleName) +
-                 " is not installed (looked in: " + looked + "): install kiln's runtime package whole, or set "
-                 "KILN_REMOTE_MODULE to the module's path, or turn remotes off (KILN_REMOTE=off)";
+                 " is not installed (looked in: " + looked + "): install the kiln-remote package (from a source "
+                 "install: install it whole), or set KILN_REMOTE_MODULE to the module's path, or turn remotes off "
+                 "(KILN_REMOTE=off)";
   return loaded;
 }
 

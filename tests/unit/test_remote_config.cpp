@@ -153,6 +153,7 @@ TEST_CASE("remote config: without the backends' module, a build that would use a
   CHECK(result.exit_code == 2);
   CHECK(result.err.find("libkiln-remote.so is not installed (looked in: " + (dir / "absent.so").string() + ")") !=
         std::string::npos);
+  CHECK(result.err.find("install the kiln-remote package") != std::string::npos);
   CHECK(result.err.find("KILN_REMOTE=off") != std::string::npos);
   // A load never needs it: no remote is asked for a plugin that is there, or absent.
   const auto listed = kiln::test::run_kiln({"ls"}, {{"KILN_CACHE_DIR", (dir / "cache").string()},
