@@ -75,7 +75,9 @@ std::string bash_completion(const CLI::App &app) {
       "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
       "    w=\"${COMP_WORDS[i]}\"\n"
       "    case \"$w\" in\n"
-      "      " + joined(unique, "|") + ") ((i++)); continue ;;\n"
+      "      " +
+      joined(unique, "|") +
+      ") ((i++)); continue ;;\n"
       "      -*) continue ;;\n"
       "    esac\n"
       "    case \"$path:$w\" in\n" +
@@ -84,7 +86,9 @@ std::string bash_completion(const CLI::App &app) {
       "    esac\n"
       "  done\n"
       "  case \"$prev\" in\n"
-      "    " + joined(unique, "|") + ")\n"
+      "    " +
+      joined(unique, "|") +
+      ")\n"
       "      compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
       "  esac\n"
       "  case \"$path\" in\n" +
@@ -95,8 +99,10 @@ std::string bash_completion(const CLI::App &app) {
       "  esac\n"
       "  if [[ \"$cur\" != -* && $n -lt ${#args[@]} ]]; then\n"
       "    case \"${args[n]}\" in\n"
-      "      consumer) COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" ls 2>/dev/null | sed -n 's|^\\([^/ ]*\\)/.*|\\1|p' | sort -u)\" -- \"$cur\")); return ;;\n"
-      "      name) COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" ls \"$consumer\" 2>/dev/null | sed -n 's|^[^/ ]*/\\([^ ]*\\) .*|\\1|p')\" -- \"$cur\")); return ;;\n"
+      "      consumer) COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" ls 2>/dev/null | sed -n 's|^\\([^/ "
+      "]*\\)/.*|\\1|p' | sort -u)\" -- \"$cur\")); return ;;\n"
+      "      name) COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" ls \"$consumer\" 2>/dev/null | sed -n 's|^[^/ "
+      "]*/\\([^ ]*\\) .*|\\1|p')\" -- \"$cur\")); return ;;\n"
       "      *) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
       "    esac\n"
       "  fi\n"

@@ -90,8 +90,7 @@ std::string help_footer() {
 }
 
 nlohmann::json version_json() {
-  nlohmann::json build = {{"type", KILN_BUILD_TYPE}, {"compiler", KILN_BUILD_COMPILER},
-                          {"cuda_toolkit", CUDA_VERSION}};
+  nlohmann::json build = {{"type", KILN_BUILD_TYPE}, {"compiler", KILN_BUILD_COMPILER}, {"cuda_toolkit", CUDA_VERSION}};
   return {{"kiln", kVersion},
           {"abi", std::to_string(KILN_ABI_VERSION_MAJOR) + "." + std::to_string(KILN_ABI_VERSION_MINOR)},
           {"key_schema", kKeySchema},

@@ -58,7 +58,8 @@ std::vector<std::string> option_names(const CLI::App &command) {
       for (const auto &name : option->get_lnames()) names.push_back("--" + name);
       for (const auto &name : option->get_snames()) names.push_back("-" + name);
     }
-    if (at->get_parent() != nullptr && at->get_parent()->get_parent() == nullptr) break;  // a verb: not the globals twice
+    if (at->get_parent() != nullptr && at->get_parent()->get_parent() == nullptr)
+      break;  // a verb: not the globals twice
   }
   return names;
 }

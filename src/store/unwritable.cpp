@@ -18,8 +18,8 @@ void throw_if_unwritable(const StoreLocation &store) {
   }
   if (dir.empty() || ::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0) return;
   const int why = errno;
-  const std::string fix = store.origin == "--into" ? "pass --into a directory you can write"
-                                                    : "set KILN_CACHE_DIR to a writable directory";
+  const std::string fix =
+      store.origin == "--into" ? "pass --into a directory you can write" : "set KILN_CACHE_DIR to a writable directory";
   throw IoError("the writable store " + store.root.string() + " (from " + store.origin + ") cannot be written: " +
                 (dir == store.root ? std::string() : dir.string() + ": ") + std::strerror(why) + "; " + fix);
 }

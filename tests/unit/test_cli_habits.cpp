@@ -143,7 +143,8 @@ TEST_CASE("cli habits: kiln --help lists the exit codes and every variable docs/
   const std::string section = docs.substr(start, docs.find("\n## ", start + 1) - start);
   const std::regex variable("KILN_[A-Z_]+[A-Z]");
   std::set<std::string> documented;
-  for (std::sregex_iterator it(section.begin(), section.end(), variable), end; it != end; ++it) documented.insert(it->str());
+  for (std::sregex_iterator it(section.begin(), section.end(), variable), end; it != end; ++it)
+    documented.insert(it->str());
   REQUIRE(documented.size() >= 10);
   for (const auto &name : documented) {
     CAPTURE(name);
@@ -196,7 +197,8 @@ TEST_CASE("cli habits: kiln completion bash completes verbs, each verb's options
   // Consumers and names from `kiln ls`.
   for (const char *consumer : {"alpha", "beta"}) {
     result = run_kiln({"publish", "--consumer", consumer, "--name", "fma", "--arch", "none", "--artifact",
-                       KILN_TEST_PLUGIN_HOST_ONLY}, env);
+                       KILN_TEST_PLUGIN_HOST_ONLY},
+                      env);
     REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   }
   auto shell_env = env;

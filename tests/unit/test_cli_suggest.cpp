@@ -11,11 +11,11 @@ TEST_CASE("cli suggest: edit distance counts insertions, deletions, substitution
   CHECK(edit_distance("ls", "ls") == 0);
   CHECK(edit_distance("", "abc") == 3);
   CHECK(edit_distance("abc", "") == 3);
-  CHECK(edit_distance("lss", "ls") == 1);        // insertion
-  CHECK(edit_distance("publsh", "publish") == 1); // deletion
-  CHECK(edit_distance("verity", "verify") == 1);  // substitution
-  CHECK(edit_distance("--arhc", "--arch") == 1);  // adjacent transposition: 1, not 2
-  CHECK(edit_distance("ca", "abc") == 3);         // OSA: no substring edited twice (true Damerau: 2)
+  CHECK(edit_distance("lss", "ls") == 1);          // insertion
+  CHECK(edit_distance("publsh", "publish") == 1);  // deletion
+  CHECK(edit_distance("verity", "verify") == 1);   // substitution
+  CHECK(edit_distance("--arhc", "--arch") == 1);   // adjacent transposition: 1, not 2
+  CHECK(edit_distance("ca", "abc") == 3);          // OSA: no substring edited twice (true Damerau: 2)
   CHECK(edit_distance("kitten", "sitting") == 3);
   CHECK(edit_distance("doctor", "docter") == 1);
   CHECK(edit_distance("abc", "xyz") == 3);
@@ -24,8 +24,9 @@ TEST_CASE("cli suggest: edit distance counts insertions, deletions, substitution
 }
 
 TEST_CASE("cli suggest: the nearest known word when one is close, else nothing") {
-  const std::vector<std::string> verbs = {"doctor", "publish", "load", "ls", "show", "build", "ensure", "swap",
-                                          "verify", "gc", "keygen", "export", "import", "remote", "completion"};
+  const std::vector<std::string> verbs = {"doctor", "publish", "load",   "ls",     "show",
+                                          "build",  "ensure",  "swap",   "verify", "gc",
+                                          "keygen", "export",  "import", "remote", "completion"};
   CHECK(nearest("lss", verbs) == std::optional<std::string>("ls"));
   CHECK(nearest("publsh", verbs) == std::optional<std::string>("publish"));
   CHECK(nearest("imprt", verbs) == std::optional<std::string>("import"));
@@ -42,7 +43,7 @@ TEST_CASE("cli suggest: the nearest known word when one is close, else nothing")
   CHECK_FALSE(nearest("xy", verbs).has_value());
 
   const std::vector<std::string> options = {"--consumer", "--name", "--artifact", "--arch", "--cuda-toolkit",
-                                            "--json", "-v", "--verbose", "-h", "--help"};
+                                            "--json",     "-v",     "--verbose",  "-h",     "--help"};
   CHECK(nearest("--arhc", options) == std::optional<std::string>("--arch"));
   CHECK(nearest("--consmer", options) == std::optional<std::string>("--consumer"));
   CHECK(nearest("--jsno", options) == std::optional<std::string>("--json"));
