@@ -75,3 +75,11 @@ endif()
 file(RELATIVE_PATH KILN_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+# The bash completion and kiln(1) the build wrote with the built kiln (src/CMakeLists.txt; not in
+# a cross build).
+if(TARGET kiln_cli_files)
+  install(FILES ${PROJECT_BINARY_DIR}/completions/kiln DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+          COMPONENT runtime)
+  install(FILES ${PROJECT_BINARY_DIR}/kiln.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
+endif()

@@ -67,8 +67,8 @@ Verb add_load(CLI::App &app, const Flags &flags) {
   auto args = std::make_shared<LoadArgs>();
   CLI::App *command = app.add_subcommand("load", "resolve, check, verify, dlopen and bind (device images: load and "
                                                  "resolve every kernel on each device); time each step");
-  command->add_option("consumer", args->consumer)->required();
-  command->add_option("name", args->name)->required();
+  command->add_option("consumer", args->consumer, "consumer namespace, e.g. kiln-ik")->required();
+  command->add_option("name", args->name, "artifact name, e.g. iiwa14")->required();
   command->add_option("--device", args->device, "device index to check against (default: the first; device images: "
                                                 "every visible device)");
   return {command, [&flags, args] { return load(flags, *args); }};

@@ -33,7 +33,7 @@ int list(const Flags &flags, const std::string &consumer) {
 Verb add_ls(CLI::App &app, const Flags &flags) {
   auto consumer = std::make_shared<std::string>();
   CLI::App *command = app.add_subcommand("ls", "list artifacts, in store order");
-  command->add_option("consumer", *consumer);
+  command->add_option("consumer", *consumer, "only this consumer's artifacts");
   return {command, [&flags, consumer] { return list(flags, *consumer); }};
 }
 

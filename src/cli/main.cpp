@@ -13,7 +13,11 @@
 #include <kiln/errors.hpp>
 #include <kiln/version.hpp>
 
+#include "completion.hpp"
+#include "man_page.hpp"
+#include "reference.hpp"
 #include "report_json.hpp"
+#include "unknown_words.hpp"
 #include "verbs.hpp"
 
 namespace {
@@ -30,6 +34,24 @@ bool json_asked(int argc, char **argv) {
   return false;
 }
 
+// `kiln --version --json`: CLI11 answers --version as soon as it reads it, before --json.
+bool version_asked(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--version") return true;
+    if (word.empty() || word[0] != '-' || word == "--") return false;  // a verb's own arguments
+  }
+  return false;
+}
+
+// A usage error: on stderr, and as a JSON error object under --json. Exit 2.
+int usage_error(const std::string &message, bool json_output) {
+  const kiln::UsageError usage(message);
+  if (json_output) std::cout << kiln::cli::json_text(json{{"error", kiln::cli::error_json(usage)}});
+  std::fprintf(stderr, "kiln: error: %s\n", usage.what());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -39,6 +61,7 @@ int main(int argc, char **argv) {
   app.add_flag("--json", flags.json, "machine-readable output on stdout");
   app.add_flag("-v,--verbose", flags.verbose, "log more (repeat for debug)");
   app.set_version_flag("--version", std::string("kiln ") + kiln::kVersion);
+  app.footer(kiln::cli::help_footer());
 
   const std::vector<kiln::cli::Verb> verbs = {
       kiln::cli::add_doctor(app, flags), kiln::cli::add_publish(app, flags), kiln::cli::add_load(app, flags),
@@ -49,11 +72,27 @@ int main(int argc, char **argv) {
   for (const auto &verb : verbs) {
     verb.command->add_flag("--json", flags.json, "machine-readable output on stdout");
     verb.command->add_flag("-v,--verbose", flags.verbose, "log more (repeat for debug)");
+    verb.command->footer(kiln::cli::example_footer(verb.command->get_name()));
   }
+  // Written from the verbs and options above, so they cannot drift from them.
+  std::string shell;
+  CLI::App *completion = app.add_subcommand("completion", "print the shell completion script (bash)");
+  completion->add_option("shell", shell, "the shell: bash")->required()->check(CLI::IsMember({"bash"}));
+  completion->footer(kiln::cli::example_footer("completion"));
+  CLI::App *man = app.add_subcommand("man", "print the kiln(1) man page (roff)")->group("");
 
+  if (version_asked(argc, argv) && json_asked(argc, argv)) {
+    std::cout << kiln::cli::json_text(kiln::cli::version_json());
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {
+    if (error.get_exit_code() != 0) {
+      if (const auto unknown = kiln::cli::unknown_word(app, argc, argv)) {
+        return usage_error(*unknown + " (kiln --help lists the verbs and options)", json_asked(argc, argv));
+      }
+    }
     if (error.get_exit_code() != 0 && json_asked(argc, argv)) {
       const kiln::UsageError usage(std::string(error.what()) + " (kiln --help lists the verbs and options)");
       std::cout << kiln::cli::json_text(json{{"error", kiln::cli::error_json(usage)}});
@@ -62,6 +101,14 @@ int main(int argc, char **argv) {
     return code == 0 ? 0 : 2;
   }
 
+  if (*completion) {
+    std::cout << kiln::cli::bash_completion(app);
+    return 0;
+  }
+  if (*man) {
+    std::cout << kiln::cli::man_page(app);
+    return 0;
+  }
   try {
     for (const auto &verb : verbs) {
       if (*verb.command) return verb.run();

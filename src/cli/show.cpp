@@ -69,8 +69,8 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
 Verb add_show(CLI::App &app, const Flags &flags) {
   auto args = std::make_shared<std::pair<std::string, std::string>>();
   CLI::App *command = app.add_subcommand("show", "an artifact's entry, identity and fit on each device");
-  command->add_option("consumer", args->first)->required();
-  command->add_option("name", args->second)->required();
+  command->add_option("consumer", args->first, "consumer namespace, e.g. kiln-ik")->required();
+  command->add_option("name", args->second, "artifact name, e.g. iiwa14")->required();
   return {command, [&flags, args] { return show(flags, args->first, args->second); }};
 }
 

@@ -105,8 +105,8 @@ Verb add_swap(CLI::App &app, const Flags &flags) {
   auto args = std::make_shared<SwapArgs>();
   CLI::App *command = app.add_subcommand("swap", "ask running processes watching CONSUMER NAME to hot-swap it, and "
                                                  "say what each answered");
-  command->add_option("consumer", args->consumer)->required();
-  command->add_option("name", args->name)->required();
+  command->add_option("consumer", args->consumer, "consumer namespace, e.g. kiln-ik")->required();
+  command->add_option("name", args->name, "artifact name, e.g. iiwa14")->required();
   command->add_option("--to", args->to, "content key of an entry of the consumer to serve (default: what the name "
                                         "resolves to)");
   command->add_option("--wait", args->wait_ms, "milliseconds to wait for the watchers' answers (default 2000)");

@@ -2,11 +2,13 @@
 #include <chrono>
 #include <cctype>
 
+#include <kiln/errors.hpp>
 #include <kiln/gc.hpp>
 #include <kiln/runtime.hpp>
 
 #include "runtime/state.hpp"
 #include "store/maintenance/gc.hpp"
+#include "store/unwritable.hpp"
 #include "support/typed_errors.hpp"
 
 namespace kiln {
@@ -53,7 +55,13 @@ std::chrono::seconds parse_age(const std::string &text) {
 
 GcReport Runtime::gc(const GcOptions &options) const try {
   const auto start = std::chrono::steady_clock::now();
-  GcReport report = store::collect_garbage(state_->writable(), options, state_->options.log);
+  GcReport report;
+  try {
+    report = store::collect_garbage(state_->writable(), options, state_->options.log);
+  } catch (const IoError &) {
+    store::throw_if_unwritable(state_->writable().location());  // its lock file is its first write
+    throw;
+  }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 } catch (...) {

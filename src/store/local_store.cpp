@@ -18,6 +18,7 @@
 #include "store/names.hpp"
 #include "files/safety.hpp"
 #include "store/sweep.hpp"
+#include "store/unwritable.hpp"
 #include "support/fault_point.hpp"
 
 namespace kiln::store {
@@ -149,7 +150,12 @@ bool LocalStore::entry_intact(const std::string &consumer, const std::string &co
 
 Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep) const {
   const ConsumerLayout paths = layout(consumer);
-  files::create_directories(paths.entries());
+  try {
+    files::create_directories(paths.entries());
+  } catch (const IoError &) {
+    throw_if_unwritable(location_);  // the first write of publish, import and build: says the fix
+    throw;
+  }
   // Before the sweep: in a store others can write, what looks like a dead writer's staging
   // directory may be a trap for it.
   files::check_safe_to_write(paths.entries(), root());
@@ -166,7 +172,12 @@ Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, S
 files::FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key,
                                     const CancelToken *cancel) const {
   const ConsumerLayout paths = layout(consumer);
-  files::create_directories(paths.locks());
+  try {
+    files::create_directories(paths.locks());
+  } catch (const IoError &) {
+    throw_if_unwritable(location_);
+    throw;
+  }
   const fs::path file = paths.build_lock(input_key);
   if (cancel == nullptr) return files::FileLock(file);
   // Another builder of this key (any process) may hold it for minutes: wait, but not past a cancel.

@@ -1,8 +1,12 @@
 // The CLI as a person and a script meet it: usage errors in --json, a missing recipe is "not
 // found", doctor tries the writable cache, device advice only where it helps, archs the
 // toolchain cannot build refused at plan time, NVRTC option errors as usage errors, `kiln ls`
-// past a damaged manifest, and build progress on stderr (plain lines, JSON lines, --quiet).
+// past a damaged manifest, build progress on stderr (plain lines, JSON lines, --quiet), and
+// the fix for a cache that cannot be written, from every verb that writes it.
 #include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -224,4 +228,48 @@ TEST_CASE("cli: build progress on stderr: plain lines, JSON lines with --json, n
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   CHECK(contains(result.out, "hit example/fma"));
   CHECK(result.err.empty());
+}
+
+TEST_CASE("cli: every verb that writes the cache says to set KILN_CACHE_DIR when it cannot") {
+  TempDir dir;
+  // As root permissions do not bite: the verbs run as uid 65534 then, through setpriv.
+  std::string as_user;
+  if (::geteuid() == 0) {
+    if (kiln::test::run_shell("command -v setpriv").exit_code != 0) {
+      MESSAGE("SKIPPED the unwritable cache: running as root, and no setpriv to run kiln as another user");
+      return;
+    }
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  // A bundle to import, exported from a cache that can be written.
+  const auto writable_env = usage_env(dir / "writable");
+  auto result = run_kiln({"publish", "--consumer", "alpha", "--name", "fma", "--arch", "none", "--artifact",
+                          KILN_TEST_PLUGIN_HOST_ONLY}, writable_env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  result = run_kiln({"export", "--consumer", "alpha", "-o", (dir / "alpha.kbundle").string()}, writable_env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+
+  const fs::path cache = dir / "cache";
+  fs::create_directories(cache);
+  REQUIRE(::chmod(cache.c_str(), 0500) == 0);
+  const std::vector<std::vector<std::string>> verbs = {
+      {"publish", "--consumer", "alpha", "--name", "fma", "--arch", "none", "--artifact", KILN_TEST_PLUGIN_HOST_ONLY},
+      {"import", (dir / "alpha.kbundle").string(), "--allow-unsigned"},
+      {"gc", "--max-size", "1M"}};
+  for (const auto &args : verbs) {
+    CAPTURE(args[0]);
+    std::string command = as_user + "env";
+    for (const auto &[name, value] : usage_env(cache)) command += " " + kiln::test::shell_quote(name + "=" + value);
+    command += " " + kiln::test::kiln_cli_command();
+    for (const auto &arg : args) command += " " + kiln::test::shell_quote(arg);
+    result = kiln::test::run_shell(command + " --json");
+    CHECK(result.exit_code == 1);
+    const json error = json::parse(result.out)["error"];
+    CHECK(error["exit_code"] == 1);  // an I/O error (docs/cli.md "Exit codes")
+    const std::string message = error["message"].get<std::string>();
+    CHECK_MESSAGE(contains(message, "the writable store " + cache.string() + " (from KILN_CACHE_DIR) cannot be written"), message);
+    CHECK_MESSAGE(contains(message, "set KILN_CACHE_DIR to a writable directory"), message);
+    CHECK(fs::is_empty(cache));  // nothing partial left
+  }
+  REQUIRE(::chmod(cache.c_str(), 0755) == 0);
 }
