@@ -147,11 +147,19 @@ ChainFacts check_chain(const DataDir &data, const std::string &urdf, const std::
   if (dynamics) argv.push_back("--dynamics-check");
   const ProgramResult run = run_program(argv);
   if (run.exit_code != 0) {
-    std::string reason = run.output;
+    const auto trimmed = [](std::string text) {
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+      return text;
+    };
+    // The generator's refusal, and what the URDF parser printed before it (a malformed file's reason).
+    std::string reason = trimmed(run.output), parser;
     const std::string prefix = "kiln-urdf-fk: error: ";
-    if (const std::size_t at = reason.find(prefix); at != std::string::npos) reason = reason.substr(at + prefix.size());
-    while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\r')) reason.pop_back();
-    throw UsageError("the " + plugin + " plugin cannot take this chain: " + reason);
+    if (const std::size_t at = reason.find(prefix); at != std::string::npos) {
+      parser = trimmed(reason.substr(0, at));
+      reason = reason.substr(at + prefix.size());
+    }
+    throw UsageError("the " + plugin + " plugin cannot take this chain: " + reason +
+                     (parser.empty() ? "" : "\nthe URDF parser said: " + parser));
   }
   ChainFacts facts;
   std::istringstream lines(run.output);

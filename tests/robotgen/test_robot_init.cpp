@@ -170,6 +170,14 @@ TEST_CASE("kiln robot init: what a plugin cannot take is refused before anything
     CHECK(contains(err, "is a xacro file (it uses xacro macros), not a URDF"));
     CHECK(contains(err, "`xacro " + (dir / "arm.urdf.xacro").string() + " > " + (dir / "arm.urdf").string() + "`"));
   }
+  SUBCASE("a malformed URDF: the parser's reason comes along") {
+    kiln::test::write_text(dir / "bad.urdf", "<robot name=\"bad\"><link name=\"a\"/><joint name=\"j\" type=\"revolute\">"
+                                             "<parent link=\"a\"/><child link=\"b\"/></joint></robot>");
+    const std::string err = refused(dir / "bad.urdf", {"--base", "a", "--tip", "b"});
+    CHECK(contains(err, "bad.urdf' is not a valid URDF"));
+    CHECK(contains(err, "the URDF parser said: "));
+    CHECK(contains(err, "does not specify limits"));
+  }
   SUBCASE("a chain given tip-first") {
     const std::string err = refused(kArm, {"--base", "tool0", "--tip", "base_link"});
     CHECK(contains(err, "the chain is given tip-first: link 'base_link' is an ancestor of link 'tool0'"));
