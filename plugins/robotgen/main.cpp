@@ -7,6 +7,10 @@
 //   -o          forward kinematics and the geometric Jacobian (fk_emitter.hpp)
 //   --dynamics  recursive Newton-Euler inverse dynamics, gravity torques, the joint-space mass
 //               matrix, and the joint limits (rnea_emitter.hpp)
+//   --max-joints  refuse a chain longer than a plugin supports (before any compiler runs)
+//   --check     write nothing: refuse what a build would refuse (with --dynamics-check, the
+//               inertials too) and print the robot's name and the chain's joints on stdout
+//               (kiln robot init asks this before it writes recipes)
 // The chain itself (fixed joints folded, bodies merged, every refusal) is urdf_chain.hpp's.
 //
 // The output is deterministic: the same URDF bytes and arguments give the same header bytes.
@@ -82,6 +86,21 @@ bool valid_namespace(const std::string &name) {
   return true;
 }
 
+// --check's report, a line per fact: "robot NAME", "joints N", then "joint NAME KIND" per joint.
+// A name is printed with its line breaks replaced, so every fact stays one line.
+void print_chain(const kiln::robotgen::Chain &chain) {
+  const auto one_line = [](std::string text) {
+    for (char &c : text) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    return text;
+  };
+  std::cout << "robot " << one_line(chain.robot) << "\njoints " << chain.joints.size() << '\n';
+  for (const auto &joint : chain.joints) {
+    std::cout << "joint " << one_line(joint.name) << ' ' << kiln::robotgen::kind_name(joint.kind) << '\n';
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -97,11 +116,23 @@ int main(int argc, char **argv) {
   app.add_option("--dynamics", dynamics, "the inverse-dynamics (RNEA) header to write");
   app.add_option("--dynamics-namespace", dynamics_ns, "C++ namespace of the dynamics code (default kiln_rnea)");
   app.add_option("--gravity", gravity, "gravity in the base frame, m/s^2 (default 0 0 -9.81)")->expected(3);
+  std::size_t max_joints = 0;
+  bool check = false, check_dynamics = false;
+  app.add_option("--max-joints", max_joints, "refuse a chain of more movable joints than this (a plugin's limit)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--check", check, "write nothing: check the chain and print the robot's name and joints");
+  app.add_flag("--dynamics-check", check_dynamics, "with --check: check the inertials and limits the dynamics need");
   app.set_version_flag("--version", kiln::robotgen::kFkGeneratorVersion);
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (output.empty() && dynamics.empty()) throw GeneratorError("nothing to write: pass -o FILE and/or --dynamics FILE");
+    if (check && (!output.empty() || !dynamics.empty())) {
+      throw GeneratorError("--check writes nothing: pass it without -o and --dynamics");
+    }
+    if (check_dynamics && !check) throw GeneratorError("--dynamics-check goes with --check");
+    if (!check && output.empty() && dynamics.empty()) {
+      throw GeneratorError("nothing to write: pass -o FILE and/or --dynamics FILE (or --check)");
+    }
     if (!valid_namespace(ns)) throw GeneratorError("--namespace '" + ns + "' is not a C++ namespace name");
     if (!valid_namespace(dynamics_ns)) {
       throw GeneratorError("--dynamics-namespace '" + dynamics_ns + "' is not a C++ namespace name");
@@ -110,6 +141,7 @@ int main(int argc, char **argv) {
       if (!std::isfinite(g)) throw GeneratorError("--gravity takes three finite numbers (m/s^2, base frame)");
     }
     const std::string text = read_file(input);
+    kiln::robotgen::refuse_xacro(text, input);
     const std::size_t slash = input.find_last_of('/');
     const std::string source = slash == std::string::npos ? input : input.substr(slash + 1);
     urdf::ModelInterfaceSharedPtr model = urdf::parseURDF(text);
@@ -117,6 +149,12 @@ int main(int argc, char **argv) {
       throw GeneratorError("'" + input + "' is not a valid URDF (the parser's reason is printed above)");
     }
     const kiln::robotgen::Chain chain = kiln::robotgen::extract_chain(*model, source, base, tip);
+    if (max_joints > 0) kiln::robotgen::check_joint_count(chain, max_joints);
+    if (check) {
+      if (check_dynamics) kiln::robotgen::check_inertials(*model, chain);
+      print_chain(chain);
+      return 0;
+    }
     // Both headers are composed before either is written: a refusal leaves neither behind.
     std::string fk_text, dynamics_text;
     if (!output.empty()) fk_text = kiln::robotgen::emit_fk_header(chain, ns);

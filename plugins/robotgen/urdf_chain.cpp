@@ -32,6 +32,16 @@ std::string link_list(const urdf::ModelInterface &model) {
   return out;
 }
 
+// Whether `link` lies below `ancestor` (walking parent joints up from `link` reaches it).
+bool is_below(const urdf::ModelInterface &model, const std::string &link, const std::string &ancestor) {
+  urdf::LinkConstSharedPtr current = model.getLink(link);
+  while (current && current->parent_joint) {
+    if (current->parent_joint->parent_link_name == ancestor) return true;
+    current = model.getLink(current->parent_joint->parent_link_name);
+  }
+  return false;
+}
+
 // The child link's inertial (or none) as the start of a body, noting links without one.
 void start_body(ChainJoint &joint, const urdf::Link &link) {
   joint.body = inertial_of(link);
@@ -110,6 +120,10 @@ Chain extract_chain(const urdf::ModelInterface &model, const std::string &source
   while (link != base) {
     const urdf::LinkConstSharedPtr current = model.getLink(link);
     if (!current || !current->parent_joint) {
+      if (is_below(model, base, tip)) {
+        throw GeneratorError("the chain is given tip-first: link '" + tip + "' is an ancestor of link '" + base +
+                             "' in " + source + ": swap them (--base " + tip + " --tip " + base + ")");
+      }
       throw GeneratorError("link '" + tip + "' is not below link '" + base + "' in " + source +
                            " (walking up from '" + tip + "' reached the root '" + link +
                            "'): pass a --base that is an ancestor of the --tip");
@@ -227,6 +241,34 @@ void check_inertials(const urdf::ModelInterface &model, const Chain &chain) {
       throw GeneratorError(text.str());
     }
   }
+}
+
+void refuse_xacro(const std::string &text, const std::string &path) {
+  // xacro's output may keep the xmlns:xacro declaration: only macros or ${...}/$(...) left to
+  // expand make it a xacro file still.
+  const bool macros = text.find("<xacro:") != std::string::npos;
+  const bool expressions = text.find("xmlns:xacro") != std::string::npos &&
+                           (text.find("${") != std::string::npos || text.find("$(") != std::string::npos);
+  if (!macros && !expressions) return;
+  std::string urdf = path;
+  const std::string suffix = ".xacro";
+  if (urdf.size() > suffix.size() && urdf.compare(urdf.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    urdf.erase(urdf.size() - suffix.size());
+  }
+  if (urdf.size() < 5 || urdf.compare(urdf.size() - 5, 5, ".urdf") != 0) urdf += ".urdf";
+  throw GeneratorError("'" + path + "' is a xacro file (it uses xacro macros), not a URDF: expand it first, e.g. "
+                       "`xacro " + path + " > " + urdf + "`, and pass the .urdf");
+}
+
+void check_joint_count(const Chain &chain, std::size_t max_joints) {
+  if (chain.joints.size() <= max_joints) return;
+  const ChainJoint &first_extra = chain.joints[max_joints];
+  const ChainJoint &last_kept = chain.joints[max_joints - 1];
+  throw GeneratorError("the chain " + chain.base + " -> " + chain.tip + " in " + chain.source + " has " +
+                       std::to_string(chain.joints.size()) + " movable joints; this plugin supports at most " +
+                       std::to_string(max_joints) + " (joint '" + first_extra.name + "' is number " +
+                       std::to_string(max_joints + 1) + "): choose a --tip at or above link '" +
+                       last_kept.child_link + "', or split the chain");
 }
 
 }  // namespace kiln::robotgen

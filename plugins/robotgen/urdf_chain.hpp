@@ -80,10 +80,19 @@ struct Chain {
 };
 
 // The chain base -> tip of `model`; `source` names the URDF in messages. Refuses unknown links
-// (listing the model's links), a tip not below the base, mimic, floating and planar joints, zero
-// axes, missing or inverted limits, and chains without a movable joint.
+// (listing the model's links), a tip not below the base (saying to swap them when the chain is
+// given tip-first), mimic, floating and planar joints, zero axes, missing or inverted limits,
+// and chains without a movable joint.
 Chain extract_chain(const urdf::ModelInterface &model, const std::string &source, const std::string &base,
                     const std::string &tip);
+
+// Refuses a xacro file (<xacro:...> elements, or ${...}/$(...) with xmlns:xacro, in `text`, read
+// from `path`), saying how to expand it: urdfdom would read it as a robot without its macros.
+void refuse_xacro(const std::string &text, const std::string &path);
+
+// Refuses a chain of more than `max_joints` movable joints (a plugin's limit), naming the first
+// joint past the limit and the link a shorter chain could end at. max_joints >= 1.
+void check_joint_count(const Chain &chain, std::size_t max_joints);
 
 // For the dynamics: refuses negative or non-finite masses, non-finite or non-symmetric-positive
 // inertias (a principal moment below zero), naming the link.

@@ -20,5 +20,6 @@ Verb add_keygen(CLI::App &app, const Flags &flags);   // keygen.cpp
 Verb add_export(CLI::App &app, const Flags &flags);   // export.cpp
 Verb add_import(CLI::App &app, const Flags &flags);   // import.cpp
 Verb add_remote(CLI::App &app, const Flags &flags);   // remote.cpp
+Verb add_robot(CLI::App &app, const Flags &flags);    // robot_init.cpp
 
 }  // namespace kiln::cli

@@ -131,10 +131,16 @@ TEST_CASE("kiln-urdf-fk: an unknown link is refused, listing the links there are
 
 TEST_CASE("kiln-urdf-fk: other refusals say what is wrong") {
   TempDir dir;
-  SUBCASE("tip above base") {
+  SUBCASE("tip above base: the chain given tip-first") {
     const CommandResult result = generate(kRobots / "panda.urdf", "panda_link3", "panda_link1", dir / "x.cuh");
     CHECK(result.exit_code != 0);
-    CHECK(contains(result.err, "'panda_link1' is not below link 'panda_link3'"));
+    CHECK(contains(result.err, "the chain is given tip-first: link 'panda_link1' is an ancestor of link 'panda_link3'"));
+    CHECK(contains(result.err, "swap them (--base panda_link1 --tip panda_link3)"));
+  }
+  SUBCASE("tip on another branch") {
+    const CommandResult result = generate(kRobots / "panda.urdf", "panda_leftfinger", "panda_rightfinger", dir / "x.cuh");
+    CHECK(result.exit_code != 0);
+    CHECK(contains(result.err, "'panda_rightfinger' is not below link 'panda_leftfinger'"));
   }
   SUBCASE("no movable joint") {
     const CommandResult result = generate(kRobots / "panda.urdf", "panda_link8", "panda_grasptarget", dir / "x.cuh");

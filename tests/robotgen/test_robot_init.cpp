@@ -1,0 +1,224 @@
+// kiln robot init from this build tree: the recipes it writes for a new robot (the six-joint arm
+// of tests/fixtures/arm6.urdf) plan with kiln build --plan, and every chain a plugin cannot take
+// is refused before anything is written, naming the joint or link and the fix. The same refusals
+// in a build's generator step: kiln-urdf-fk --max-joints, and the xacro check.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/filesystem/operations.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/checks.hpp"
+#include "support/fixtures.hpp"
+
+using kiln::test::CommandResult;
+using kiln::test::TempDir;
+using kiln::test::contains;
+namespace fs = boost::filesystem;
+
+namespace {
+
+const fs::path kArm = fs::path(KILN_TEST_SOURCE_DIR) / "tests" / "fixtures" / "arm6.urdf";
+
+std::map<std::string, std::string> plan_env(const TempDir &dir) {
+  return {{"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_DEVICE", "sm_87,integrated=1"}, {"KILN_STORE_PATH", ""}};
+}
+
+CommandResult init(const std::vector<std::string> &args) {
+  std::vector<std::string> all = {"robot", "init"};
+  all.insert(all.end(), args.begin(), args.end());
+  return kiln::test::run_kiln(all);
+}
+
+std::size_t files_in(const fs::path &dir) {
+  if (!fs::exists(dir)) return 0;
+  std::size_t count = 0;
+  for (fs::directory_iterator it(dir), end; it != end; ++it) ++count;
+  return count;
+}
+
+// A serial chain of `joints` revolute joints j1..jN, links l0..lN, each with an inertial.
+std::string long_chain(int joints) {
+  std::string text = "<robot name=\"long\"><link name=\"l0\"/>";
+  for (int i = 1; i <= joints; ++i) {
+    const std::string n = std::to_string(i), p = std::to_string(i - 1);
+    text += "<link name=\"l" + n +
+            "\"><inertial><mass value=\"1\"/><inertia ixx=\"0.01\" ixy=\"0\" ixz=\"0\" iyy=\"0.01\" iyz=\"0\" "
+            "izz=\"0.01\"/></inertial></link><joint name=\"j" + n + "\" type=\"revolute\"><parent link=\"l" + p +
+            "\"/><child link=\"l" + n + "\"/><origin xyz=\"0 0 0.1\"/><axis xyz=\"0 0 1\"/><limit lower=\"-1\" "
+            "upper=\"1\" velocity=\"1\" effort=\"10\"/></joint>";
+  }
+  return text + "</robot>";
+}
+
+// Two links a -> b joined by a joint of `type`, plus `extra` inside <joint>.
+std::string two_links(const std::string &type, const std::string &extra = "") {
+  return "<robot name=\"two\"><link name=\"a\"/><link name=\"b\"/><link name=\"c\"/>"
+         "<joint name=\"j0\" type=\"revolute\"><parent link=\"a\"/><child link=\"b\"/><axis xyz=\"0 0 1\"/>"
+         "<limit lower=\"-1\" upper=\"1\" velocity=\"1\" effort=\"1\"/></joint>"
+         "<joint name=\"odd\" type=\"" + type + "\"><parent link=\"b\"/><child link=\"c\"/><axis xyz=\"0 0 1\"/>"
+         "<limit lower=\"-1\" upper=\"1\" velocity=\"1\" effort=\"1\"/>" + extra + "</joint></robot>";
+}
+
+}  // namespace
+
+TEST_CASE("kiln robot init: a new arm's IK and TrajOpt recipes, written and planned") {
+  TempDir dir;
+  const fs::path out = dir / "recipes";
+  const CommandResult run = init({kArm.string(), "--base", "base_link", "--tip", "tool0", "--ik", "--trajopt", "32,64",
+                                  "-o", out.string(), "--json"});
+  REQUIRE_MESSAGE(run.exit_code == 0, run.err);
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  CHECK(report["robot"] == "arm6");
+  CHECK(report["joints"] == 6);
+  REQUIRE(report["recipes"].size() == 3);
+  const fs::path ik = out / "ik-arm6.json", n32 = out / "trajopt-arm6-N32.json", n64 = out / "trajopt-arm6-N64.json";
+  REQUIRE(fs::exists(ik));
+  REQUIRE(fs::exists(n32));
+  REQUIRE(fs::exists(n64));
+  CHECK(files_in(out) == 3);  // no temporary left beside them
+
+  const nlohmann::json ik_recipe = nlohmann::json::parse(kiln::test::read_text(ik));
+  CHECK(ik_recipe["consumer"] == "kiln-ik");
+  CHECK(ik_recipe["name"] == "arm6");
+  CHECK(ik_recipe["defines"][0] == "KILN_IK_PLUGIN_ID=\"org.kiln.ik.arm6\"");
+  CHECK(ik_recipe["artifact"] == "libkiln_ik_arm6.so");
+  CHECK(ik_recipe["generators"][0]["inputs"][0] == kArm.string());
+  CHECK(ik_recipe["generators"][0]["tool"] == KILN_URDF_FK_PATH);
+  CHECK(contains(ik_recipe["sources"][0].get<std::string>(), "/plugins/ik/solver/ik_plugin.cu"));
+  const nlohmann::json trajopt = nlohmann::json::parse(kiln::test::read_text(n32));
+  CHECK(trajopt["name"] == "arm6-N32");
+  CHECK(trajopt["cmake_options"]["KILN_TRAJOPT_N"] == "32");
+  CHECK(trajopt["cmake_options"]["KILN_TRAJOPT_PLUGIN_ID"] == "org.kiln.trajopt.arm6.n32");
+
+  for (const fs::path &recipe : {ik, n32, n64}) {
+    const CommandResult plan = kiln::test::run_kiln({"build", "--plan", recipe.string()}, plan_env(dir));
+    CHECK_MESSAGE(plan.exit_code == 0, recipe.string() << ": " << plan.err);
+    CHECK_MESSAGE(contains(plan.out, "missing"), plan.out);
+  }
+
+  SUBCASE("an existing file is kept without --force, replaced with it") {
+    kiln::test::write_text(ik, "mine\n");
+    const CommandResult again = init({kArm.string(), "--base", "base_link", "--tip", "tool0", "-o", out.string()});
+    CHECK(again.exit_code == 2);
+    CHECK(contains(again.err, ik.string() + " exists: pass --force"));
+    CHECK(kiln::test::read_text(ik) == "mine\n");
+    const CommandResult forced =
+        init({kArm.string(), "--base", "base_link", "--tip", "tool0", "-o", out.string(), "--force"});
+    REQUIRE_MESSAGE(forced.exit_code == 0, forced.err);
+    CHECK(kiln::test::read_text(ik) != "mine\n");
+  }
+  SUBCASE("--name names the recipes, the plugin ids and the files") {
+    const CommandResult named =
+        init({kArm.string(), "--base", "base_link", "--tip", "tool0", "--name", "cell-3.arm", "-o", out.string()});
+    REQUIRE_MESSAGE(named.exit_code == 0, named.err);
+    const nlohmann::json recipe = nlohmann::json::parse(kiln::test::read_text(out / "ik-cell-3.arm.json"));
+    CHECK(recipe["name"] == "cell-3.arm");
+    CHECK(recipe["defines"][0] == "KILN_IK_PLUGIN_ID=\"org.kiln.ik.cell-3.arm\"");
+  }
+}
+
+TEST_CASE("kiln robot init: what a plugin cannot take is refused before anything is written") {
+  TempDir dir;
+  const fs::path out = dir / "out";
+  const auto refused = [&](const fs::path &urdf, std::vector<std::string> args) {
+    std::vector<std::string> all = {urdf.string()};
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), {"-o", out.string()});
+    const CommandResult run = init(all);
+    CHECK_MESSAGE(run.exit_code == 2, run.err);
+    CHECK_MESSAGE(files_in(out) == 0, "files were written for a refused chain");
+    return run.err;
+  };
+
+  SUBCASE("more joints than TrajOpt takes (16), and than IK takes (32)") {
+    kiln::test::write_text(dir / "long.urdf", long_chain(17));
+    const std::string trajopt = refused(dir / "long.urdf", {"--base", "l0", "--tip", "l17", "--trajopt", "32"});
+    CHECK(contains(trajopt, "TrajOpt plugin cannot take this chain"));
+    CHECK(contains(trajopt, "17 movable joints; this plugin supports at most 16 (joint 'j17' is number 17)"));
+    CHECK(contains(trajopt, "choose a --tip at or above link 'l16'"));
+    // 17 joints are fine for IK.
+    const CommandResult ik = init({(dir / "long.urdf").string(), "--base", "l0", "--tip", "l17", "-o", (dir / "ik").string()});
+    CHECK_MESSAGE(ik.exit_code == 0, ik.err);
+    kiln::test::write_text(dir / "longer.urdf", long_chain(33));
+    const std::string too_long = refused(dir / "longer.urdf", {"--base", "l0", "--tip", "l33", "--ik"});
+    CHECK(contains(too_long, "IK plugin cannot take this chain"));
+    CHECK(contains(too_long, "at most 32 (joint 'j33' is number 33)"));
+  }
+  SUBCASE("a mimic joint in the chain") {
+    kiln::test::write_text(dir / "m.urdf", two_links("revolute", "<mimic joint=\"j0\" multiplier=\"1\"/>"));
+    const std::string err = refused(dir / "m.urdf", {"--base", "a", "--tip", "c"});
+    CHECK(contains(err, "joint 'odd' (b -> c) in m.urdf is a mimic joint (it mimics 'j0')"));
+    CHECK(contains(err, "choose a --tip above 'c'"));
+  }
+  SUBCASE("planar and floating joints") {
+    for (const std::string type : {"planar", "floating"}) {
+      kiln::test::write_text(dir / "p.urdf", two_links(type));
+      const std::string err = refused(dir / "p.urdf", {"--base", "a", "--tip", "c"});
+      CHECK(contains(err, "joint 'odd' (b -> c) in p.urdf is of type " + type));
+      CHECK(contains(err, "supports revolute, continuous, prismatic and fixed joints"));
+    }
+  }
+  SUBCASE("a xacro file given as the URDF") {
+    kiln::test::write_text(dir / "arm.urdf.xacro",
+                           "<robot name=\"arm\" xmlns:xacro=\"http://www.ros.org/wiki/xacro\"><link name=\"world\"/>"
+                           "<xacro:include filename=\"arm_macro.xacro\"/><xacro:arm parent=\"world\"/></robot>");
+    const std::string err = refused(dir / "arm.urdf.xacro", {"--base", "base_link", "--tip", "tool0"});
+    CHECK(contains(err, "is a xacro file (it uses xacro macros), not a URDF"));
+    CHECK(contains(err, "`xacro " + (dir / "arm.urdf.xacro").string() + " > " + (dir / "arm.urdf").string() + "`"));
+  }
+  SUBCASE("a malformed URDF: the parser's reason comes along") {
+    kiln::test::write_text(dir / "bad.urdf", "<robot name=\"bad\"><link name=\"a\"/><joint name=\"j\" type=\"revolute\">"
+                                             "<parent link=\"a\"/><child link=\"b\"/></joint></robot>");
+    const std::string err = refused(dir / "bad.urdf", {"--base", "a", "--tip", "b"});
+    CHECK(contains(err, "bad.urdf' is not a valid URDF"));
+    CHECK(contains(err, "the URDF parser said: "));
+    CHECK(contains(err, "does not specify limits"));
+  }
+  SUBCASE("a chain given tip-first") {
+    const std::string err = refused(kArm, {"--base", "tool0", "--tip", "base_link"});
+    CHECK(contains(err, "the chain is given tip-first: link 'base_link' is an ancestor of link 'tool0'"));
+    CHECK(contains(err, "swap them (--base base_link --tip tool0)"));
+  }
+  SUBCASE("an unknown link lists the URDF's links") {
+    const std::string err = refused(kArm, {"--base", "base_link", "--tip", "flange"});
+    CHECK(contains(err, "unknown link 'flange' in arm6.urdf"));
+    CHECK(contains(err, "tool0"));
+  }
+  SUBCASE("hostile and unusable names") {
+    for (const std::string &name : std::vector<std::string>{"../evil", "a b", ".hidden", std::string(70, 'x')}) {
+      const std::string err = refused(kArm, {"--base", "base_link", "--tip", "tool0", "--name", name});
+      CHECK_MESSAGE(contains(err, "the name from --name is refused"), err);
+    }
+    CHECK(!fs::exists(dir / "evil"));
+    kiln::test::write_text(dir / "spaced.urdf", "<robot name=\"my robot\">" + long_chain(2).substr(19));
+    const std::string err = refused(dir / "spaced.urdf", {"--base", "l0", "--tip", "l2"});
+    CHECK(contains(err, "the URDF's robot name (pass --name NAME) is refused"));
+  }
+  SUBCASE("bad horizons and a missing URDF") {
+    CHECK(contains(refused(kArm, {"--base", "base_link", "--tip", "tool0", "--trajopt", "32,x"}), "'x' is not a horizon"));
+    CHECK(contains(refused(kArm, {"--base", "base_link", "--tip", "tool0", "--trajopt", "1"}), "2..1024"));
+    const CommandResult missing = init({(dir / "none.urdf").string(), "--base", "a", "--tip", "b"});
+    CHECK(missing.exit_code == 3);
+    CHECK(contains(missing.err, "none.urdf' is not a readable file"));
+  }
+}
+
+TEST_CASE("kiln-urdf-fk: --max-joints and xacro files refused in a build's generator step, nothing written") {
+  TempDir dir;
+  kiln::test::write_text(dir / "long.urdf", long_chain(17));
+  const std::string tool = kiln::test::shell_quote(KILN_URDF_FK_PATH);
+  const CommandResult run = kiln::test::run_shell(tool + " " + kiln::test::shell_quote((dir / "long.urdf").string()) +
+                                                  " --base l0 --tip l17 --max-joints 16 -o " +
+                                                  kiln::test::shell_quote((dir / "fk.cuh").string()));
+  CHECK(run.exit_code == 1);
+  CHECK(contains(run.err, "has 17 movable joints; this plugin supports at most 16"));
+  CHECK(!fs::exists(dir / "fk.cuh"));
+  const CommandResult fits = kiln::test::run_shell(tool + " " + kiln::test::shell_quote((dir / "long.urdf").string()) +
+                                                   " --base l0 --tip l16 --max-joints 16 --check");
+  CHECK_MESSAGE(fits.exit_code == 0, fits.err);
+  CHECK(contains(fits.out, "robot long\njoints 16\njoint j1 revolute\n"));
+}
