@@ -58,7 +58,8 @@ const std::vector<ReferenceRow> &examples() {
       {"export", "kiln export --consumer kiln-ik -o ik.kbundle --sign vendor.key"},
       {"import", "kiln import ik.kbundle --trust vendor.pub"},
       {"remote", "kiln remote push --consumer kiln-ik"},
-      {"completion", "kiln completion bash > ~/.local/share/bash-completion/completions/kiln"}};
+      {"completion", "kiln completion bash > ~/.local/share/bash-completion/completions/kiln"},
+      {"robot", "kiln robot init ur5.urdf --base base_link --tip tool0 --ik --trajopt 32 -o recipes"}};
   return rows;
 }
 
