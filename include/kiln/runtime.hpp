@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <kiln/errors.hpp>
@@ -66,6 +67,11 @@ struct PublishRequest {
   int cuda_toolkit_version = 0;  // toolkit that wrote its PTX; 0: the one kiln was built with
   std::map<std::string, std::string> provenance;
   bool host_only = false;  // with no archs: refuse (IntegrityError) a file that holds device code
+
+  // archs and host_only from the one text form the CLI's --arch and Python's archs= take:
+  // "sm_90[,sm_87,compute_90]", "none" (host-only), or empty (the archs the file holds).
+  // UsageError naming the text for anything else.
+  void set_archs(std::string_view text);
 };
 
 struct PublishResult {

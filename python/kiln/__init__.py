@@ -13,6 +13,8 @@ Every failure is a kiln.Error subclass whose exit_code is the kiln CLI's (docs/p
 from ._kiln import (  # noqa: F401  (the public API, re-exported)
     ABI_VERSION,
     AbiError,
+    ArgumentTypeError,
+    ArgumentValueError,
     BuildError,
     Error,
     IK,
@@ -36,6 +38,8 @@ from ._kiln import (  # noqa: F401  (the public API, re-exported)
 __all__ = [
     "ABI_VERSION",
     "AbiError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BuildError",
     "Error",
     "IK",

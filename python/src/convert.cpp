@@ -8,6 +8,8 @@
 #include <kiln/toolchain.hpp>
 #include <kiln/version.h>
 
+#include "errors.hpp"
+
 namespace kiln::python {
 
 py::str text(const std::string &value) {
@@ -26,12 +28,31 @@ std::string fs_path(const py::handle &path) {
   return std::string(bytes);
 }
 
+namespace {
+
+// archs as the CLI's comma-separated text: a str as it is, a list's names joined.
+std::string archs_text(const py::handle &archs) {
+  if (py::isinstance<py::str>(archs)) return archs.cast<std::string>();
+  if (!py::isinstance<py::iterable>(archs) || py::isinstance<py::bytes>(archs))
+    throw ArgumentTypeError("archs: expected None, \"sm_90,sm_87\" or a list of arch names, got " + describe(archs));
+  std::string text;
+  for (const py::handle item : archs) {
+    if (!py::isinstance<py::str>(item))
+      throw ArgumentTypeError("archs: expected arch names (str) such as \"sm_90\", got " + describe(item));
+    text += (text.empty() ? "" : ",") + item.cast<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
 std::vector<Arch> archs_argument(const py::handle &archs) {
-  std::vector<Arch> out;
-  if (archs.is_none()) return out;
-  if (py::isinstance<py::str>(archs)) return Arch::parse_list(archs.cast<std::string>());
-  for (const py::handle item : archs) out.push_back(Arch::parse(item.cast<std::string>()));
-  return out;
+  if (archs.is_none()) return {};
+  return Arch::parse_list(archs_text(archs));
+}
+
+void publish_archs(PublishRequest &request, const py::handle &archs) {
+  if (!archs.is_none()) request.set_archs(archs_text(archs));
 }
 
 py::object from_json(const nlohmann::json &value) {

@@ -26,6 +26,8 @@ bool is_path_like(const py::handle &value);
 
 // Archs: None, "sm_90,sm_87" or ["sm_90", "sm_87"] (UsageError for a bad name, as the CLI).
 std::vector<Arch> archs_argument(const py::handle &archs);
+// A publish's archs: the same forms, and "none" (host-only), as `kiln publish --arch`.
+void publish_archs(PublishRequest &request, const py::handle &archs);
 
 // JSON (kiln/json.hpp's forms and what nlohmann holds) as plain Python values.
 py::object from_json(const nlohmann::json &value);

@@ -12,7 +12,8 @@ namespace kiln::python {
 namespace {
 
 struct Classes {
-  py::object error, usage, not_found, toolchain_missing, incompatible, abi, integrity, io, build;
+  py::object error, usage, not_found, toolchain_missing, incompatible, abi, integrity, io, build, argument_type,
+      argument_value;
 };
 
 // Leaked on purpose: exception classes live as long as the interpreter, and a static py::object
@@ -35,6 +36,7 @@ const char *kind_name(ErrorKind kind) {
   return "other";
 }
 
+// base: one class, or a tuple of classes.
 py::object make_class(py::module_ &m, const char *name, const py::object &base, ErrorKind kind, const char *doc) {
   const std::string qualified = std::string("kiln.") + name;
   PyObject *type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base.ptr(), nullptr);
@@ -52,6 +54,8 @@ const py::object &class_of(const Error &error) {
   Classes &c = classes();
   if (dynamic_cast<const ToolchainMissingError *>(&error) != nullptr) return c.toolchain_missing;
   if (dynamic_cast<const IoError *>(&error) != nullptr) return c.io;
+  if (dynamic_cast<const ArgumentTypeError *>(&error) != nullptr) return c.argument_type;
+  if (dynamic_cast<const ArgumentValueError *>(&error) != nullptr) return c.argument_value;
   switch (error.kind()) {
     case ErrorKind::usage: return c.usage;
     case ErrorKind::not_found: return c.not_found;
@@ -126,6 +130,13 @@ void bind_errors(py::module_ &m) {
   c.build = make_class(m, "BuildError", c.error, ErrorKind::build,
                        "A build step failed; .log holds its output (exit code 7).");
   c.build.attr("log") = "";
+  c.argument_type = make_class(m, "ArgumentTypeError",
+                               py::make_tuple(c.usage, py::reinterpret_borrow<py::object>(PyExc_TypeError)),
+                               ErrorKind::usage, "An argument of the wrong type, named (a UsageError and a TypeError).");
+  c.argument_value = make_class(m, "ArgumentValueError",
+                                py::make_tuple(c.usage, py::reinterpret_borrow<py::object>(PyExc_ValueError)),
+                                ErrorKind::usage,
+                                "An argument of the wrong shape, dtype or value, named (a UsageError and a ValueError).");
 
   py::register_exception_translator([](std::exception_ptr pointer) {
     try {
@@ -134,6 +145,25 @@ void bind_errors(py::module_ &m) {
       raise(error);
     }
   });
+  // Module-local: other pybind11 modules' conversions keep their own errors.
+  py::register_local_exception_translator([](std::exception_ptr pointer) {
+    try {
+      if (pointer) std::rethrow_exception(pointer);
+    } catch (const py::cast_error &error) {
+      raise(ArgumentTypeError(std::string("an argument of the wrong type (") + error.what() +
+                              "): see help() of the call for the types it takes"));
+    }
+  });
+}
+
+std::string describe(const py::handle &value) {
+  const py::handle type = py::type::handle_of(value);
+  std::string out = py::str(type.attr("__module__")).cast<std::string>();
+  out = (out == "builtins" ? "" : out + ".") + py::str(type.attr("__qualname__")).cast<std::string>();
+  if (py::hasattr(value, "shape") && py::hasattr(value, "dtype"))
+    out += " of shape " + py::str(value.attr("shape")).cast<std::string>() + " and dtype " +
+           py::str(value.attr("dtype")).cast<std::string>();
+  return out;
 }
 
 void throw_status(kiln_status status, const std::string &what, const char *message) {

@@ -52,11 +52,12 @@ class IK : public SolverBinding<IkKind> {
   explicit IK(const Module &module) : SolverBinding(module) {}
 
   // (n, dof) joint vectors -> (n, 7) poses; a (dof,) vector -> a (7,) pose.
-  py::array_t<float> fk(const InArray<float> &q, const py::object &out) const {
+  py::array_t<float> fk(const py::object &q_arg, const py::object &out) const {
+    const InArray<float> q = in_array<float>(q_arg, "fk: q", "(n, " + std::to_string(dof_) + ")");
     const std::uint32_t count = count_of(rows_of(q, dof_, "fk: q"), "rows");
     std::vector<py::ssize_t> shape{count, KILN_IK_POSE_SIZE};
     if (q.ndim() == 1) shape = {KILN_IK_POSE_SIZE};
-    py::array_t<float> poses = output_array<float>(out, shape);
+    py::array_t<float> poses = output_array<float>(out, shape, "fk: out");
     const float *in = q.data();
     float *written = poses.mutable_data();
     kiln_status status = KILN_OK;
@@ -69,19 +70,20 @@ class IK : public SolverBinding<IkKind> {
     return poses;
   }
 
-  IKResult solve(const InArray<float> &targets, const py::object &initial_q_arg, std::uint32_t max_iterations,
+  IKResult solve(const py::object &targets_arg, const py::object &initial_q_arg, std::uint32_t max_iterations,
                  float position_tolerance, float orientation_tolerance, std::uint32_t seeds, float damping,
                  std::uint64_t random_seed, bool warm_start, const py::object &out) {
+    const InArray<float> targets = in_array<float>(targets_arg, "solve: targets", "(n, 7)");
     const std::uint32_t count = count_of(rows_of(targets, KILN_IK_POSE_SIZE, "solve: targets"), "rows");
     std::optional<InArray<float>> initial_q;
     if (!initial_q_arg.is_none()) {
-      initial_q = initial_q_arg.cast<InArray<float>>();
+      initial_q = in_array<float>(initial_q_arg, "solve: initial_q", "(n, " + std::to_string(dof_) + ")");
       if (rows_of(*initial_q, dof_, "solve: initial_q") != count)
-        throw py::value_error("solve: initial_q has " + std::to_string(rows_of(*initial_q, dof_, "")) +
+        throw ArgumentValueError("solve: initial_q has " + std::to_string(rows_of(*initial_q, dof_, "")) +
                               " rows, targets " + std::to_string(count));
     }
     const py::ssize_t n = count;
-    IKResult result = reuse_or<IKResult>(out, n, {n, static_cast<py::ssize_t>(dof_)}, [&] {
+    IKResult result = reuse_or<IKResult>(out, n, {n, static_cast<py::ssize_t>(dof_)}, "kiln.IKResult", [&] {
       IKResult fresh;
       fresh.q = py::array_t<float>(std::vector<py::ssize_t>{n, static_cast<py::ssize_t>(dof_)});
       fresh.position_error = py::array_t<float>(n);

@@ -30,6 +30,7 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "errors.hpp"
 
 namespace kiln::python {
 
@@ -155,8 +156,7 @@ Recipe recipe_argument(const py::handle &recipe, const py::object &base_dir) {
     return Recipe::parse(json, dir, "dict (base_dir " + dir + ")");  // "recipe dict (...): ..."
   }
   if (is_path_like(recipe)) return Recipe::load(fs_path(recipe));
-  throw UsageError("recipe: expected a kiln.Recipe, a path or a dict, not " +
-                   std::string(py::str(py::type::handle_of(recipe).attr("__name__"))));
+  throw ArgumentTypeError("recipe: expected a kiln.Recipe, a path or a dict, got " + describe(recipe));
 }
 
 BuildOptions build_options(bool force, unsigned jobs, const py::object &archs) {
@@ -209,7 +209,7 @@ std::unique_ptr<Runtime> make_runtime(const py::object &cache_dir, const py::obj
       for (const py::handle item : store_path) options.read_only_stores.push_back(fs_path(item));
     }
   }
-  if (!device.is_none()) options.declared_device = device.cast<std::string>();
+  if (!device.is_none()) options.declared_device = argument<std::string>(device, "device", "a device declaration such as \"sm_90\" (str)");
   if (!log.is_none()) options.log = log_bridge(log);
   py::gil_scoped_release release;  // the constructor reads the stores
   return std::make_unique<Runtime>(std::move(options));
@@ -377,7 +377,7 @@ void bind_runtime(py::module_ &m) {
             request.consumer = consumer;
             request.name = name;
             request.artifact_file = fs_path(artifact);
-            request.archs = archs_argument(archs);
+            publish_archs(request, archs);
             request.cuda_toolkit_version = cuda_toolkit;
             request.provenance = provenance;
             std::optional<PublishResult> result;
@@ -390,7 +390,7 @@ void bind_runtime(py::module_ &m) {
           py::arg("consumer"), py::arg("name"), py::arg("artifact"), py::arg("archs") = py::none(), py::kw_only(),
           py::arg("cuda_toolkit") = 0, py::arg("provenance") = std::map<std::string, std::string>{},
           "Put a prebuilt plugin file into the writable cache as consumer/name. archs: what its device code "
-          "targets ('sm_90,sm_87' or a list), each held by the file (else IntegrityError listing what it "
+          "targets ('sm_90,sm_87' or a list; 'none': host-only, refusing a file with device code), each held by the file (else IntegrityError listing what it "
           "holds); None: the archs the file holds (host-only for a file without device code). Returns "
           "{content_key, entry, file, reused}.")
       .def(
@@ -487,9 +487,9 @@ void bind_runtime(py::module_ &m) {
             GcOptions options;
             if (!max_size.is_none()) {
               options.max_bytes = py::isinstance<py::str>(max_size) ? parse_size(max_size.cast<std::string>())
-                                                                    : max_size.cast<std::uint64_t>();
+                                                                    : argument<std::uint64_t>(max_size, "max_size", "bytes (int) or a size such as \"20G\"");
             }
-            if (!older_than.is_none()) options.older_than = parse_age(older_than.cast<std::string>());
+            if (!older_than.is_none()) options.older_than = parse_age(argument<std::string>(older_than, "older_than", "an age such as \"30d\" (str)"));
             options.include_named = include_named;
             options.dry_run = dry_run;
             auto out = released([&] { return kiln::to_json(runtime.gc(options)); });

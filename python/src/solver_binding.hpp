@@ -145,10 +145,15 @@ class SolverBinding : public Solver {
   }
 
   // out= when it is a Result of count entries whose q has q_shape (its arrays are written again),
-  // else make(): new arrays. TypeError for an out= of another type.
+  // else make(): new arrays. ArgumentTypeError for an out= of another type (`result_name`: its
+  // class as Python names it).
   template <class Result, class Make>
-  static Result reuse_or(const py::object &out, py::ssize_t count, const std::vector<py::ssize_t> &q_shape, Make make) {
+  static Result reuse_or(const py::object &out, py::ssize_t count, const std::vector<py::ssize_t> &q_shape,
+                         const char *result_name, Make make) {
     if (!out.is_none()) {
+      if (!py::isinstance<Result>(out))
+        throw ArgumentTypeError(std::string("solve: out: expected a ") + result_name +
+                                " of a previous solve (its arrays are written again) or None, got " + describe(out));
       Result previous = out.cast<Result>();
       if (previous.count == count && static_cast<std::size_t>(previous.q.ndim()) == q_shape.size() &&
           std::equal(q_shape.begin(), q_shape.end(), previous.q.shape()))

@@ -28,6 +28,18 @@ namespace py = pybind11;
 template <class T>
 using InArray = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
+// An array argument as InArray<T>: ArgumentTypeError naming it (`what`), the expected shape and
+// dtype and what was given, where numpy cannot convert it (pybind11 would say only "incompatible
+// function arguments" or "Unable to cast").
+template <class T>
+InArray<T> in_array(const py::handle &value, const char *what, const std::string &shape) {
+  InArray<T> array = InArray<T>::ensure(value);
+  if (!array)
+    throw ArgumentTypeError(std::string(what) + ": expected an array of shape " + shape + " convertible to " +
+                            py::str(py::dtype::of<T>()).template cast<std::string>() + ", got " + describe(value));
+  return array;
+}
+
 // A plugin instance serving one interface table. The ABI lets only one thread at a time make
 // the [control-thread] calls (solve) and the [setup-thread] ones (activate, deactivate) on an
 // instance, while [any-thread] calls (info, fk) may run alongside: Python threads calling with
@@ -182,21 +194,33 @@ inline std::string shape_text(const py::array &array) {
 inline std::size_t rows_of(const py::array &array, std::size_t width, const char *what) {
   if (array.ndim() == 2 && static_cast<std::size_t>(array.shape(1)) == width) return static_cast<std::size_t>(array.shape(0));
   if (array.ndim() == 1 && static_cast<std::size_t>(array.shape(0)) == width) return 1;
-  throw py::value_error(std::string(what) + ": expected shape (n, " + std::to_string(width) + ") or (" +
-                        std::to_string(width) + ",), got " + shape_text(array));
+  throw ArgumentValueError(std::string(what) + ": expected shape (n, " + std::to_string(width) + ") or (" +
+                           std::to_string(width) + ",), got " + shape_text(array));
 }
 
-// An output array of dtype T and this shape: `given` when it already is one (C-contiguous,
-// writeable; reused, no allocation), else a new one.
+inline std::string shape_text(const std::vector<py::ssize_t> &shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+// An output array of dtype T and this shape: None gives a new one; `given` (out=, named `what`)
+// must be one (C-contiguous, writeable; written in place, no allocation), else ArgumentValueError
+// (an array of another shape or dtype) or ArgumentTypeError (not an array).
 template <class T>
-py::array_t<T> output_array(const py::object &given, const std::vector<py::ssize_t> &shape) {
-  if (!given.is_none() && py::isinstance<py::array_t<T>>(given)) {
-    py::array_t<T> array = py::reinterpret_borrow<py::array_t<T>>(given);
-    const bool same_shape = static_cast<std::size_t>(array.ndim()) == shape.size() &&
-                            std::equal(shape.begin(), shape.end(), array.shape());
-    if (same_shape && (array.flags() & py::array::c_style) != 0 && array.writeable()) return array;
-  }
-  return py::array_t<T>(shape);
+py::array_t<T> output_array(const py::object &given, const std::vector<py::ssize_t> &shape, const char *what) {
+  if (given.is_none()) return py::array_t<T>(shape);
+  const std::string expected = std::string(what) + ": expected a writeable C-contiguous " +
+                               py::str(py::dtype::of<T>()).template cast<std::string>() + " array of shape " +
+                               shape_text(shape) + ", got ";
+  if (!py::isinstance<py::array>(given)) throw ArgumentTypeError(expected + describe(given));
+  const py::array array = py::reinterpret_borrow<py::array>(given);
+  const bool same_shape = static_cast<std::size_t>(array.ndim()) == shape.size() &&
+                          std::equal(shape.begin(), shape.end(), array.shape());
+  if (!py::isinstance<py::array_t<T>>(given) || !same_shape || (array.flags() & py::array::c_style) == 0 ||
+      !array.writeable())
+    throw ArgumentValueError(expected + describe(given) + (array.writeable() ? "" : " (read-only)"));
+  return py::reinterpret_borrow<py::array_t<T>>(given);
 }
 
 // numpy bool (one byte, 0 or 1) for the ABI's uint8_t flags, written in place.

@@ -47,19 +47,21 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
 
   std::uint32_t horizon() const { return horizon_; }
 
-  TrajOptResult solve(const InArray<float> &q0, const py::object &pose_goals_arg, const py::object &joint_goals_arg,
+  TrajOptResult solve(const py::object &q0_arg, const py::object &pose_goals_arg, const py::object &joint_goals_arg,
                       const py::object &goal_kinds_arg, const py::object &qd0_arg, const py::object &dt_arg,
                       const py::object &initial_arg, std::uint32_t max_iterations, float position_tolerance,
                       float orientation_tolerance, std::uint32_t seeds, float goal_weight, float smoothness_weight,
                       float effort_weight, std::uint64_t random_seed, bool warm_start, const py::object &out) {
+    const std::string dof_shape = "(n, " + std::to_string(dof_) + ")";
+    const InArray<float> q0 = in_array<float>(q0_arg, "solve: q0", dof_shape);
     const std::uint32_t count = count_of(rows_of(q0, dof_, "solve: q0"), "problems");
 
     // Every optional input: None, or an array of `count` rows of `width` values.
     auto rows_input = [&](const py::object &arg, std::size_t width, const char *what) -> std::optional<InArray<float>> {
       if (arg.is_none()) return std::nullopt;
-      InArray<float> array = arg.cast<InArray<float>>();
+      InArray<float> array = in_array<float>(arg, what, "(n, " + std::to_string(width) + ")");
       if (rows_of(array, width, what) != count)
-        throw py::value_error(std::string(what) + ": " + std::to_string(rows_of(array, width, what)) + " rows, q0 " +
+        throw ArgumentValueError(std::string(what) + ": " + std::to_string(rows_of(array, width, what)) + " rows, q0 " +
                               std::to_string(count));
       return array;
     };
@@ -68,23 +70,24 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
     const auto qd0 = rows_input(qd0_arg, dof_, "solve: qd0");
     std::optional<InArray<float>> initial;
     if (!initial_arg.is_none()) {
-      initial = initial_arg.cast<InArray<float>>();
+      initial = in_array<float>(initial_arg, "solve: initial_trajectories",
+                                "(n, " + std::to_string(horizon_) + ", " + std::to_string(dof_) + ")");
       const std::size_t per_problem = std::size_t{horizon_} * dof_;
       if (static_cast<std::size_t>(initial->size()) != per_problem * count)
-        throw py::value_error("solve: initial_trajectories: expected (n, N, dof) = (" + std::to_string(count) + ", " +
+        throw ArgumentValueError("solve: initial_trajectories: expected (n, N, dof) = (" + std::to_string(count) + ", " +
                               std::to_string(horizon_) + ", " + std::to_string(dof_) + "), got " + shape_text(*initial));
     }
-    if (!pose_goals && !joint_goals) throw py::value_error("solve: give pose_goals, joint_goals or both (with goal_kinds)");
+    if (!pose_goals && !joint_goals) throw ArgumentValueError("solve: give pose_goals, joint_goals or both (with goal_kinds)");
 
     // goal_kinds: given, or implied when only one kind of goal is (all joint goals: an array of 1s).
-    std::optional<py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>> goal_kinds;
+    std::optional<InArray<std::uint8_t>> goal_kinds;
     if (!goal_kinds_arg.is_none()) {
-      goal_kinds = goal_kinds_arg.cast<py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>>();
+      goal_kinds = in_array<std::uint8_t>(goal_kinds_arg, "solve: goal_kinds", "(" + std::to_string(count) + ",)");
       if (goal_kinds->ndim() != 1 || goal_kinds->shape(0) != static_cast<py::ssize_t>(count))
-        throw py::value_error("solve: goal_kinds: expected shape (" + std::to_string(count) + ",), got " +
+        throw ArgumentValueError("solve: goal_kinds: expected shape (" + std::to_string(count) + ",), got " +
                               shape_text(*goal_kinds));
     } else if (pose_goals && joint_goals) {
-      throw py::value_error("solve: both pose_goals and joint_goals given: say which each problem uses with goal_kinds "
+      throw ArgumentValueError("solve: both pose_goals and joint_goals given: say which each problem uses with goal_kinds "
                             "(0 pose, 1 joint)");
     } else if (joint_goals) {
       goal_kinds.emplace(static_cast<py::ssize_t>(count));
@@ -102,9 +105,9 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
       if (py::isinstance<py::float_>(dt_arg) || py::isinstance<py::int_>(dt_arg)) {
         options.dt = dt_arg.cast<float>();
       } else {
-        dt = dt_arg.cast<InArray<float>>();
+        dt = in_array<float>(dt_arg, "solve: dt", "(" + std::to_string(count) + ",)");
         if (dt->ndim() != 1 || dt->shape(0) != static_cast<py::ssize_t>(count))
-          throw py::value_error("solve: dt: a number or shape (" + std::to_string(count) + ",), got " + shape_text(*dt));
+          throw ArgumentValueError("solve: dt: a number or shape (" + std::to_string(count) + ",), got " + shape_text(*dt));
       }
     }
 
@@ -133,7 +136,7 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
   TrajOptResult result_for(const py::object &out, std::uint32_t count) const {
     const py::ssize_t n = count;
     const std::vector<py::ssize_t> knots{n, static_cast<py::ssize_t>(horizon_) + 1, static_cast<py::ssize_t>(dof_)};
-    return reuse_or<TrajOptResult>(out, n, knots, [&] {
+    return reuse_or<TrajOptResult>(out, n, knots, "kiln.TrajOptResult", [&] {
       TrajOptResult r;
       r.q = py::array_t<float>(knots);
       r.qd = py::array_t<float>(knots);

@@ -22,11 +22,7 @@ int publish(const Flags &flags, const PublishArgs &args) {
   request.consumer = args.consumer;
   request.name = args.name;
   request.artifact_file = args.file;
-  if (args.archs == "none") {
-    request.host_only = true;
-  } else if (!args.archs.empty()) {
-    request.archs = Arch::parse_list(args.archs);
-  }
+  request.set_archs(args.archs);
   request.cuda_toolkit_version = args.toolkit;
   const PublishResult result = runtime.publish(request);
   nlohmann::json out = {{"consumer", args.consumer}, {"name", args.name}};

@@ -31,6 +31,12 @@ std::string joined_archs(const std::vector<Arch> &archs) {
 
 }  // namespace
 
+void PublishRequest::set_archs(std::string_view text) {
+  archs.clear();
+  host_only = text == "none";
+  if (!host_only && !text.empty()) archs = Arch::parse_list(text);
+}
+
 PublishResult Runtime::publish(const PublishRequest &request) try {
   store::validate_name("consumer", request.consumer);
   store::validate_name("artifact name", request.name);
