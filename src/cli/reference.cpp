@@ -38,7 +38,8 @@ const std::vector<ReferenceRow> &environment() {
       {"KILN_CONFIG", "the config file (else <cache>/kiln.conf)"},
       {"KILN_NVRTC", "the NVRTC library to open, that path only"},
       {"KILN_NVJITLINK", "the nvJitLink library to open, that path only"},
-      {"KILN_NVFATBIN", "the nvFatbin library to open, that path only"}};
+      {"KILN_NVFATBIN", "the nvFatbin library to open, that path only"},
+      {"KILN_DATA_DIR", "kiln robot init's templates and plugin sources (else the executable's ../share/kiln)"}};
   return rows;
 }
 
