@@ -92,6 +92,9 @@ def test_ctrl_c_cancels_the_build(runtime, store, recipe_dir):
     recipe = dict(example_recipe("slow"), generators=[{
         "name": "slow", "tool": "/bin/sh", "command": ["{tool}", "-c", "sleep 20 && : > {gen}/slow.h"],
         "inputs": [], "outputs": ["slow.h"]}])
+    # Python raises KeyboardInterrupt only where SIGINT has its default handler, which it does not
+    # install when started with SIGINT ignored (a background job of a non-interactive shell).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
@@ -100,6 +103,7 @@ def test_ctrl_c_cancels_the_build(runtime, store, recipe_dir):
             runtime.build(recipe, base_dir=recipe_dir)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 10
     assert runtime.plan(recipe, base_dir=recipe_dir)["state"] == "missing"
     entries = store / "consumers" / "example" / "store"
