@@ -148,14 +148,18 @@ bool LocalStore::entry_intact(const std::string &consumer, const std::string &co
   return meta && (digest.empty() || meta->digest == digest);
 }
 
-Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep) const {
-  const ConsumerLayout paths = layout(consumer);
+void LocalStore::create_store_directories(const fs::path &dir) const {
   try {
-    files::create_directories(paths.entries());
+    files::create_directories(dir);
   } catch (const IoError &) {
     throw_if_unwritable(location_);  // the first write of publish, import and build: says the fix
     throw;
   }
+}
+
+Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, SweepFirst sweep) const {
+  const ConsumerLayout paths = layout(consumer);
+  create_store_directories(paths.entries());
   // Before the sweep: in a store others can write, what looks like a dead writer's staging
   // directory may be a trap for it.
   files::check_safe_to_write(paths.entries(), root());
@@ -172,12 +176,7 @@ Staging LocalStore::stage(const std::string &consumer, const LogCallback &log, S
 files::FileLock LocalStore::lock_input_key(const std::string &consumer, const std::string &input_key,
                                     const CancelToken *cancel) const {
   const ConsumerLayout paths = layout(consumer);
-  try {
-    files::create_directories(paths.locks());
-  } catch (const IoError &) {
-    throw_if_unwritable(location_);
-    throw;
-  }
+  create_store_directories(paths.locks());
   const fs::path file = paths.build_lock(input_key);
   if (cancel == nullptr) return files::FileLock(file);
   // Another builder of this key (any process) may hold it for minutes: wait, but not past a cancel.

@@ -140,6 +140,9 @@ class LocalStore {
   fs::path move_manifest_aside(const std::string &consumer) const;
 
  private:
+  // files::create_directories, where a failure caused by the store's root itself (this user
+  // cannot write it) says so with the fix (store/unwritable.hpp).
+  void create_store_directories(const fs::path &dir) const;
   // store/<content_key> renamed to store/.staging-<random><suffix>; returns where it went.
   fs::path rename_aside(const std::string &consumer, const std::string &content_key, const char *suffix) const;
   // Before a staging is renamed in: an entry under its key that serves (intact, or valid and
