@@ -44,14 +44,6 @@ bool version_asked(int argc, char **argv) {
   return false;
 }
 
-// A usage error: on stderr, and as a JSON error object under --json. Exit 2.
-int usage_error(const std::string &message, bool json_output) {
-  const kiln::UsageError usage(message);
-  if (json_output) std::cout << kiln::cli::json_text(json{{"error", kiln::cli::error_json(usage)}});
-  std::fprintf(stderr, "kiln: error: %s\n", usage.what());
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -90,13 +82,14 @@ int main(int argc, char **argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {
     if (error.get_exit_code() != 0) {
-      if (const auto unknown = kiln::cli::unknown_word(app, argc, argv)) {
-        return usage_error(*unknown + " (kiln --help lists the verbs and options)", json_asked(argc, argv));
+      const auto unknown = kiln::cli::unknown_word(app, argc, argv);
+      const kiln::UsageError usage((unknown ? *unknown : std::string(error.what())) +
+                                   " (kiln --help lists the verbs and options)");
+      if (json_asked(argc, argv)) std::cout << kiln::cli::json_text(json{{"error", kiln::cli::error_json(usage)}});
+      if (unknown) {  // said whole, with its suggestion; CLI11's own words otherwise
+        std::fprintf(stderr, "kiln: error: %s\n", usage.what());
+        return 2;
       }
-    }
-    if (error.get_exit_code() != 0 && json_asked(argc, argv)) {
-      const kiln::UsageError usage(std::string(error.what()) + " (kiln --help lists the verbs and options)");
-      std::cout << kiln::cli::json_text(json{{"error", kiln::cli::error_json(usage)}});
     }
     const int code = app.exit(error);
     return code == 0 ? 0 : 2;
