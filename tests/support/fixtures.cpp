@@ -137,4 +137,8 @@ void forge_entry(const fs::path &store, const std::string &consumer, const std::
   for (fs::recursive_directory_iterator it(store), end; it != end; ++it) ::chmod(it->path().c_str(), 0755);
 }
 
+std::map<std::string, std::string> cli_env(const fs::path &cache) {
+  return {{"KILN_CACHE_DIR", cache.string()}, {"KILN_DEVICE", "sm_90"}, {"KILN_STORE_PATH", ""}};
+}
+
 }  // namespace kiln::test

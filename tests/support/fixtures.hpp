@@ -51,6 +51,9 @@ std::string kiln_cli_command();
 
 // Runs the kiln CLI built with the tests; env entries are added to the child's environment.
 CommandResult run_kiln(const std::vector<std::string> &args, const std::map<std::string, std::string> &env = {});
+// The environment of a CLI run against one store: `cache` the writable store, no read-only
+// layers, a declared sm_90 device (no driver needed).
+std::map<std::string, std::string> cli_env(const fs::path &cache);
 
 // text as one POSIX shell word ('...', an embedded ' as '\'').
 std::string shell_quote(const std::string &text);

@@ -16,6 +16,7 @@
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
 
+using kiln::test::cli_env;
 using kiln::test::contains;
 using kiln::test::run_kiln;
 using kiln::test::run_shell;
@@ -25,10 +26,6 @@ using nlohmann::json;
 namespace fs = boost::filesystem;
 
 namespace {
-
-std::map<std::string, std::string> habits_env(const fs::path &cache) {
-  return {{"KILN_CACHE_DIR", cache.string()}, {"KILN_DEVICE", "sm_90"}, {"KILN_STORE_PATH", ""}};
-}
 
 // The verbs `kiln --help` lists (CLI11's SUBCOMMANDS section).
 std::vector<std::string> listed_verbs() {
@@ -68,7 +65,7 @@ std::string completed(const fs::path &script, const std::vector<std::string> &wo
 
 TEST_CASE("cli habits: a mistyped verb or option is named with the nearest known one, exit 2") {
   TempDir dir;
-  const auto env = habits_env(dir / "cache");
+  const auto env = cli_env(dir / "cache");
   auto result = run_kiln({"lss"}, env);
   CHECK(result.exit_code == 2);
   CHECK(contains(result.err, "unknown verb 'lss'; did you mean 'ls'?"));
@@ -171,7 +168,7 @@ TEST_CASE("cli habits: every verb's --help has an example and describes its posi
 
 TEST_CASE("cli habits: kiln completion bash completes verbs, each verb's options, and consumers") {
   TempDir dir;
-  const auto env = habits_env(dir / "cache");
+  const auto env = cli_env(dir / "cache");
   auto result = run_kiln({"completion", "bash"});
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   const fs::path script = dir / "kiln.bash";

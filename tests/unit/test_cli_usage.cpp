@@ -19,6 +19,7 @@
 #include "support/machine.hpp"
 #include "support/preconditions.hpp"
 
+using kiln::test::cli_env;
 using kiln::test::contains;
 using kiln::test::run_kiln;
 using kiln::test::TempDir;
@@ -26,10 +27,6 @@ using nlohmann::json;
 namespace fs = boost::filesystem;
 
 namespace {
-
-std::map<std::string, std::string> usage_env(const fs::path &cache) {
-  return {{"KILN_CACHE_DIR", cache.string()}, {"KILN_DEVICE", "sm_90"}, {"KILN_STORE_PATH", ""}};
-}
 
 int count_of(const std::string &text, const std::string &what) {
   int count = 0;
@@ -59,7 +56,7 @@ fs::path nvrtc_recipe(const fs::path &dir, const std::string &arch, const std::s
 
 TEST_CASE("cli: a missing recipe is not found (exit 3) and a usage error is a JSON error object under --json") {
   TempDir dir;
-  const auto env = usage_env(dir / "cache");
+  const auto env = cli_env(dir / "cache");
   for (const char *verb : {"build", "ensure"}) {
     CAPTURE(verb);
     auto result = run_kiln({verb, (dir / "absent.json").string(), "--json"}, env);
@@ -87,7 +84,7 @@ TEST_CASE("cli: a missing recipe is not found (exit 3) and a usage error is a JS
 
 TEST_CASE("cli: doctor tries the writable cache and says whether it takes a file") {
   TempDir dir;
-  auto result = run_kiln({"doctor", "--json"}, usage_env(dir / "cache"));
+  auto result = run_kiln({"doctor", "--json"}, cli_env(dir / "cache"));
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   json stores = json::parse(result.out)["stores"];
   REQUIRE(stores.size() >= 1);
@@ -100,18 +97,18 @@ TEST_CASE("cli: doctor tries the writable cache and says whether it takes a file
 
   // A cache under a regular file cannot be created, as root too.
   kiln::test::write_text(dir / "file", "x");
-  result = run_kiln({"doctor", "--json"}, usage_env(dir / "file" / "cache"));
+  result = run_kiln({"doctor", "--json"}, cli_env(dir / "file" / "cache"));
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   stores = json::parse(result.out)["stores"];
   CHECK(stores[0]["check"]["writable"] == false);
   CHECK(contains(stores[0]["check"]["detail"].get<std::string>(), "KILN_CACHE_DIR"));
-  result = run_kiln({"doctor"}, usage_env(dir / "file" / "cache"));
+  result = run_kiln({"doctor"}, cli_env(dir / "file" / "cache"));
   CHECK(contains(result.out, "builds and publishes fail; loads from the layers still work"));
 }
 
 TEST_CASE("cli: the advice to declare a device appears once, and not once one is declared") {
   TempDir dir;
-  auto env = usage_env(dir / "cache");
+  auto env = cli_env(dir / "cache");
   env["KILN_LIBCUDA"] = (dir / "no-driver" / "libcuda.so.1").string();  // no driver, on any machine
   env["KILN_DEVICE"] = "";
   auto result = run_kiln({"doctor"}, env);
@@ -127,7 +124,7 @@ TEST_CASE("cli: the advice to declare a device appears once, and not once one is
 TEST_CASE("cli: archs nvcc cannot build are refused at plan time with the list it can" *
           kiln::test::skip_if(kiln::test::no_toolchain)) {
   TempDir dir;
-  const auto env = usage_env(dir / "cache");
+  const auto env = cli_env(dir / "cache");
   const fs::path recipe = fma_recipe(dir / "r", "\"sm_91\"");
   auto result = run_kiln({"build", recipe.string(), "--plan"}, env);
   CHECK(result.exit_code == 2);
@@ -142,7 +139,7 @@ TEST_CASE("cli: archs nvcc cannot build are refused at plan time with the list i
 TEST_CASE("cli: NVRTC refuses an arch at plan time, and an option it does not take is a usage error" *
           kiln::test::skip_if(kiln::test::no_nvrtc)) {
   TempDir dir;
-  const auto env = usage_env(dir / "cache");
+  const auto env = cli_env(dir / "cache");
   auto result = run_kiln({"build", nvrtc_recipe(dir / "a", "sm_91", "").string(), "--plan"}, env);
   CHECK(result.exit_code == 2);
   CHECK(contains(result.err, "NVRTC"));
@@ -157,7 +154,7 @@ TEST_CASE("cli: NVRTC refuses an arch at plan time, and an option it does not ta
 
 TEST_CASE("cli: kiln ls lists the other consumers past a damaged manifest, and names it damaged") {
   TempDir dir;
-  const auto env = usage_env(dir / "cache");
+  const auto env = cli_env(dir / "cache");
   for (const char *consumer : {"alpha", "beta"}) {
     const auto result = run_kiln({"publish", "--consumer", consumer, "--name", "fma", "--arch", "none", "--artifact",
                                   KILN_TEST_PLUGIN_HOST_ONLY}, env);
@@ -183,7 +180,7 @@ TEST_CASE("cli: kiln ls lists the other consumers past a damaged manifest, and n
 TEST_CASE("cli: build progress on stderr: plain lines, JSON lines with --json, nothing with --quiet" *
           kiln::test::skip_if(kiln::test::no_toolchain)) {
   TempDir dir;
-  const auto env = usage_env(dir / "cache");
+  const auto env = cli_env(dir / "cache");
   const fs::path recipe = fma_recipe(dir / "r");
   auto result = run_kiln({"build", recipe.string()}, env);  // stderr is a file here: plain lines
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
@@ -242,7 +239,7 @@ TEST_CASE("cli: every verb that writes the cache says to set KILN_CACHE_DIR when
     as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
   }
   // A bundle to import, exported from a cache that can be written.
-  const auto writable_env = usage_env(dir / "writable");
+  const auto writable_env = cli_env(dir / "writable");
   auto result = run_kiln({"publish", "--consumer", "alpha", "--name", "fma", "--arch", "none", "--artifact",
                           KILN_TEST_PLUGIN_HOST_ONLY}, writable_env);
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
@@ -259,7 +256,7 @@ TEST_CASE("cli: every verb that writes the cache says to set KILN_CACHE_DIR when
   for (const auto &args : verbs) {
     CAPTURE(args[0]);
     std::string command = as_user + "env";
-    for (const auto &[name, value] : usage_env(cache)) command += " " + kiln::test::shell_quote(name + "=" + value);
+    for (const auto &[name, value] : cli_env(cache)) command += " " + kiln::test::shell_quote(name + "=" + value);
     command += " " + kiln::test::kiln_cli_command();
     for (const auto &arg : args) command += " " + kiln::test::shell_quote(arg);
     result = kiln::test::run_shell(command + " --json");
