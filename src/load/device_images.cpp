@@ -222,6 +222,31 @@ KernelLibrary load_chosen(device::Driver &driver, const KernelImages &images, co
   return KernelLibraryAccess::make(std::move(state));
 }
 
+DeviceKernels load_on_each(const std::vector<int> &ordinals, bool skip_unusable, const std::string &what,
+                           const std::function<KernelLibrary(int)> &load_one,
+                           const std::function<std::string(int)> &device_label) {
+  DeviceKernels out;
+  for (int ordinal : ordinals) {
+    try {
+      out.libraries.push_back(load_one(ordinal));
+    } catch (const Error &error) {
+      if (!skip_unusable || error.kind() == ErrorKind::usage) throw;
+      SkippedDevice skipped;
+      skipped.ordinal = ordinal;
+      skipped.device = device_label(ordinal);
+      skipped.why = error.what();
+      skipped.kind = error.kind();
+      out.skipped.push_back(std::move(skipped));
+    }
+  }
+  if (out.libraries.empty() && !out.skipped.empty()) {
+    std::string why;
+    for (const auto &skipped : out.skipped) why += (why.empty() ? "" : "; ") + skipped.why;
+    throw Error(out.skipped.front().kind, "no device can load " + what + ": " + why);
+  }
+  return out;
+}
+
 DeviceKernels load_for_devices(device::Driver &driver, const KernelImages &images,
                                const DeviceLoadOptions &options) {
   const std::string set = set_text(images);
@@ -232,31 +257,14 @@ DeviceKernels load_for_devices(device::Driver &driver, const KernelImages &image
   } else {
     for (int i = 0; i < driver.device_count(); ++i) ordinals.push_back(i);
   }
-  DeviceKernels out;
-  for (int ordinal : ordinals) {
-    try {
-      out.libraries.push_back(load_kernels(driver, images, ordinal));
-    } catch (const Error &error) {
-      if (!options.skip_unusable || error.kind() == ErrorKind::usage) throw;
-      SkippedDevice skipped;
-      skipped.ordinal = ordinal;
-      const DeviceReport report = device::discover(driver, std::nullopt);
-      if (static_cast<std::size_t>(ordinal) < report.devices.size()) {
-        skipped.device = device_text(report.devices[static_cast<std::size_t>(ordinal)]);
-      } else {
-        skipped.device = "device " + std::to_string(ordinal);
-      }
-      skipped.why = error.what();
-      skipped.kind = error.kind();
-      out.skipped.push_back(std::move(skipped));
-    }
-  }
-  if (out.libraries.empty() && !out.skipped.empty()) {
-    std::string why;
-    for (const auto &skipped : out.skipped) why += (why.empty() ? "" : "; ") + skipped.why;
-    throw Error(out.skipped.front().kind, "no device can load " + set + ": " + why);
-  }
-  return out;
+  return load_on_each(
+      ordinals, options.skip_unusable, set, [&](int ordinal) { return load_kernels(driver, images, ordinal); },
+      [&](int ordinal) {
+        const DeviceReport report = device::discover(driver, std::nullopt);
+        return static_cast<std::size_t>(ordinal) < report.devices.size()
+                   ? device_text(report.devices[static_cast<std::size_t>(ordinal)])
+                   : "device " + std::to_string(ordinal);
+      });
 }
 
 }  // namespace load

@@ -5,7 +5,9 @@
 // runtime may pass their own driver. Every driver call goes through Driver::proc.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <kiln/kernels.hpp>
 
@@ -37,6 +39,16 @@ KernelLibrary load_chosen(device::Driver &driver, const KernelImages &images, co
                           const ImageChoice &choice);
 DeviceKernels load_for_devices(device::Driver &driver, const KernelImages &images,
                                const DeviceLoadOptions &options);
+
+// One image set on several devices, the rule both load_for_devices and the runtime's stored
+// images follow: load_one(ordinal) for each ordinal in order. With skip_unusable, a device whose
+// load throws anything but a UsageError is recorded in DeviceKernels::skipped (named by
+// device_label(ordinal), with the error's text and kind) and the others go on; when no device
+// loaded, the first skip's kind is thrown with every device's reason ("no device can load
+// <what>: ..."). Without skip_unusable the first error propagates.
+DeviceKernels load_on_each(const std::vector<int> &ordinals, bool skip_unusable, const std::string &what,
+                           const std::function<KernelLibrary(int)> &load_one,
+                           const std::function<std::string(int)> &device_label);
 
 }  // namespace load
 }  // namespace kiln

@@ -178,72 +178,62 @@ DeviceKernels Runtime::State::load_images(const Resolution &r, const DeviceLoadO
   if (load.device_ordinal) first = last = *load.device_ordinal;
   timings.check_ms += ms_since(start);
 
-  DeviceKernels out;
   std::vector<ImageLoad> loads;
-  for (int ordinal = first; ordinal <= last; ++ordinal) {
-    try {
-      // Check: the image this device runs, and why.
-      start = Clock::now();
-      if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= effective.size()) {
-        throw NotFoundError("device " + std::to_string(ordinal) + " does not exist: " + std::to_string(effective.size()) +
-                            " device(s) present (" + devices().detail + ")");
-      }
-      const DeviceIdentity &checked_device = effective[static_cast<std::size_t>(ordinal)];
-      ImageChoice choice = choose_image(offered, checked_device, r.identity.cuda_toolkit_version);
-      if (!choice.ok) {
-        std::string listed;
-        for (const auto &image : offered) listed += (listed.empty() ? "" : ", ") + image.describe();
-        throw IncompatibleError("artifact " + consumer + "/" + r.name + " (" + r.content_key + ") [" + listed + "] on " +
-                                    (checked_device).label(),
-                                choice.reasons);
-      }
-      timings.check_ms += ms_since(start);
-
-      // Verify: store safety, and the chosen image's bytes (read and digested once per file
-      // identity; see State::images).
-      start = Clock::now();
-      const std::shared_ptr<const KernelImages> set = verified_image(r, choice.index);
-      timings.verify_ms += ms_since(start);
-
-      // Load on the live device of that ordinal and resolve every kernel.
-      device::Driver &driver = device::Driver::instance();
-      if (!driver.ok()) {
-        throw Error(ErrorKind::other, "cannot load device images " + consumer + "/" + r.name + " (image " +
-                                          r.images[choice.index].file + " verified): " + driver.detail());
-      }
-      const DeviceReport &live = devices();
-      if (static_cast<std::size_t>(ordinal) >= live.devices.size()) {
-        throw NotFoundError("cannot load device images " + consumer + "/" + r.name + " on device " +
-                            std::to_string(ordinal) + ": the driver sees " + std::to_string(live.devices.size()) +
-                            " device(s) (" + live.detail + ")");
-      }
-      const std::size_t chosen = choice.index;
-      choice.index = 0;  // the set holds that image alone
-      KernelLibrary library = load::load_chosen(driver, *set, live.devices[static_cast<std::size_t>(ordinal)], choice);
-      timings.load_ms += library.load_ms();
-      timings.kernels_ms += library.resolve_ms();
-      if (report != nullptr) {
-        choice.index = chosen;
-        loads.push_back({library.device(), r.images[chosen], std::move(choice)});
-      }
-      out.libraries.push_back(std::move(library));
-    } catch (const Error &error) {
-      if (!load.skip_unusable || error.kind() == ErrorKind::usage) throw;
-      SkippedDevice skipped;
-      skipped.ordinal = ordinal;
-      skipped.device = ordinal >= 0 && static_cast<std::size_t>(ordinal) < effective.size()
-                           ? effective[static_cast<std::size_t>(ordinal)].label()
-                           : "device " + std::to_string(ordinal);
-      skipped.why = error.what();
-      skipped.kind = error.kind();
-      out.skipped.push_back(std::move(skipped));
+  const auto load_one = [&](int ordinal) {
+    // Check: the image this device runs, and why.
+    start = Clock::now();
+    if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= effective.size()) {
+      throw NotFoundError("device " + std::to_string(ordinal) + " does not exist: " + std::to_string(effective.size()) +
+                          " device(s) present (" + devices().detail + ")");
     }
-  }
-  if (out.libraries.empty() && !out.skipped.empty()) {
-    std::string why;
-    for (const auto &skipped : out.skipped) why += (why.empty() ? "" : "; ") + skipped.why;
-    throw Error(out.skipped.front().kind, "no device can load device images " + consumer + "/" + r.name + ": " + why);
-  }
+    const DeviceIdentity &checked_device = effective[static_cast<std::size_t>(ordinal)];
+    ImageChoice choice = choose_image(offered, checked_device, r.identity.cuda_toolkit_version);
+    if (!choice.ok) {
+      std::string listed;
+      for (const auto &image : offered) listed += (listed.empty() ? "" : ", ") + image.describe();
+      throw IncompatibleError("artifact " + consumer + "/" + r.name + " (" + r.content_key + ") [" + listed + "] on " +
+                                  checked_device.label(),
+                              choice.reasons);
+    }
+    timings.check_ms += ms_since(start);
+
+    // Verify: store safety, and the chosen image's bytes (read and digested once per file
+    // identity; see State::images).
+    start = Clock::now();
+    const std::shared_ptr<const KernelImages> set = verified_image(r, choice.index);
+    timings.verify_ms += ms_since(start);
+
+    // Load on the live device of that ordinal and resolve every kernel.
+    device::Driver &driver = device::Driver::instance();
+    if (!driver.ok()) {
+      throw Error(ErrorKind::other, "cannot load device images " + consumer + "/" + r.name + " (image " +
+                                        r.images[choice.index].file + " verified): " + driver.detail());
+    }
+    const DeviceReport &live = devices();
+    if (static_cast<std::size_t>(ordinal) >= live.devices.size()) {
+      throw NotFoundError("cannot load device images " + consumer + "/" + r.name + " on device " +
+                          std::to_string(ordinal) + ": the driver sees " + std::to_string(live.devices.size()) +
+                          " device(s) (" + live.detail + ")");
+    }
+    const std::size_t chosen = choice.index;
+    choice.index = 0;  // the set holds that image alone
+    KernelLibrary library = load::load_chosen(driver, *set, live.devices[static_cast<std::size_t>(ordinal)], choice);
+    timings.load_ms += library.load_ms();
+    timings.kernels_ms += library.resolve_ms();
+    if (report != nullptr) {
+      choice.index = chosen;
+      loads.push_back({library.device(), r.images[chosen], std::move(choice)});
+    }
+    return library;
+  };
+  std::vector<int> ordinals;
+  for (int ordinal = first; ordinal <= last; ++ordinal) ordinals.push_back(ordinal);
+  DeviceKernels out = load::load_on_each(
+      ordinals, load.skip_unusable, "device images " + consumer + "/" + r.name, load_one, [&](int ordinal) {
+        return ordinal >= 0 && static_cast<std::size_t>(ordinal) < effective.size()
+                   ? effective[static_cast<std::size_t>(ordinal)].label()
+                   : "device " + std::to_string(ordinal);
+      });
   if (report != nullptr) {
     report->resolution = r;
     report->loads = std::move(loads);
