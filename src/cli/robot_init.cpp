@@ -35,7 +35,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The plugins' chain limits (plugins/ik/solver/ik_params.hpp, plugins/trajopt/solver/trajopt_params.hpp).
+// The shipped solvers' chain limits (plugins/common/kiln_joint_limits.hpp; the robotgen tests check
+// that a chain at each limit is written and one joint more refused).
 constexpr int kIkMaxJoints = 32;
 constexpr int kTrajoptMaxJoints = 16;
 

@@ -11,6 +11,7 @@
 #include <boost/filesystem/operations.hpp>
 #include <nlohmann/json.hpp>
 
+#include "kiln_joint_limits.hpp"  // plugins/common
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
 
@@ -134,19 +135,31 @@ TEST_CASE("kiln robot init: what a plugin cannot take is refused before anything
     return run.err;
   };
 
-  SUBCASE("more joints than TrajOpt takes (16), and than IK takes (32)") {
-    kiln::test::write_text(dir / "long.urdf", long_chain(17));
-    const std::string trajopt = refused(dir / "long.urdf", {"--base", "l0", "--tip", "l17", "--trajopt", "32"});
+  // The limits are the solvers' own (their static_asserts read the same header): a chain at the
+  // limit is written, one joint more refused.
+  SUBCASE("more joints than TrajOpt takes, and than IK takes") {
+    const int trajopt_max = kiln_plugins::kTrajoptMaxJoints, ik_max = kiln_plugins::kIkMaxJoints;
+    const std::string at = std::to_string(trajopt_max), past = std::to_string(trajopt_max + 1);
+    kiln::test::write_text(dir / "fits.urdf", long_chain(trajopt_max));
+    const CommandResult fits = init({(dir / "fits.urdf").string(), "--base", "l0", "--tip", "l" + at, "--trajopt",
+                                     "32", "-o", (dir / "fits").string()});
+    CHECK_MESSAGE(fits.exit_code == 0, fits.err);
+    kiln::test::write_text(dir / "long.urdf", long_chain(trajopt_max + 1));
+    const std::string trajopt = refused(dir / "long.urdf", {"--base", "l0", "--tip", "l" + past, "--trajopt", "32"});
     CHECK(contains(trajopt, "TrajOpt plugin cannot take this chain"));
-    CHECK(contains(trajopt, "17 movable joints; this plugin supports at most 16 (joint 'j17' is number 17)"));
-    CHECK(contains(trajopt, "choose a --tip at or above link 'l16'"));
-    // 17 joints are fine for IK.
-    const CommandResult ik = init({(dir / "long.urdf").string(), "--base", "l0", "--tip", "l17", "-o", (dir / "ik").string()});
+    CHECK(contains(trajopt, past + " movable joints; this plugin supports at most " + at + " (joint 'j" + past +
+                                "' is number " + past + ")"));
+    CHECK(contains(trajopt, "choose a --tip at or above link 'l" + at + "'"));
+    kiln::test::write_text(dir / "ik-fits.urdf", long_chain(ik_max));
+    const CommandResult ik = init({(dir / "ik-fits.urdf").string(), "--base", "l0", "--tip",
+                                   "l" + std::to_string(ik_max), "-o", (dir / "ik").string()});
     CHECK_MESSAGE(ik.exit_code == 0, ik.err);
-    kiln::test::write_text(dir / "longer.urdf", long_chain(33));
-    const std::string too_long = refused(dir / "longer.urdf", {"--base", "l0", "--tip", "l33", "--ik"});
+    const std::string ik_past = std::to_string(ik_max + 1);
+    kiln::test::write_text(dir / "longer.urdf", long_chain(ik_max + 1));
+    const std::string too_long = refused(dir / "longer.urdf", {"--base", "l0", "--tip", "l" + ik_past, "--ik"});
     CHECK(contains(too_long, "IK plugin cannot take this chain"));
-    CHECK(contains(too_long, "at most 32 (joint 'j33' is number 33)"));
+    CHECK(contains(too_long, "at most " + std::to_string(ik_max) + " (joint 'j" + ik_past + "' is number " +
+                                 ik_past + ")"));
   }
   SUBCASE("a mimic joint in the chain") {
     kiln::test::write_text(dir / "m.urdf", two_links("revolute", "<mimic joint=\"j0\" multiplier=\"1\"/>"));

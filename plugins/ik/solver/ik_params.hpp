@@ -12,12 +12,13 @@
 #include "ik_core.cuh"
 #include "kiln/ext/ik.h"
 #include "kiln_fk_chain.cuh"
+#include "kiln_joint_limits.hpp"
 
 namespace {
 
 using Chain = kiln_fk::Chain;
 constexpr int kDof = Chain::kDof;
-static_assert(kDof >= 1 && kDof <= 32, "the solver handles chains of 1 to 32 joints");
+static_assert(kDof >= 1 && kDof <= kiln_plugins::kIkMaxJoints, "the solver handles chains of 1 to kIkMaxJoints joints");
 using FloatLimits = kiln_ik::Limits<float, kDof>;
 
 constexpr unsigned kBlock = 128;  // threads per block (4 warps)

@@ -8,6 +8,7 @@
 
 #include "kiln/ext/trajopt.h"
 #include "kiln_fk_chain.cuh"
+#include "kiln_joint_limits.hpp"
 #include "kiln_rnea_chain.cuh"
 
 #ifndef KILN_TRAJOPT_N
@@ -26,7 +27,7 @@ using Fk = kiln_fk::Chain;
 using Dyn = kiln_rnea::Chain;
 constexpr int kDof = Dyn::kDof;
 static_assert(Fk::kDof == Dyn::kDof, "the FK and dynamics headers must describe the same chain");
-static_assert(kDof >= 1 && kDof <= 16, "the solver handles chains of 1 to 16 joints");
+static_assert(kDof >= 1 && kDof <= kiln_plugins::kTrajoptMaxJoints, "the solver handles chains of 1 to kTrajoptMaxJoints joints");
 constexpr int kN = KILN_TRAJOPT_N;
 static_assert(kN >= 2 && kN <= 1024, "KILN_TRAJOPT_N must be within 2..1024");
 constexpr int kKnots = kN + 1;
