@@ -41,7 +41,8 @@ void *volatile probe_sink = nullptr;
 void control_loop(const Probed &probed, SwapReader reader, const LoopSettings &settings, LoopState &state) noexcept {
   reader.online();
   // Before the loop, what docs/hot-swap.md's checklist says, then the first-use effects (the
-  // reader's thread id, lazily bound symbols) on warm-up cycles, all before the filter.
+  // reader's thread id, lazily bound symbols, first-touch page faults) on warm-up cycles, all
+  // before the filter.
   realtime::Report report;
   report.add(realtime::lock_memory());
   report.add(realtime::prefault_stack(128 * 1024));
