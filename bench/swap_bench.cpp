@@ -12,13 +12,16 @@
 //     max), RSS and (on a GPU) device memory after the swap run vs before it.
 //
 //   kiln_bench_swap [--seconds S] [--swap-every-ms MS] [--targets N] [--device D] [--keep-resident K]
-//                   [--rounds N] [--batch N] [--cache DIR] [--no-fifo]
+//                   [--rounds N] [--batch N] [--cache DIR] [--no-fifo] [--forbid-syscalls]
 //     --seconds     each run of the loop (default 60; a 2-core x86-64 machine runs 5)
 //     --device      CUDA ordinal, -1 the host path (default: 0 where a device exists, else -1 against
 //                   a declared sm_90 unless KILN_DEVICE says otherwise)
 //     --keep-resident  1 (default): every swap loads, activates, self-tests and retires a version;
 //                   2: after the first two swaps, every swap returns to a resident version
 //     --cache       store to build into (default: a temporary one, removed)
+//     --forbid-syscalls  (b)'s control thread under a seccomp filter of its own (clock_nanosleep and
+//                   clock_gettime only), its heap calls counted: a forbidden call names itself and
+//                   kills the bench with SIGSYS (bench_forbidden_calls.hpp; built with libseccomp)
 // Both variants are built (or found) before anything is timed: the swap figures are swaps, not nvcc.
 #include <cuda.h>
 
@@ -45,6 +48,9 @@
 #include "device/driver.hpp"
 #include "kiln_swap_checks.hpp"
 #include "kiln_swap_loop.hpp"
+#if KILN_BENCH_SECCOMP
+#include "bench_forbidden_calls.hpp"
+#endif
 
 namespace {
 
@@ -62,6 +68,7 @@ struct Settings {
   std::uint32_t batch = 256;
   std::string cache;
   bool fifo = true;
+  bool forbid_syscalls = false;
 };
 
 // Device memory in use on `ordinal` (total - free, cuMemGetInfo in the primary context, which
@@ -217,10 +224,24 @@ int run(const Settings &s) {
   loop.batch = s.targets;
   loop.realtime = s.fifo;
   sl::LoopRun quiet, swapping;
-  {
-    std::thread control([&] { sl::control_loop(ik, reader, loop, path, quiet); });
-    control.join();
+#if KILN_BENCH_SECCOMP
+  kiln_bench::ForbiddenCalls forbidden;
+  kiln_bench::ForbiddenCalls *forbidding = s.forbid_syscalls ? &forbidden : nullptr;
+  if (forbidding != nullptr) {
+    kiln_bench::watch_forbidden_calls();
+    loop.loop_starts = [&forbidden] { forbidden.starts(); };
+    loop.loop_ends = [&forbidden] { forbidden.ends(); };
   }
+  const auto run_control = [&](sl::LoopRun &run) {
+    kiln_bench::run_control_thread(forbidding, [&] { sl::control_loop(ik, reader, loop, path, run); });
+  };
+#else
+  const auto run_control = [&](sl::LoopRun &run) {
+    std::thread control([&] { sl::control_loop(ik, reader, loop, path, run); });
+    control.join();
+  };
+#endif
+  run_control(quiet);
   // Warm-up, not timed (the reader is offline): a swap to iiwa14-b and back, so that both files
   // were loaded once (a plugin with device code stays mapped after retirement, and what its first
   // load registered with the CUDA runtime stays too); "before" is after it.
@@ -236,12 +257,14 @@ int run(const Settings &s) {
   events.reserve(static_cast<std::size_t>(s.seconds * 1000 / s.swap_every_ms) + 8);
   loop.first_cycle = quiet.cycles.size();  // the trajectory goes on where it stopped: the state stays warm
   {
-    std::thread control([&] { sl::control_loop(ik, reader, loop, path, swapping); });
-    sl::SwapPlan plan;
-    plan.every_ms = s.swap_every_ms;
-    const std::int64_t start = sl::now_ns();
-    sl::swap_requests(ik, variants, plan, start, start + static_cast<std::int64_t>(s.seconds * 1e9), events);
-    control.join();
+    std::thread swapper([&] {
+      sl::SwapPlan plan;
+      plan.every_ms = s.swap_every_ms;
+      const std::int64_t start = sl::now_ns();
+      sl::swap_requests(ik, variants, plan, start, start + static_cast<std::int64_t>(s.seconds * 1e9), events);
+    });
+    run_control(swapping);
+    swapper.join();
   }
   const std::size_t pending = ik.collect();
   const std::size_t rss_after = sl::rss_kb();
@@ -295,6 +318,19 @@ int run(const Settings &s) {
               "solve median %.2f ms, max %.2f ms\n",
               median_of(to_publish), max_of(to_publish), median_of(to_first_solve), max_of(to_first_solve));
   std::printf("versions served: %s\n", served.ok() ? "only published ones, in order" : served.first_problem.c_str());
+  bool heap_clean = true;
+#if KILN_BENCH_SECCOMP
+  if (forbidding != nullptr && !forbidden.problem.empty()) {
+    std::printf("control thread not filtered: %s\n", forbidden.problem.c_str());
+  } else if (forbidding != nullptr) {
+    heap_clean = forbidden.during.allocations == 0 && forbidden.during.frees == 0;
+    std::printf("control thread under a seccomp filter of its own (clock_nanosleep, clock_gettime only) in both runs: "
+                "no other system call; heap allocations %llu, frees %llu%s\n",
+                static_cast<unsigned long long>(forbidden.during.allocations),
+                static_cast<unsigned long long>(forbidden.during.frees),
+                kiln::test::rt::heap_calls_counted() ? "" : " (not counted: a sanitizer's allocator)");
+  }
+#endif
   std::printf("memory after the swap run vs before it (after a warm-up swap to iiwa14-b and back; before that: RSS %zu "
               "kB): RSS %zu -> %zu kB (%+ld kB, of which the run's own cycle records are %zu kB); retirements pending %zu",
               rss_first, rss_before, rss_after, static_cast<long>(rss_after) - static_cast<long>(rss_before),
@@ -315,7 +351,7 @@ int run(const Settings &s) {
               quiet_ok ? us(a.cycle_max_us).c_str() : "null", done, median_of(to_publish), max_of(to_publish),
               median_of(to_first_solve), max_of(to_first_solve),
               static_cast<long>(rss_after) - static_cast<long>(rss_before));
-  return served.ok() && b.wrong == 0 && b.failed_solves == 0 ? 0 : 1;
+  return served.ok() && b.wrong == 0 && b.failed_solves == 0 && heap_clean ? 0 : 1;
 }
 
 }  // namespace
@@ -332,6 +368,11 @@ int main(int argc, char **argv) {
   app.add_option("--batch", s.batch, "(a): calls per timed batch")->check(CLI::Range(1u, 1000000u));
   app.add_option("--cache", s.cache, "store to build into and load from (default: a temporary one, removed)");
   app.add_flag("!--no-fifo", s.fifo, "do not try SCHED_FIFO for the control thread");
+#if KILN_BENCH_SECCOMP
+  app.add_flag("--forbid-syscalls", s.forbid_syscalls,
+               "(b)'s control thread under a seccomp filter allowing only clock_nanosleep and clock_gettime, its "
+               "heap calls counted");
+#endif
   CLI11_PARSE(app, argc, argv);
   try {
     const int status = run(s);

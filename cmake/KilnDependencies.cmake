@@ -29,3 +29,6 @@ pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 # that a process loading plugins never maps them.
 pkg_check_modules(LIBCURL REQUIRED IMPORTED_TARGET libcurl)
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+# Optional, for tests and the swap bench only: a seccomp filter on a control thread
+# (tests/hosts/rt). Without it the test that uses it is skipped, saying so.
+pkg_check_modules(LIBSECCOMP IMPORTED_TARGET libseccomp)

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -165,6 +166,10 @@ struct LoopConfig {
   std::uint32_t batch = 8;
   bool realtime = true;  // try SCHED_FIFO
   std::uint64_t first_cycle = 0;  // trajectory phase to start from (a second run continues the first)
+  // On the control thread, right before its first cycle (scheduling set, reader online) and right
+  // after its last: kiln_bench_swap --forbid-syscalls loads its system-call filter and reads the
+  // thread's heap count there.
+  std::function<void()> loop_starts, loop_ends;
 };
 
 struct LoopRun {
@@ -197,6 +202,7 @@ inline void control_loop(const Ik &ik, kiln::SwapReader &reader, const LoopConfi
   std::int64_t next = run.start_ns;
   std::size_t n = 0;
   std::uint32_t skipped = 0;
+  if (config.loop_starts) config.loop_starts();
   for (; n < total; ++n) {
     sleep_until_ns(next);
     const std::int64_t woke = now_ns();
@@ -253,6 +259,7 @@ inline void control_loop(const Ik &ik, kiln::SwapReader &reader, const LoopConfi
       ++skipped;
     }
   }
+  if (config.loop_ends) config.loop_ends();
   reader.offline();
   run.end_ns = now_ns();
   cycles.resize(n);
