@@ -120,8 +120,10 @@ int main(int argc, char **argv) {
                             KILN_BENCH_TORCH_SCRIPT + "' '" + work + "' 2>&1";
   std::string torch_failure;
   std::vector<double> torch_ms;
-  const std::string first = first_line(torch);
-  if (first.rfind("ms ", 0) != 0) torch_failure = first.empty() ? "no output from " + torch : first;
+  if (torch_runs > 0) {
+    const std::string first = first_line(torch);
+    if (first.rfind("ms ", 0) != 0) torch_failure = first.empty() ? "no output from " + torch : first;
+  }
   for (int i = 0; torch_failure.empty() && i < torch_runs; ++i) {
     const std::string line = first_line(torch);
     if (line.rfind("ms ", 0) != 0) {
@@ -143,7 +145,11 @@ int main(int argc, char **argv) {
               kiln_med, kiln_med / bare_med);
   std::printf("  the same, first process after a build median %7.1f us   (no record yet: the file is hashed)\n",
               median(first_us));
-  if (!torch_failure.empty()) {
+  if (torch_runs <= 0) {
+    std::printf("  torch cpp_extension.load warm hit     not run (torch_runs 0)\n");
+    std::printf("{\"bench\":\"fresh_load\",\"kiln_us\":%.2f,\"kiln_first_us\":%.2f,\"bare_us\":%.2f,\"torch\":\"not run\"}\n",
+                kiln_med, median(first_us), bare_med);
+  } else if (!torch_failure.empty()) {
     std::printf("  torch cpp_extension.load warm hit     baseline FAILED: %s\n", torch_failure.c_str());
     std::printf("{\"bench\":\"fresh_load\",\"kiln_us\":%.2f,\"kiln_first_us\":%.2f,\"bare_us\":%.2f,\"torch\":\"failed\"}\n",
                 kiln_med, median(first_us), bare_med);
