@@ -113,7 +113,7 @@ using ShadowCheck =
 
 // How long a swap waits for each call into plugin code (and for the host's shadow check) before
 // it gives up on the version it was preparing. Each such call runs on a thread of its own; on
-// expiry the swap throws SwapError (timed_out(), step() the step, deadline(), the message naming
+// expiry the swap throws SwapError (ErrorKind::timeout, step() the step, deadline(), the message naming
 // the plugin, the deadline and the option to raise), the serving version keeps serving, and the
 // version whose call did not return is quarantined: never served, and never destroyed or
 // unloaded while the call may still run. swap() and collect() retire it (deactivate, destroy,
@@ -201,7 +201,7 @@ struct SwapReport {
 
 // A swap that did not happen: the serving version still serves. kind() is the failing step's
 // error kind (AbiError for a failed self-test or state import, IntegrityError, BuildError ...);
-// a plugin call past its deadline (SwapDeadlines) is of kind other and timed_out().
+// a plugin call past its deadline (SwapDeadlines) is ErrorKind::timeout and timed_out().
 class SwapError : public Error {
  public:
   SwapError(ErrorKind kind, const std::string &message, std::string step, SwapReport report,

@@ -458,9 +458,14 @@ void SwapCore::Impl::retire_all() noexcept {
 SwapCore::SwapCore(Runtime &runtime, SwapOptions options) : impl_(std::make_unique<Impl>(runtime, std::move(options))) {
   impl_->domain->owner = this;
   if (impl_->options.watch) impl_->prepare_watcher();
-  {
+  try {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->swap_locked({}, nullptr);
+  } catch (...) {
+    // No destructor runs for a constructor that throws: a first version stuck in a call (its
+    // self-test hangs) must not be destroyed with impl_ under that call.
+    for (auto &stuck : impl_->quarantine) swap_detail::keep_for_process(std::move(stuck));
+    throw;
   }
   if (impl_->options.watch) impl_->start_watcher();
 }

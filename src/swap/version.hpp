@@ -34,7 +34,7 @@ struct StepFailure {
 // deadline, SwapError::timed_out() for the caller.
 struct DeadlineExpired : Error {
   DeadlineExpired(const std::string &message, std::chrono::milliseconds limit)
-      : Error(ErrorKind::other, message), deadline(limit) {}
+      : Error(ErrorKind::timeout, message), deadline(limit) {}
   std::chrono::milliseconds deadline;
 };
 

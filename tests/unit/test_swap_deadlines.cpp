@@ -153,7 +153,8 @@ void check_hanging(const char *step, const std::string &plugin, std::chrono::mil
   CHECK(error->step() == step);
   CHECK(error->timed_out());
   CHECK(error->deadline() == std::chrono::milliseconds(1500));
-  CHECK(error->kind() == ErrorKind::other);
+  CHECK(error->kind() == ErrorKind::timeout);
+  CHECK(error->exit_code() == 8);
   const std::string what = error->what();
   CAPTURE(what);
   CHECK(what.find("timed out after 1500 ms") != std::string::npos);
@@ -221,6 +222,60 @@ TEST_CASE("deadlines: an activate taking 2 s within a 4 s deadline swaps, and th
   CHECK(loop.wrong.load() == 0);
 }
 
+TEST_CASE("deadlines: a hanging shadow check fails the swap at step shadow; the serving version serves on and is "
+          "not asked for its state until the check returned; then swaps carry state again") {
+  SwapStore store;
+  store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
+  const std::string b = store.publish("b", KILN_TEST_PLUGIN_SWAP_V2);
+  store.publish("c", KILN_TEST_PLUGIN_SWAP_V3);
+  SwapOptions options = store.swap_options();
+  options.deadlines.shadow = std::chrono::milliseconds(300);
+  SwapProbe probe(store.runtime, options);
+  Loop loop(probe);
+
+  // Shared, not referenced: the check outlives the swap that started it.
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  SwapRequest request = swap_to("b");
+  request.shadow = [release, returned](const ServedVersion &, const ServedVersion &) -> std::optional<std::string> {
+    const auto give_up = Clock::now() + std::chrono::seconds(60);
+    while (!release->load() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    returned->store(true);
+    return std::nullopt;
+  };
+  try {
+    probe.swap(request);
+    FAIL("a swap whose shadow check hangs went through");
+  } catch (const SwapError &error) {
+    CHECK(error.step() == "shadow");
+    CHECK(error.timed_out());
+    CHECK(std::string(error.what()).find(b) != std::string::npos);
+    CHECK(error.report().quarantined == 1);
+  }
+  CHECK(loop.settled_version() == 1);
+
+  // The serving version may still be inside the check: export_state is not called on it.
+  try {
+    probe.swap(swap_to("c"));
+    FAIL("state was exported from a version a timed-out call may still be inside of");
+  } catch (const SwapError &error) {
+    CHECK(error.step() == "state");
+    CHECK(error.timed_out());
+    CHECK(std::string(error.what()).find("still inside an earlier call") != std::string::npos);
+  }
+  CHECK(loop.settled_version() == 1);
+  CHECK(probe.collect() == 1);
+
+  release->store(true);
+  REQUIRE(eventually([&] { return returned->load(); }));
+  CHECK(eventually([&] { return probe.collect() == 0; }));
+  const SwapReport report = probe.swap(swap_to("c"));
+  CHECK(report.swapped);
+  CHECK(report.state_bytes > 0);
+  CHECK(loop.settled_version() == 3);
+  CHECK(loop.wrong.load() == 0);
+}
+
 TEST_CASE("deadlines: destroying the Swappable while a self-test hangs returns; the stuck version is kept for the "
           "process's life") {
   SwapStore store;
@@ -240,6 +295,25 @@ TEST_CASE("deadlines: destroying the Swappable while a self-test hangs returns; 
   CHECK(eventually([&] { return hold.left(); }));
 }
 
+TEST_CASE("deadlines: a Swappable whose first version's self-test hangs throws the timeout; the version is kept") {
+  SwapStore store;
+  Hold hold(store.dir);
+  store.publish("probe", KILN_TEST_PLUGIN_SWAP_SELFTEST_HANGS);
+  SwapOptions options = store.swap_options();
+  options.deadlines.selftest = std::chrono::milliseconds(300);
+  try {
+    SwapProbe probe(store.runtime, options);
+    FAIL("a Swappable was made from a version whose self-test never returned");
+  } catch (const SwapError &error) {
+    CHECK(error.step() == "selftest");
+    CHECK(error.timed_out());
+    CHECK(std::string(error.what()).find("nothing is served") != std::string::npos);
+  }
+  CHECK_FALSE(hold.left());
+  hold.release();  // returns into the kept version, not into unloaded code
+  CHECK(eventually([&] { return hold.left(); }));
+}
+
 TEST_CASE("deadlines: a deadline of 0 is none: the call runs on the swapping thread and the swap waits for it") {
   SwapStore store;
   store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
@@ -252,7 +326,7 @@ TEST_CASE("deadlines: a deadline of 0 is none: the call runs on the swapping thr
   CHECK(report.quarantined == 0);
 }
 
-TEST_CASE("deadlines: kiln swap reports a watcher's timed-out swap as refused with the step and the deadline") {
+TEST_CASE("deadlines: kiln swap reports a watcher's timed-out swap as refused with the step and the deadline, exit 8") {
   SwapStore store;
   Hold hold(store.dir);
   store.publish("probe", KILN_TEST_PLUGIN_SWAP_V1);
@@ -268,12 +342,12 @@ TEST_CASE("deadlines: kiln swap reports a watcher's timed-out swap as refused wi
                                cli_env(store.dir / "cache"));
   CAPTURE(result.out);
   CAPTURE(result.err);
-  CHECK(result.exit_code == static_cast<int>(ErrorKind::other));
+  CHECK(result.exit_code == 8);
   const auto out = nlohmann::json::parse(result.out);
   REQUIRE(out["acknowledged"].size() == 1);
   const auto &ack = out["acknowledged"][0];
   CHECK(ack["outcome"] == "refused");
-  CHECK(ack["exit_code"] == static_cast<int>(ErrorKind::other));
+  CHECK(ack["exit_code"] == 8);
   const std::string note = ack["note"];
   CHECK(note.rfind("selftest: timed out after 300 ms (SwapOptions::deadlines.selftest)", 0) == 0);
   CHECK(loop.wrong.load() == 0);
