@@ -17,6 +17,7 @@ enum class ErrorKind {
   abi = 5,           // not a kiln plugin, or negotiation / interface contract failed
   integrity = 6,     // digest, stamp or store safety check failed; corrupt file
   build = 7,         // a build step failed (carries the log)
+  timeout = 8,       // a call into plugin code did not return within its deadline (hot swap)
   other = 1,         // I/O, driver and everything else
 };
 
@@ -61,6 +62,9 @@ struct IntegrityError : Error {
 };
 struct IoError : Error {
   explicit IoError(const std::string &m) : Error(ErrorKind::other, m) {}
+};
+struct TimeoutError : Error {
+  explicit TimeoutError(const std::string &m) : Error(ErrorKind::timeout, m) {}
 };
 
 // The artifact does not fit; reasons() lists every differing field.

@@ -23,7 +23,9 @@
 // max_batch) -> self-test ("kiln.selftest/1", abi/kiln/ext/selftest.h) -> the host's shadow check
 // -> state migration (export_state of the serving version, import_state into the new one) ->
 // publish -> grace period -> retire. Any failure before publish leaves the serving version
-// serving and throws SwapError with the step and the reasons. Retired versions beyond
+// serving and throws SwapError with the step and the reasons. Every call into plugin code has a
+// deadline (SwapDeadlines): a plugin that hangs fails the swap (SwapError::timed_out()) and its
+// version is quarantined until the call returns, never unloaded under it. Retired versions beyond
 // keep_resident are deactivated, destroyed and unloaded; a shared object that registered device
 // code with the CUDA runtime (an ".nv_fatbin" section) is kept mapped, and the report says so
 // (abi/README.md "Swap-safe plugins").
@@ -103,9 +105,29 @@ class SwapReader {
 
 // Compares the serving version and a candidate on inputs the host recorded (e.g. the last second
 // of targets), off the control thread. Returns an empty optional when they agree within the host's
-// tolerance, else what differed ("target 17: joint 3 differs by 0.2 rad").
+// tolerance, else what differed ("target 17: joint 3 differs by 0.2 rad"). It runs on a thread
+// of its own under SwapDeadlines::shadow and, past that, may still run after swap() returned:
+// what it captures must outlive it (capture by value or shared ownership).
 using ShadowCheck =
     std::function<std::optional<std::string>(const ServedVersion &serving, const ServedVersion &candidate)>;
+
+// How long a swap waits for each call into plugin code (and for the host's shadow check) before
+// it gives up on the version it was preparing. Each such call runs on a thread of its own; on
+// expiry the swap throws SwapError (ErrorKind::timeout, step() the step, deadline(), the message naming
+// the plugin, the deadline and the option to raise), the serving version keeps serving, and the
+// version whose call did not return is quarantined: never served, and never destroyed or
+// unloaded while the call may still run. swap() and collect() retire it (deactivate, destroy,
+// unload, under `retire`) once the call has returned; one that never returns stays mapped for the
+// process's life. A value of 0 or less is no deadline: the call runs on the swapping thread and
+// the swap waits for as long as it takes.
+struct SwapDeadlines {
+  std::chrono::milliseconds create{10000};    // the plugin's create
+  std::chrono::milliseconds activate{10000};  // activate(device, max_batch)
+  std::chrono::milliseconds selftest{5000};   // kiln.selftest/1 run
+  std::chrono::milliseconds shadow{5000};     // SwapRequest::shadow (host code calling both versions)
+  std::chrono::milliseconds state{5000};      // export_state of the serving version + import_state
+  std::chrono::milliseconds retire{5000};     // deactivate + destroy of a version being retired
+};
 
 struct SwapOptions {
   std::string consumer;
@@ -120,6 +142,7 @@ struct SwapOptions {
   std::chrono::milliseconds grace_timeout{1000};  // a swap waits this long for the grace period;
                                                   // past it the old version is retired later
   std::size_t max_readers = 64;
+  SwapDeadlines deadlines;  // per call into plugin code; see SwapDeadlines
   // Follow cross-process requests (kiln swap, kiln publish, kiln build of consumer/name) on a
   // background thread that polls a shared generation counter (a locked pread of a file in the
   // writable cache per poll; never on a control thread).
@@ -166,6 +189,9 @@ struct SwapReport {
   std::size_t state_bytes = 0;
   std::vector<RetiredVersion> retired;
   std::size_t retire_pending = 0;  // old versions still waiting for a reader's quiescent point
+  // Versions kept aside because a call into them did not return within its deadline (this swap's
+  // or an earlier one's): retired once that call returns (SwapDeadlines).
+  std::size_t quarantined = 0;
   // The readers that did not pass a quiescent point within grace_timeout: "reader 3 (thread
   // 4242)"; one whose thread has exited with the reader online says so (it holds every later
   // grace period back until its SwapReader is destroyed or put offline).
@@ -174,17 +200,24 @@ struct SwapReport {
 };
 
 // A swap that did not happen: the serving version still serves. kind() is the failing step's
-// error kind (AbiError for a failed self-test or state import, IntegrityError, BuildError ...).
+// error kind (AbiError for a failed self-test or state import, IntegrityError, BuildError ...);
+// a plugin call past its deadline (SwapDeadlines) is ErrorKind::timeout and timed_out().
 class SwapError : public Error {
  public:
-  SwapError(ErrorKind kind, const std::string &message, std::string step, SwapReport report)
-      : Error(kind, message), step_(std::move(step)), report_(std::move(report)) {}
+  SwapError(ErrorKind kind, const std::string &message, std::string step, SwapReport report,
+            std::chrono::milliseconds deadline = std::chrono::milliseconds(0))
+      : Error(kind, message), step_(std::move(step)), report_(std::move(report)), deadline_(deadline) {}
   const std::string &step() const noexcept { return step_; }  // "selftest", "state", ...
   const SwapReport &report() const noexcept { return report_; }
+  // The step's plugin call did not return within deadline() (SwapDeadlines): its version is
+  // quarantined (SwapReport::quarantined).
+  bool timed_out() const noexcept { return deadline_.count() > 0; }
+  std::chrono::milliseconds deadline() const noexcept { return deadline_; }
 
  private:
   std::string step_;
   SwapReport report_;
+  std::chrono::milliseconds deadline_;
 };
 
 // The untyped engine behind Swappable<Interface> (src/swap).
@@ -212,7 +245,9 @@ class SwapCore {
   SwapReport swap(const SwapRequest &request = {});
   SwapReport rollback();  // back to the previous resident version; NotFoundError when none
   std::vector<ServedVersion> resident() const;  // serving first
-  // Retire versions whose grace period has passed since (returns how many are still pending).
+  // Retire versions whose grace period has passed since, and quarantined versions whose stuck
+  // call has returned (returns how many are still pending or quarantined). Never waits for a
+  // stuck call.
   std::size_t collect();
 
  private:

@@ -31,6 +31,7 @@ const char *kind_name(ErrorKind kind) {
     case ErrorKind::abi: return "abi";
     case ErrorKind::integrity: return "integrity";
     case ErrorKind::build: return "build";
+    case ErrorKind::timeout: return "timeout";
     case ErrorKind::other: break;
   }
   return "other";
@@ -63,6 +64,7 @@ const py::object &class_of(const Error &error) {
     case ErrorKind::abi: return c.abi;
     case ErrorKind::integrity: return c.integrity;
     case ErrorKind::build: return c.build;
+    case ErrorKind::timeout:  // raised by hot swap only, which Python does not bind
     case ErrorKind::other: break;
   }
   return c.error;

@@ -17,7 +17,8 @@ const std::vector<ReferenceRow> &exit_codes() {
       {"4", "incompatible: every differing field is listed"},
       {"5", "plugin ABI: not a kiln plugin, no common ABI version, a plugin breaking the unload rules"},
       {"6", "integrity: digest mismatch, damaged manifest or entry, unsafe permissions, tampered bundle"},
-      {"7", "build failed"}};
+      {"7", "build failed"},
+      {"8", "timeout: a swapped plugin's call did not return within its deadline (kiln swap)"}};
   return rows;
 }
 

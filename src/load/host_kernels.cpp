@@ -226,6 +226,7 @@ kiln_status HostKernelsService::call(const KernelRequest &request, void **out, c
       case ErrorKind::incompatible:
       case ErrorKind::integrity:
       case ErrorKind::build:
+      case ErrorKind::timeout:
       case ErrorKind::other: return KILN_ERR_DEVICE;
       case ErrorKind::abi: return KILN_ERR_UNSUPPORTED;
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <memory>
 #include <sstream>
 
 #include <kiln/recipe.hpp>
@@ -42,7 +43,9 @@ SwapOptions checked(SwapOptions options) {
 
 // export_state of the serving version -> import_state into the candidate. The serving version
 // keeps serving meanwhile: its export runs beside the control thread's calls (abi/README.md §7).
-std::string carry_state(const Version &from, Version &to, std::size_t *bytes) {
+// Runs on a worker thread under SwapDeadlines::state: `from` and `to` outlive it (quarantined
+// when it does not return), and `bytes` is shared with the swap.
+std::string carry_state(const Version &from, Version &to, const std::shared_ptr<std::size_t> &bytes) {
   const kiln_plugin_entry &exporter = from.module.entry();
   const kiln_plugin_entry &importer = to.module.entry();
   if (exporter.export_state == nullptr) return "none: the serving version exports no state";
@@ -146,7 +149,7 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
           return std::string("the readers let go of the resident version");
         });
       }
-      run_step(report.steps, "selftest", [&] { return swap_detail::run_selftest(*candidate); });
+      run_step(report.steps, "selftest", [&] { return swap_detail::run_selftest(*candidate, options); });
     } else {
       std::optional<Module> module;
       const bool by_key = to_resident_key == nullptr && !request.recipe && !request.content_key.empty();
@@ -165,21 +168,34 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
         detail << loaded.file << " (" << module->report().timings.total_ms() << " ms)";
         return detail.str();
       });
-      fresh = swap_detail::prepare_version(std::move(*module), options, next_serial++, report.steps);
+      fresh = swap_detail::make_version(std::move(*module));
       candidate = fresh.get();
+      swap_detail::prepare_version(*fresh, options, next_serial++, report.steps);
     }
     if (serving != nullptr && request.shadow) {
       run_step(report.steps, "shadow", [&] {
-        const auto difference = request.shadow(serving->served, candidate->served);
-        if (difference) {
-          throw AbiError("the shadow check found version " + candidate->content_key + " disagreeing with the serving " +
-                         serving->content_key + ": " + *difference);
-        }
-        return std::string("agreed");
+        // The host's check calls both versions; it gets copies, as it may outlive this swap.
+        return swap_detail::with_deadline(
+            "shadow", "the shadow check (SwapRequest::shadow)", options.deadlines.shadow, {candidate, serving},
+            [shadow = request.shadow, from = serving, to = candidate] {
+              const auto difference = shadow(from->served, to->served);
+              if (difference) {
+                throw AbiError("the shadow check found version " + to->content_key + " disagreeing with the serving " +
+                               from->content_key + ": " + *difference);
+              }
+              return std::string("agreed");
+            });
       });
     }
     if (serving != nullptr && options.carry_state) {
-      run_step(report.steps, "state", [&] { return carry_state(*serving, *candidate, &report.state_bytes); });
+      run_step(report.steps, "state", [&] {
+        auto bytes = std::make_shared<std::size_t>(0);
+        std::string detail = swap_detail::with_deadline(
+            "state", "export_state/import_state", options.deadlines.state, {candidate, serving},
+            [from = serving, to = candidate, bytes] { return carry_state(*from, *to, bytes); });
+        report.state_bytes = *bytes;
+        return detail;
+      });
     }
     // From publish until the old version's grace period is recorded nothing may throw: a failure
     // there would leave the old version looking unused (unused_after 0) while a reader holds it,
@@ -202,6 +218,18 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
   } catch (const StepFailure &failure) {
     report.to_key = key;
     report.total_ms = ms_since(start);
+    // A version a call is still inside of is never served and never unloaded under that call.
+    if (fresh && fresh->busy()) {
+      quarantine_version(std::move(fresh));
+    } else if (candidate != nullptr && candidate != serving && candidate->busy()) {
+      auto found = std::find_if(resident.begin(), resident.end(), [&](const auto &v) { return v.get() == candidate; });
+      if (found != resident.end()) {
+        std::unique_ptr<Version> stuck = std::move(*found);
+        resident.erase(found);
+        quarantine_version(std::move(stuck));
+      }
+    }
+    report.quarantined = quarantine.size();
     if (fresh && fresh->registers_cuda_runtime) {
       try {
         fresh->module.keep_mapped();
@@ -211,7 +239,7 @@ SwapReport SwapCore::Impl::swap_locked(const SwapRequest &request, const std::st
     std::string message = "hot swap of " + who(options) + (key.empty() ? std::string() : " to " + key) +
                           " refused at step " + failure.step + ": " + failure.message;
     message += serving != nullptr ? "; version " + serving->content_key + " still serves" : "; nothing is served";
-    throw SwapError(failure.kind, message, failure.step, report);
+    throw SwapError(failure.kind, message, failure.step, report, failure.deadline);
   }
 
   // Publish: from the next acquire() on, readers get the candidate. Nothing below throws.
@@ -257,6 +285,22 @@ void SwapCore::Impl::name_lagging_readers(std::uint64_t period, SwapReport &repo
   }
 }
 
+void SwapCore::Impl::quarantine_version(std::unique_ptr<Version> version) noexcept {
+  try {
+    quarantine.push_back(std::move(version));
+  } catch (...) {
+    // No room to keep it here: kept for the process's life, since destroying it under a running
+    // call would unload code that call is executing.
+    swap_detail::keep_for_process(std::move(version));
+  }
+}
+
+bool SwapCore::Impl::retire_or_quarantine(std::unique_ptr<Version> &version, RetiredVersion &retired) {
+  if (!version->busy() && swap_detail::retire(version, retired, runtime_log(), options.deadlines.retire)) return true;
+  quarantine_version(std::move(version));
+  return false;
+}
+
 void SwapCore::Impl::retire_locked(SwapReport &report) noexcept {
   const auto start = Clock::now();
   while (resident.size() > options.keep_resident) {
@@ -285,7 +329,7 @@ void SwapCore::Impl::retire_locked(SwapReport &report) noexcept {
     try {
       report.retired.emplace_back();
       try {
-        swap_detail::retire(it->version, report.retired.back(), runtime_log());
+        if (!retire_or_quarantine(it->version, report.retired.back())) report.retired.pop_back();
       } catch (...) {
         report.retired.pop_back();
         throw;
@@ -300,12 +344,41 @@ void SwapCore::Impl::retire_locked(SwapReport &report) noexcept {
       }
     }
   }
+  // Quarantined versions whose stuck call has returned (and whose grace period, for one that
+  // once served, has passed) are retired now.
+  for (std::size_t i = 0; i < quarantine.size();) {
+    const Version &version = *quarantine[i];
+    if (version.busy() || (version.unused_after != 0 && !domain->passed(version.unused_after))) {
+      ++i;
+      continue;
+    }
+    try {
+      report.retired.emplace_back();
+      bool gone = false;
+      try {
+        gone = swap_detail::retire(quarantine[i], report.retired.back(), runtime_log(), options.deadlines.retire);
+      } catch (...) {
+        report.retired.pop_back();
+        throw;
+      }
+      if (gone) {
+        quarantine.erase(quarantine.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        report.retired.pop_back();  // its destroy did not return either: it stays, busy again
+        ++i;
+      }
+    } catch (...) {
+      break;  // no memory: it stays quarantined; the next swap or collect() tries again
+    }
+  }
   report.retire_pending = retiring.size();
+  report.quarantined = quarantine.size();
   try {
-    if (report.retired.size() != before || report.retire_pending != 0) {
+    if (report.retired.size() != before || report.retire_pending != 0 || report.quarantined != 0) {
       std::ostringstream detail;
       detail << report.retired.size() - before << " retired";
       if (report.retire_pending > failed) detail << ", " << report.retire_pending - failed << " waiting for a reader";
+      if (report.quarantined != 0) detail << ", " << report.quarantined << " quarantined (a call into it has not returned)";
       if (failed != 0) detail << ", " << failed << " could not be retired (" << why << "): pending, tried again by the next swap or collect()";
       report.steps.push_back({"retire", ms_since(start), detail.str()});
     }
@@ -333,19 +406,51 @@ void SwapCore::Impl::retire_all() noexcept {
     } catch (...) {
     }
   }
-  const LogCallback log = runtime_log();
   auto drop = [&](std::unique_ptr<Version> &version) {
     RetiredVersion ignored;
     try {
-      swap_detail::retire(version, ignored, log);
+      retire_or_quarantine(version, ignored);
     } catch (...) {
-      version.reset();  // no memory to report it: destroyed and unloaded all the same
+      if (version->busy()) {
+        quarantine_version(std::move(version));
+      } else {
+        version.reset();  // no memory to report it: destroyed and unloaded all the same
+      }
     }
   };
+  std::vector<std::unique_ptr<Version>> earlier = std::move(quarantine);
+  quarantine.clear();
   for (auto &version : resident) drop(version);
   for (auto &pending : retiring) drop(pending.version);
+  for (auto &version : earlier) {
+    if (!version->busy()) drop(version);  // its call returned: retired as any other
+  }
   resident.clear();
   retiring.clear();
+  // What a call is still inside of (a stuck create, activate, self-test, state or destroy) is
+  // leaked on purpose rather than handed to its detached thread: that thread cannot be joined or
+  // stopped, destroying or unloading the version under it would pull code and memory from under
+  // a running call, and a retirement running on it after this Swappable (and maybe the Runtime
+  // or the process's static state) is gone could not be made safe. It stays mapped for the
+  // process's life; its thread ends on its own if the call ever returns.
+  std::size_t leaked = 0;
+  auto leak = [&](std::unique_ptr<Version> &version) {
+    if (version) {
+      swap_detail::keep_for_process(std::move(version));
+      ++leaked;
+    }
+  };
+  for (auto &version : earlier) leak(version);
+  for (auto &version : quarantine) leak(version);
+  quarantine.clear();
+  if (leaked != 0) {
+    try {
+      runtime.log(LogLevel::warning, "hot swap of " + who(options) + ": destroyed while " + std::to_string(leaked) +
+                                         " version(s) had a call into plugin code that never returned; they stay "
+                                         "loaded for the life of the process");
+    } catch (...) {
+    }
+  }
 }
 
 // ---- SwapCore ----
@@ -353,9 +458,14 @@ void SwapCore::Impl::retire_all() noexcept {
 SwapCore::SwapCore(Runtime &runtime, SwapOptions options) : impl_(std::make_unique<Impl>(runtime, std::move(options))) {
   impl_->domain->owner = this;
   if (impl_->options.watch) impl_->prepare_watcher();
-  {
+  try {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->swap_locked({}, nullptr);
+  } catch (...) {
+    // No destructor runs for a constructor that throws: a first version stuck in a call (its
+    // self-test hangs) must not be destroyed with impl_ under that call.
+    for (auto &stuck : impl_->quarantine) swap_detail::keep_for_process(std::move(stuck));
+    throw;
   }
   if (impl_->options.watch) impl_->start_watcher();
 }
@@ -413,7 +523,7 @@ std::size_t SwapCore::collect() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   SwapReport report;
   impl_->retire_locked(report);
-  return report.retire_pending;
+  return report.retire_pending + report.quarantined;
 }
 
 }  // namespace kiln

@@ -34,6 +34,14 @@ struct SwapCore::Impl {
     std::uint64_t period;  // retired once every reader passed it
   };
   std::vector<Retiring> retiring;
+  // Versions a call did not return from within its deadline (SwapDeadlines): never served;
+  // retired by retire_locked once the call returned, leaked on purpose if it never does.
+  std::vector<std::unique_ptr<swap_detail::Version>> quarantine;
+  void quarantine_version(std::unique_ptr<swap_detail::Version> version) noexcept;
+  // Retires `version` under the retire deadline, into `retired` when it went; a version a call
+  // is still inside of, or whose destroy did not return, goes to the quarantine instead. Throws
+  // (out of memory) only before it touched the version.
+  bool retire_or_quarantine(std::unique_ptr<swap_detail::Version> &version, RetiredVersion &retired);
   std::uint64_t next_serial = 1;  // of the next version loaded
 
   // The transaction (core.cpp); the lock is held.

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include <kiln/ext/selftest.h>
@@ -57,6 +58,9 @@ void run_step(std::vector<SwapStep> &steps, const char *step, const std::functio
     detail = body();
   } catch (const StepFailure &) {
     throw;
+  } catch (const DeadlineExpired &error) {
+    steps.push_back({step, ms_since(start), std::string("timed out: ") + error.what()});
+    throw StepFailure{step, error.kind(), error.what(), error.deadline};
   } catch (const Error &error) {
     steps.push_back({step, ms_since(start), std::string("failed: ") + error.what()});
     throw StepFailure{step, error.kind(), error.what()};
@@ -67,37 +71,70 @@ void run_step(std::vector<SwapStep> &steps, const char *step, const std::functio
   steps.push_back({step, ms_since(start), std::move(detail)});
 }
 
-std::string run_selftest(const Version &version) {
-  const auto *selftest =
-      version.instance->interface<kiln_selftest_v1>(KILN_SELFTEST_INTERFACE_ID, offsetof(kiln_selftest_v1, run) +
-                                                                                    sizeof(kiln_selftest_v1::run));
-  if (selftest == nullptr || selftest->run == nullptr) return "not offered (the plugin has no kiln.selftest/1)";
-  char message[1024] = "";
-  const auto start = std::chrono::steady_clock::now();
-  const kiln_status status = load::call_plugin(version.file, "kiln.selftest/1 run", [&] {
-    return selftest->run(version.instance->handle(), message, sizeof message);
-  });
-  if (status != KILN_OK) {
-    throw AbiError("plugin " + version.file + " (content key " + version.content_key + ") failed its self-test (status " +
-                   std::to_string(status) + "): " + load::message_text(message) +
-                   "; it is not served: fix or rebuild this version");
+std::string with_deadline(const char *step, const char *what, std::chrono::milliseconds limit,
+                          const std::vector<Version *> &inside, std::function<std::string()> body) {
+  const std::string option = std::string("SwapOptions::deadlines.") + step;
+  for (const Version *version : inside) {
+    if (version->busy()) {
+      throw DeadlineExpired("version " + version->content_key + " (" + version->file +
+                         ") is still inside an earlier call that did not return within its deadline; it is not "
+                         "called again until that call returns (then it is retired): swap to another version",
+                            limit);
+    }
   }
-  std::ostringstream detail;
-  detail << "passed";
-  if (message[0] != '\0') detail << ": " << load::message_text(message);
-  detail << " (" << static_cast<int>(ms_since(start) * 10) / 10.0 << " ms)";
-  return detail.str();
+  std::shared_ptr<PluginCall> stuck;
+  std::string detail = call_with_deadline(limit, std::move(body), &stuck);
+  if (!stuck) return detail;
+  for (Version *version : inside) version->stuck = stuck;
+  const Version &named = *inside.front();
+  throw DeadlineExpired("timed out after " + std::to_string(limit.count()) + " ms (" + option + "): plugin " + named.file +
+                     " (content key " + named.content_key + ") did not return from " + what +
+                     "; the version is quarantined: never served, unloaded once the call returns. Fix the plugin, "
+                     "or raise " + option + " if it needs longer",
+                        limit);
+}
+
+std::string run_selftest(Version &v, const SwapOptions &options) {
+  Version *version = &v;
+  return with_deadline("selftest", "its self-test (kiln.selftest/1 run)", options.deadlines.selftest, {version}, [version] {
+    const auto *selftest = version->instance->interface<kiln_selftest_v1>(
+        KILN_SELFTEST_INTERFACE_ID, offsetof(kiln_selftest_v1, run) + sizeof(kiln_selftest_v1::run));
+    if (selftest == nullptr || selftest->run == nullptr) return std::string("not offered (the plugin has no kiln.selftest/1)");
+    char message[1024] = "";
+    const auto start = std::chrono::steady_clock::now();
+    const kiln_status status = load::call_plugin(version->file, "kiln.selftest/1 run", [&] {
+      return selftest->run(version->instance->handle(), message, sizeof message);
+    });
+    if (status != KILN_OK) {
+      throw AbiError("plugin " + version->file + " (content key " + version->content_key +
+                     ") failed its self-test (status " + std::to_string(status) + "): " + load::message_text(message) +
+                     "; it is not served: fix or rebuild this version");
+    }
+    std::ostringstream detail;
+    detail << "passed";
+    if (message[0] != '\0') detail << ": " << load::message_text(message);
+    detail << " (" << static_cast<int>(ms_since(start) * 10) / 10.0 << " ms)";
+    return detail.str();
+  });
 }
 
 static void prepare_steps(Version &v, const SwapOptions &options, std::uint64_t serial, std::vector<SwapStep> &steps) {
   Version *version = &v;
+  // The calls into the plugin capture the version and copies: a call past its deadline goes on
+  // running after the swap returned.
   run_step(steps, "create", [&] {
-    version->instance.emplace(version->module.create_instance());
-    return std::string("created");
+    return with_deadline("create", "create", options.deadlines.create, {version}, [version] {
+      version->instance.emplace(version->module.create_instance());
+      return std::string("created");
+    });
   });
   run_step(steps, "activate", [&] {
-    version->instance->activate(options.device, options.max_batch);
-    return "device " + std::to_string(options.device) + ", max batch " + std::to_string(options.max_batch);
+    const int device = options.device;
+    const std::uint32_t max_batch = options.max_batch;
+    return with_deadline("activate", "activate", options.deadlines.activate, {version}, [version, device, max_batch] {
+      version->instance->activate(device, max_batch);
+      return "device " + std::to_string(device) + ", max batch " + std::to_string(max_batch);
+    });
   });
   run_step(steps, "interface", [&] {
     const void *table = version->instance->interface_table(options.interface_id.c_str(), options.interface_min_size);
@@ -111,11 +148,10 @@ static void prepare_steps(Version &v, const SwapOptions &options, std::uint64_t 
   version->served.instance = version->instance->handle();
   version->served.serial = serial;
   version->served.content_key = version->content_key.c_str();
-  run_step(steps, "selftest", [&] { return run_selftest(*version); });
+  run_step(steps, "selftest", [&] { return run_selftest(*version, options); });
 }
 
-std::unique_ptr<Version> prepare_version(Module module, const SwapOptions &options, std::uint64_t serial,
-                                         std::vector<SwapStep> &steps) {
+std::unique_ptr<Version> make_version(Module module) {
   auto version = std::make_unique<Version>(std::move(module));
   const Resolution &resolution = version->module.report().resolution;
   version->content_key = resolution.content_key;
@@ -126,21 +162,36 @@ std::unique_ptr<Version> prepare_version(Module module, const SwapOptions &optio
     version->inode = info.st_ino;
   }
   version->registers_cuda_runtime = has_cuda_runtime_fatbin(version->file);
+  return version;
+}
 
+void prepare_version(Version &version, const SwapOptions &options, std::uint64_t serial, std::vector<SwapStep> &steps) {
   // A refused candidate is dropped as a retired one is: one with device code the CUDA runtime
-  // registered stays mapped.
+  // registered stays mapped. One still inside a call is the caller's to quarantine.
   try {
-    prepare_steps(*version, options, serial, steps);
+    prepare_steps(version, options, serial, steps);
   } catch (...) {
-    if (version->registers_cuda_runtime) {
+    if (version.registers_cuda_runtime && !version.busy()) {
       try {
-        version->module.keep_mapped();
+        version.module.keep_mapped();
       } catch (const Error &) {
       }
     }
     throw;
   }
-  return version;
+}
+
+void keep_for_process(std::unique_ptr<Version> version) noexcept {
+  // Never destroyed: the versions in it must outlive static destruction too (their calls may
+  // still run while the process exits).
+  static auto *kept = new std::vector<std::unique_ptr<Version>>();
+  static auto *mutex = new std::mutex();
+  try {
+    std::lock_guard<std::mutex> lock(*mutex);
+    kept->push_back(std::move(version));
+  } catch (...) {
+    (void)version.release();  // no memory to note it: leaked all the same
+  }
 }
 
 bool mapped_in_process(std::uint64_t device, std::uint64_t inode) {
@@ -162,7 +213,8 @@ bool mapped_in_process(std::uint64_t device, std::uint64_t inode) {
   return false;
 }
 
-void retire(std::unique_ptr<Version> &version, RetiredVersion &retired, const LogCallback &log) {
+bool retire(std::unique_ptr<Version> &version, RetiredVersion &retired, const LogCallback &log,
+            std::chrono::milliseconds limit) {
   // Everything that allocates comes first, while the version is untouched.
   KILN_FAILURE_POINT("swap.retire");
   retired.content_key = version->content_key;
@@ -189,21 +241,33 @@ void retire(std::unique_ptr<Version> &version, RetiredVersion &retired, const Lo
       }
     }
   }
+  // deactivate + destroy under the deadline: one that does not return leaves the version busy
+  // for the caller to quarantine. Starting the call may throw (no thread): nothing touched yet.
+  Version *raw = version.get();
+  std::shared_ptr<PluginCall> stuck;
+  call_with_deadline(limit, [raw] {
+    raw->instance.reset();
+    return std::string();
+  }, &stuck);
+  if (stuck) {
+    version->stuck = std::move(stuck);
+    return false;
+  }
   // From here nothing throws.
-  version->instance.reset();  // deactivate + destroy
-  version.reset();            // the Module: dlclose
+  version.reset();  // the Module: dlclose
   try {
     retired.unloaded = !mapped_in_process(device, inode);
   } catch (...) {
     retired.unloaded = false;
     retired.note = std::move(unchecked_note);
-    return;
+    return true;
   }
   if (keep) {
     retired.note = std::move(kept_note);
   } else if (!retired.unloaded) {
     retired.note = std::move(still_mapped_note);
   }
+  return true;
 }
 
 }  // namespace kiln::swap_detail

@@ -2,9 +2,15 @@
 // call count) carried by export_state/import_state. Built as several versions and with faults
 // (KILN_TEST_SWAP_FAULT): the swap tests check that a broken version is never served.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
 
 #include "kiln/ext/selftest.h"
 #include "kiln/plugin.hpp"
@@ -19,6 +25,9 @@
 #define KILN_TEST_SWAP_FAULT_ACTIVATE 3       // activate fails
 #define KILN_TEST_SWAP_FAULT_NO_INTERFACE 4   // offers no kiln.test.swap/1
 #define KILN_TEST_SWAP_FAULT_SELFTEST_THROWS 5
+#define KILN_TEST_SWAP_FAULT_SELFTEST_HANGS 6  // the self-test waits until released (held_call)
+#define KILN_TEST_SWAP_FAULT_ACTIVATE_HANGS 7  // activate waits until released
+#define KILN_TEST_SWAP_FAULT_ACTIVATE_SLOW 8   // activate takes 2 s, then succeeds
 #ifndef KILN_TEST_SWAP_FAULT
 #define KILN_TEST_SWAP_FAULT KILN_TEST_SWAP_FAULT_NONE
 #endif
@@ -37,6 +46,29 @@ struct StateBlob {
 
 std::atomic<std::uint64_t> live{0};
 
+void mark(const std::string &file) {
+  if (std::FILE *out = std::fopen(file.c_str(), "w")) std::fclose(out);
+}
+
+// The hanging and slow calls. KILN_TEST_SWAP_HOLD names a file the test made: on entering, the
+// call creates FILE.entered (so the test knows a swap is inside it); a hanging call then waits
+// while FILE exists, for 60 s at most, so a test that fails before releasing it still ends; on
+// leaving it creates FILE.left.
+void held_call(bool hang) {
+  const char *held = std::getenv("KILN_TEST_SWAP_HOLD");
+  const std::string hold = held != nullptr ? held : "";
+  if (!hold.empty()) mark(hold + ".entered");
+  if (!hang) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  } else {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!hold.empty() && ::access(hold.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  if (!hold.empty()) mark(hold + ".left");
+}
+
 class SwapProbe final : public kiln::plugin::Instance {
  public:
   explicit SwapProbe(const kiln_host_services *host) : Instance(host) { live.fetch_add(1); }
@@ -44,6 +76,8 @@ class SwapProbe final : public kiln::plugin::Instance {
 
   kiln_status activate(const kiln_activate_params &params, kiln::plugin::Message &message) override {
     (void)params;
+    if (KILN_TEST_SWAP_FAULT == KILN_TEST_SWAP_FAULT_ACTIVATE_HANGS) held_call(true);
+    if (KILN_TEST_SWAP_FAULT == KILN_TEST_SWAP_FAULT_ACTIVATE_SLOW) held_call(false);
     if (KILN_TEST_SWAP_FAULT == KILN_TEST_SWAP_FAULT_ACTIVATE) {
       message.set("activate fails on purpose (KILN_TEST_SWAP_FAULT_ACTIVATE)");
       return KILN_ERR_INTERNAL;
@@ -113,6 +147,7 @@ std::uint64_t probe_live() { return live.load(); }
 kiln_status probe_selftest(kiln_instance *instance, char *message, size_t message_size) {
   kiln::plugin::Message out(message, message_size);
   if (KILN_TEST_SWAP_FAULT == KILN_TEST_SWAP_FAULT_SELFTEST_THROWS) throw 42;
+  if (KILN_TEST_SWAP_FAULT == KILN_TEST_SWAP_FAULT_SELFTEST_HANGS) held_call(true);
   auto &self = kiln::plugin::Instance::from<SwapProbe>(instance);
   const std::uint64_t before = self.calls.load();
   std::uint64_t answer = probe_call(instance, 8);
