@@ -66,6 +66,13 @@ inline std::uint64_t cycle(const SwapProbe &probe, SwapReader &reader, std::uint
 
 inline std::uint64_t version_of(std::uint64_t answer) { return answer % 1000; }
 
+// A swap to another artifact of the fixture's consumer.
+inline SwapRequest swap_to(const std::string &name) {
+  SwapRequest request;
+  request.name = name;
+  return request;
+}
+
 // Counts of this process's resources: open descriptors, mappings, resident set (kB).
 struct ProcessResources {
   std::size_t fds = 0;

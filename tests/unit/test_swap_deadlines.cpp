@@ -29,12 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-SwapRequest swap_to(const std::string &name) {
-  SwapRequest request;
-  request.name = name;
-  return request;
-}
-
 // Polls `done` every millisecond for up to `cap`; whether it became true. The cap only bounds a
 // failing test: the tests assert on counts and outcomes, never on how long something took.
 template <class F>

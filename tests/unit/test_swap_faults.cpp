@@ -24,12 +24,6 @@ bool step_says(const SwapReport &report, const std::string &step, const std::str
   return false;
 }
 
-SwapRequest swap_to(const std::string &name) {
-  SwapRequest request;
-  request.name = name;
-  return request;
-}
-
 }  // namespace
 
 TEST_SUITE("swap") {
