@@ -25,6 +25,10 @@ struct GeneratorStep {
   std::vector<std::string> outputs;  // file names inside {gen}
   std::string tool;                  // executable, hashed by content (absolute after load); or
   std::string tool_identity;         // a version string standing for the tool
+  // Optional: a command that writes nothing and refuses (non-zero exit, the reason on its
+  // output) what the step would refuse, run by plan and by build before anything is built.
+  // Only {tool} is substituted. Empty: nothing to check.
+  std::vector<std::string> check;
 };
 
 // A kernel a device-image (nvrtc) recipe must provide: a name expression ("saxpy",

@@ -10,6 +10,7 @@
 Every failure is a kiln.Error subclass whose exit_code is the kiln CLI's (docs/python.md).
 """
 
+from . import _arguments, _kiln
 from ._kiln import (  # noqa: F401  (the public API, re-exported)
     ABI_VERSION,
     AbiError,
@@ -32,8 +33,12 @@ from ._kiln import (  # noqa: F401  (the public API, re-exported)
     TrajOptResult,
     UsageError,
     __version__,
-    generate_keypair,
 )
+
+# Every public call raises kiln.ArgumentTypeError for arguments of the wrong type or an unknown
+# keyword, never pybind11's "incompatible function arguments" (kiln/_arguments.py says how).
+_arguments.install(_kiln, ArgumentTypeError)
+generate_keypair = _kiln.generate_keypair
 
 __all__ = [
     "ABI_VERSION",

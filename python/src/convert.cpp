@@ -22,7 +22,8 @@ bool is_path_like(const py::handle &value) {
   return py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value) || py::hasattr(value, "__fspath__");
 }
 
-std::string fs_path(const py::handle &path) {
+std::string fs_path(const py::handle &path, const char *what) {
+  if (!is_path_like(path)) throw ArgumentTypeError(std::string(what) + ": expected a path (str or os.PathLike), got " + describe(path));
   const py::module_ os = py::module_::import("os");
   const py::bytes bytes = os.attr("fsencode")(os.attr("fspath")(path));
   return std::string(bytes);

@@ -20,8 +20,9 @@ namespace py = pybind11;
 // store directory): surrogateescape keeps them, so os.fsencode(value) gives the bytes back.
 py::str text(const std::string &value);
 
-// A path argument: str, bytes or os.PathLike, as the file system bytes (os.fsencode(os.fspath(x))).
-std::string fs_path(const py::handle &path);
+// A path argument: str, bytes or os.PathLike, as the file system bytes (os.fsencode(os.fspath(x)));
+// anything else is an ArgumentTypeError naming the parameter `what`.
+std::string fs_path(const py::handle &path, const char *what);
 bool is_path_like(const py::handle &value);
 
 // Archs: None, "sm_90,sm_87" or ["sm_90", "sm_87"] (UsageError for a bad name, as the CLI).

@@ -144,7 +144,7 @@ Recipe recipe_argument(const py::handle &recipe, const py::object &base_dir) {
   if (py::isinstance<Recipe>(recipe)) return recipe.cast<Recipe>();
   if (py::isinstance<py::dict>(recipe)) {
     const std::string dir =
-        base_dir.is_none() ? fs_path(py::module_::import("os").attr("getcwd")()) : fs_path(base_dir);
+        base_dir.is_none() ? fs_path(py::module_::import("os").attr("getcwd")(), "base_dir") : fs_path(base_dir, "base_dir");
     std::string json;
     try {
       json = py::module_::import("json").attr("dumps")(recipe).cast<std::string>();
@@ -155,7 +155,7 @@ Recipe recipe_argument(const py::handle &recipe, const py::object &base_dir) {
     }
     return Recipe::parse(json, dir, "dict (base_dir " + dir + ")");  // "recipe dict (...): ..."
   }
-  if (is_path_like(recipe)) return Recipe::load(fs_path(recipe));
+  if (is_path_like(recipe)) return Recipe::load(fs_path(recipe, "recipe"));
   throw ArgumentTypeError("recipe: expected a kiln.Recipe, a path or a dict, got " + describe(recipe));
 }
 
@@ -193,12 +193,12 @@ auto cancellable_build(const py::object &recipe, const py::object &base_dir, boo
 std::unique_ptr<Runtime> make_runtime(const py::object &cache_dir, const py::object &store_path,
                                       const py::object &device, const py::object &log) {
   RuntimeOptions options = RuntimeOptions::from_environment();
-  if (!cache_dir.is_none()) options.cache_dir = fs_path(cache_dir);
+  if (!cache_dir.is_none()) options.cache_dir = fs_path(cache_dir, "cache_dir");
   if (!store_path.is_none()) {
     options.read_only_stores.clear();
     if (is_path_like(store_path)) {
       // One string: colon-separated, as KILN_STORE_PATH.
-      const std::string joined = fs_path(store_path);
+      const std::string joined = fs_path(store_path, "store_path");
       std::size_t start = 0;
       while (start <= joined.size()) {
         const std::size_t end = std::min(joined.find(':', start), joined.size());
@@ -206,7 +206,7 @@ std::unique_ptr<Runtime> make_runtime(const py::object &cache_dir, const py::obj
         start = end + 1;
       }
     } else {
-      for (const py::handle item : store_path) options.read_only_stores.push_back(fs_path(item));
+      for (const py::handle item : store_path) options.read_only_stores.push_back(fs_path(item, "store_path"));
     }
   }
   if (!device.is_none()) options.declared_device = argument<std::string>(device, "device", "a device declaration such as \"sm_90\" (str)");
@@ -251,7 +251,7 @@ void bind_runtime(py::module_ &m) {
   m.def(
       "generate_keypair",
       [](const py::object &path) {
-        const KeyPair pair = generate_keypair(fs_path(path));
+        const KeyPair pair = generate_keypair(fs_path(path, "path"));
         py::dict out;
         out["secret_file"] = text(pair.secret_file);
         out["public_file"] = text(pair.public_file);
@@ -265,7 +265,7 @@ void bind_runtime(py::module_ &m) {
                      "A parsed, validated recipe (docs/recipes.md). Runtime.plan/build/ensure also take "
                      "a path or a dict directly.")
       .def_static(
-          "load", [](const py::object &path) { return Recipe::load(fs_path(path)); }, py::arg("path"),
+          "load", [](const py::object &path) { return Recipe::load(fs_path(path, "path")); }, py::arg("path"),
           "Parse a recipe file; relative paths are taken from its directory.")
       .def_static(
           "from_dict",
@@ -376,7 +376,7 @@ void bind_runtime(py::module_ &m) {
             PublishRequest request;
             request.consumer = consumer;
             request.name = name;
-            request.artifact_file = fs_path(artifact);
+            request.artifact_file = fs_path(artifact, "artifact");
             publish_archs(request, archs);
             request.cuda_toolkit_version = cuda_toolkit;
             request.provenance = provenance;
@@ -472,7 +472,7 @@ void bind_runtime(py::module_ &m) {
           "verify",
           [](const Runtime &runtime, const py::object &store_dir, bool repair) {
             VerifyOptions options;
-            if (!store_dir.is_none()) options.store_dir = fs_path(store_dir);
+            if (!store_dir.is_none()) options.store_dir = fs_path(store_dir, "store_dir");
             options.repair = repair;
             return released([&] { return kiln::to_json(runtime.verify(options)); });
           },
@@ -507,8 +507,8 @@ void bind_runtime(py::module_ &m) {
             ExportRequest request;
             request.consumer = consumer;
             request.names = names;
-            request.output = fs_path(output);
-            if (!sign.is_none()) request.signing_key = fs_path(sign);
+            request.output = fs_path(output, "output");
+            if (!sign.is_none()) request.signing_key = fs_path(sign, "sign");
             return released([&] { return kiln::to_json(runtime.export_bundle(request)); });
           },
           py::arg("consumer"), py::arg("output"), py::arg("names") = std::vector<std::string>{}, py::kw_only(),
@@ -520,13 +520,13 @@ void bind_runtime(py::module_ &m) {
           [](Runtime &runtime, const py::object &bundle, const py::object &into, const py::object &trust,
              bool allow_unsigned, bool allow_downgrade) {
             ImportRequest request;
-            request.bundle = fs_path(bundle);
-            if (!into.is_none()) request.into = fs_path(into);
+            request.bundle = fs_path(bundle, "bundle");
+            if (!into.is_none()) request.into = fs_path(into, "into");
             if (!trust.is_none()) {
               if (is_path_like(trust)) {
-                request.trusted_keys.push_back(fs_path(trust));
+                request.trusted_keys.push_back(fs_path(trust, "trust"));
               } else {
-                for (const py::handle key : trust) request.trusted_keys.push_back(fs_path(key));
+                for (const py::handle key : trust) request.trusted_keys.push_back(fs_path(key, "trust"));
               }
             }
             request.allow_unsigned = allow_unsigned;

@@ -116,16 +116,16 @@ def test_solver_array_arguments_are_named(ik):
     q = np.zeros((3, 7), np.float32)
     # An object of the wrong kind: TypeError subclasses, naming the argument and what it takes.
     expect(kiln.ArgumentTypeError, lambda: ik.solve(targets, out=np.zeros(3)),
-           "solve: out", "kiln.IKResult", "numpy.ndarray of shape (3,) and dtype float64")
-    expect(kiln.ArgumentTypeError, lambda: ik.solve("targets"), "solve: targets", "(n, 7)", "float32", "got str")
-    expect(kiln.ArgumentTypeError, lambda: ik.solve(targets, initial_q=object()), "solve: initial_q", "(n, 7)")
-    expect(kiln.ArgumentTypeError, lambda: ik.fk(q, out=[0.0] * 7), "fk: out", "got list")
+           "IK.solve(): out", "kiln.IKResult", "numpy.ndarray of shape (3,) and dtype float64")
+    expect(kiln.ArgumentTypeError, lambda: ik.solve("targets"), "IK.solve(): targets", "(n, 7)", "float32", "got str")
+    expect(kiln.ArgumentTypeError, lambda: ik.solve(targets, initial_q=object()), "IK.solve(): initial_q", "(n, 7)")
+    expect(kiln.ArgumentTypeError, lambda: ik.fk(q, out=[0.0] * 7), "IK.fk(): out", "got list")
     # The right kind, the wrong shape or dtype: ValueError subclasses.
     expect(kiln.ArgumentValueError, lambda: ik.fk(q, out=np.zeros(3)),
-           "fk: out", "float32 array of shape (3, 7)", "shape (3,) and dtype float64")
-    expect(kiln.ArgumentValueError, lambda: ik.fk(q, out=np.zeros((3, 7))), "fk: out", "dtype float64")
-    expect(kiln.ArgumentValueError, lambda: ik.solve(np.zeros((3, 6), np.float32)), "solve: targets", "(n, 7)")
-    expect(kiln.ArgumentValueError, lambda: ik.solve(targets, q[:2]), "solve: initial_q has 2 rows, targets 3")
+           "IK.fk(): out", "float32 array of shape (3, 7)", "shape (3,) and dtype float64")
+    expect(kiln.ArgumentValueError, lambda: ik.fk(q, out=np.zeros((3, 7))), "IK.fk(): out", "dtype float64")
+    expect(kiln.ArgumentValueError, lambda: ik.solve(np.zeros((3, 6), np.float32)), "IK.solve(): targets", "(n, 7)")
+    expect(kiln.ArgumentValueError, lambda: ik.solve(targets, q[:2]), "IK.solve(): initial_q has 2 rows, targets 3")
     # A right out= is still written in place.
     out = np.empty((3, 7), np.float32)
     assert ik.fk(q, out=out) is out

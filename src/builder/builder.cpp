@@ -25,6 +25,7 @@
 #include "builder/keys.hpp"
 #include "builder/abi_headers.hpp"
 #include "builder/dependencies.hpp"
+#include "builder/generator_checks.hpp"
 #include "builder/generators.hpp"
 #include "builder/backends/nvcc.hpp"
 #include "builder/process.hpp"
@@ -248,6 +249,8 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
     plan.steps = {"load " + (hit.layer != nullptr ? hit.layer->layout(recipe.consumer) : layout).entry(hit.content_key).string()};
     return plan;
   }
+  // A build would run the generators: what they would refuse is refused now.
+  check_generators(recipe, options.cancel);
   plan.source = "build";
   if (const auto remote = elsewhere_for(context, options)) {
     if (const auto url = remote->locate(recipe.consumer, plan.input_key)) plan.source = "remote " + *url;
@@ -319,6 +322,8 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
     }
   }
 
+  // What plan refuses, a build refuses alike, before the store or a remote is touched.
+  check_generators(recipe, options.cancel);
   // One builder per input key across threads and processes; waiters re-check, then load.
   const files::FileLock lock = storage.lock_input_key(recipe.consumer, result.input_key, options.cancel);
   if (!options.force) {

@@ -42,7 +42,7 @@ const std::set<std::string> kFields = {"schema", "consumer", "name", "backend", 
 const std::set<std::string> kCompileFields = {"sources", "headers", "include_dirs", "defines", "flags", "link_flags"};
 const std::set<std::string> kCmakeFields = {"project", "project_files", "cmake_options", "target", "output"};
 constexpr std::uint64_t kMaxUnitMemoryMb = 1ull << 24;  // 16 TiB
-const std::set<std::string> kGeneratorFields = {"name", "command", "inputs", "outputs", "tool", "tool_identity"};
+const std::set<std::string> kGeneratorFields = {"name", "command", "inputs", "outputs", "tool", "tool_identity", "check"};
 // Flags kiln sets itself: a recipe that sets them would break the object/link layout.
 const std::set<std::string> kReservedFlags = {"-o", "-c", "--shared", "-shared", "--output-file", "-dc", "-rdc=true",
                                               "--compile", "-lib", "--lib"};
@@ -242,7 +242,7 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
       if (!step.is_object()) read.fail(where, "must be an object");
       for (const auto &item : step.items()) {
         if (kGeneratorFields.count(item.key()) == 0) {
-          read.fail(where + item.key(), "is not a generator field (known: name, command, inputs, outputs, tool, tool_identity)");
+          read.fail(where + item.key(), "is not a generator field (known: name, command, inputs, outputs, tool, tool_identity, check)");
         }
       }
       GeneratorStep generator;
@@ -266,6 +266,18 @@ Recipe Recipe::parse(const std::string &json_text, const std::string &base_dir, 
         read.fail(where + "tool", "is missing: give the tool's path (hashed by content) or a tool_identity string, so "
                                   "that a changed generator rebuilds the artifact");
       }
+      if (read.find(step, "check") != nullptr) {
+        generator.check = read.strings(step, "check", where);
+        if (generator.check.empty()) read.fail(where + "check", "is empty; give the check's program and arguments as a list, or leave it out");
+        for (const auto &word : generator.check) {
+          if (word.find("{gen}") != std::string::npos) {
+            read.fail(where + "check", "uses {gen}: a check writes nothing and runs before {gen} exists; check the inputs only");
+          }
+          if (word.find("{tool}") != std::string::npos && generator.tool.empty()) {
+            read.fail(where + "check", "uses {tool}, but the step has no \"tool\" (only a tool_identity); name the program");
+          }
+        }
+      }
       recipe.generators.push_back(std::move(generator));
     }
   }
@@ -288,6 +300,8 @@ std::string Recipe::canonical_json() const {
                                {"outputs", g.outputs},
                                {"tool", g.tool.empty() ? "" : relative_to(g.tool, base_dir)},
                                {"tool_identity", g.tool_identity}});
+    // Only a step with a check carries it: the input keys of recipes without one stay put.
+    if (!g.check.empty()) generators_json.back()["check"] = g.check;
   }
   json root = {{"schema", schema},         {"consumer", consumer},         {"name", name},
                {"backend", backend},       {"sources", relative(sources)}, {"headers", relative(headers)},

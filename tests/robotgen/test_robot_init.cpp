@@ -235,3 +235,69 @@ TEST_CASE("kiln-urdf-fk: --max-joints and xacro files refused in a build's gener
   CHECK_MESSAGE(fits.exit_code == 0, fits.err);
   CHECK(contains(fits.out, "robot long\njoints 16\njoint j1 revolute\n"));
 }
+
+namespace {
+
+// Files anywhere under dir (a refused plan leaves the store as it was: empty).
+std::size_t files_under(const fs::path &dir) {
+  if (!fs::exists(dir)) return 0;
+  std::size_t count = 0;
+  for (fs::recursive_directory_iterator it(dir), end; it != end; ++it) count += fs::is_regular_file(it->path()) ? 1 : 0;
+  return count;
+}
+
+}  // namespace
+
+// The recipes robot init writes carry kiln-urdf-fk --check as their generator's check, so a
+// recipe edited by hand afterwards is refused by `kiln build --plan` (and a build) before any
+// compiler runs, with the generator's own message.
+TEST_CASE("kiln build --plan: a robot init recipe edited past what its plugin takes is refused at plan time") {
+  TempDir dir;
+  const int ik_max = kiln_plugins::kIkMaxJoints;
+  const std::string at = std::to_string(ik_max), past = std::to_string(ik_max + 1);
+  kiln::test::write_text(dir / "long.urdf", long_chain(ik_max + 1));
+  const fs::path out = dir / "recipes";
+  const CommandResult made = init({(dir / "long.urdf").string(), "--base", "l0", "--tip", "l" + at, "--ik", "-o", out.string()});
+  REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  const fs::path ik = out / "ik-long.json";
+  nlohmann::json recipe = nlohmann::json::parse(kiln::test::read_text(ik));
+  REQUIRE(recipe["generators"][0].contains("check"));
+  const CommandResult fits = kiln::test::run_kiln({"build", "--plan", ik.string()}, plan_env(dir));
+  CHECK_MESSAGE(fits.exit_code == 0, fits.err);
+
+  const auto refused_at_plan = [&](const nlohmann::json &edited, const std::string &why) {
+    kiln::test::write_text(ik, edited.dump(2));
+    for (const auto &args : {std::vector<std::string>{"build", "--plan", ik.string()},
+                             std::vector<std::string>{"build", ik.string()}}) {
+      const CommandResult run = kiln::test::run_kiln(args, plan_env(dir));
+      CHECK_MESSAGE(run.exit_code == 2, run.err);
+      CHECK_MESSAGE(contains(run.err, ik.string() + " (kiln-ik/long): generator fk-chain refuses it"), run.err);
+      CHECK_MESSAGE(contains(run.err, why), run.err);
+      CHECK_MESSAGE(files_under(dir / "cache" / "consumers") == 0, "a refused recipe wrote into the store");
+    }
+  };
+  // Every "l<at>" the recipe names (command and check alike) moved one link down the chain.
+  const auto with_tip = [&](const std::string &tip) {
+    nlohmann::json edited = recipe;
+    for (auto *list : {&edited["generators"][0]["command"], &edited["generators"][0]["check"]}) {
+      for (auto &word : *list) {
+        if (word == "l" + at) word = tip;
+      }
+    }
+    return edited;
+  };
+  SUBCASE("--tip moved past the joint limit") {
+    refused_at_plan(with_tip("l" + past), past + " movable joints; this plugin supports at most " + at);
+  }
+  SUBCASE("a URDF with a mimic joint") {
+    kiln::test::write_text(dir / "long.urdf", two_links("revolute", "<mimic joint=\"j0\" multiplier=\"1\"/>"));
+    nlohmann::json edited = recipe;
+    for (auto *list : {&edited["generators"][0]["command"], &edited["generators"][0]["check"]}) {
+      for (auto &word : *list) {
+        if (word == "l0") word = "a";
+        if (word == "l" + at) word = "c";
+      }
+    }
+    refused_at_plan(edited, "joint 'odd' (b -> c) in long.urdf is a mimic joint (it mimics 'j0')");
+  }
+}

@@ -260,6 +260,7 @@ const std::vector<Row> &rows() {
       {"recipe: link flag kiln sets itself", 2, "usage", [](World &w) { auto r = valid_recipe(); r["link_flags"] = {"--shared"}; write_recipe(w, r); w.names = "--shared"; }},
       {"recipe: artifact name with a slash", 2, "usage", [](World &w) { auto r = valid_recipe(); r["artifact"] = "../lib.so"; write_recipe(w, r); w.names = "../lib.so"; }},
       {"recipe: generator output escapes", 2, "usage", [](World &w) { auto r = valid_recipe(); r["generators"] = json::array({{{"name", "g"}, {"command", {"true"}}, {"outputs", {"../../x.h"}}}}); write_recipe(w, r); w.names = "../../x.h"; }},
+      {"recipe: a generator's check refuses it", 2, "usage", [](World &w) { auto r = valid_recipe(); r["generators"] = json::array({{{"name", "g"}, {"command", {"true"}}, {"outputs", {"o.h"}}, {"tool_identity", "t"}, {"check", {"sh", "-c", "echo the chain is too long >&2; exit 1"}}}}); write_recipe(w, r); w.names = "the chain is too long"; }},
       {"recipe: a FIFO", 2, "usage", [](World &w) { ::mkfifo(w.file("fifo.json").c_str(), 0644); w.args = {"build", w.file("fifo.json").string(), "--plan"}; w.names = w.file("fifo.json").string(); }},
       // ---- plugins that misbehave at load
       {"plugin: negotiate throws an int", 5, "abi", [](World &w) { hostile_load(w, "negotiate-int"); }},
