@@ -53,8 +53,8 @@ class Child {
 Outcome run(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
             const fs::path &scratch);
 
-// A killed kiln leaves its compilers running (issue 8, defect 2, is fixed on another branch):
-// while this guard lives, this process adopts orphaned descendants (PR_SET_CHILD_SUBREAPER) and
+// A killed kiln can leave its compilers running (its children outlive a SIGKILL): while this
+// guard lives, this process adopts orphaned descendants (PR_SET_CHILD_SUBREAPER) and
 // end_orphans() SIGKILLs and reaps every child left, so the next check sees a quiet store.
 class OrphanReaper {
  public:

@@ -1,4 +1,4 @@
-// Build keys and the object cache (issue 8, defect 8): command lines key argument by argument,
+// Build keys and the object cache: command lines key argument by argument,
 // and a cached object is linked only when its bytes are the ones recorded when it was cached.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Reading files kiln did not write (issue 8, defects 10 and 11): FIFOs, devices and oversized
+// Reading files kiln did not write: FIFOs, devices and oversized
 // files are refused at once with an error typed by whose file it is; and the name rule.
 #include <doctest/doctest.h>
 

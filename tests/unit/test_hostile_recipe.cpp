@@ -1,4 +1,4 @@
-// Hostile recipes and build inputs (issue 8, defects 10 and 11): nesting, numbers, FIFOs and
+// Hostile recipes and build inputs: nesting, numbers, FIFOs and
 // devices in place of files, bytes that are not UTF-8. Each is a usage error (exit 2) naming the
 // recipe and field, with valid --json output; nothing crashes or hangs.
 #include <doctest/doctest.h>

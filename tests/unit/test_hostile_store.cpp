@@ -1,4 +1,4 @@
-// Hostile store files (issue 8, defects 10 and 11): every file of an entry and the manifest,
+// Hostile store files: every file of an entry and the manifest,
 // damaged the ways an attacker or a crash would, read by the CLI with --json. Each is refused
 // with exit code 6 and a valid JSON error naming the file and field; nothing crashes or hangs.
 #include <doctest/doctest.h>

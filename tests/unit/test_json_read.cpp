@@ -1,4 +1,4 @@
-// The JSON readers every parser shares (issue 8, defects 10 and 11): checked integers, bounded
+// The JSON readers every parser shares: checked integers, bounded
 // nesting, short descriptions, a writer that never throws on bytes that are not UTF-8.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Typed errors at the public API (issue 8, defect 14): library exceptions never escape untyped,
+// Typed errors at the public API: library exceptions never escape untyped,
 // and an entry kiln cannot read (EACCES) is an I/O error, not "damaged": it is left in place.
 #include <doctest/doctest.h>
 
