@@ -13,11 +13,13 @@
 
 #include "kiln_joint_limits.hpp"  // plugins/common
 #include "support/checks.hpp"
+#include "support/file_counts.hpp"
 #include "support/fixtures.hpp"
 
 using kiln::test::CommandResult;
 using kiln::test::TempDir;
 using kiln::test::contains;
+using kiln::test::files_under;
 namespace fs = boost::filesystem;
 
 namespace {
@@ -235,18 +237,6 @@ TEST_CASE("kiln-urdf-fk: --max-joints and xacro files refused in a build's gener
   CHECK_MESSAGE(fits.exit_code == 0, fits.err);
   CHECK(contains(fits.out, "robot long\njoints 16\njoint j1 revolute\n"));
 }
-
-namespace {
-
-// Files anywhere under dir (a refused plan leaves the store as it was: empty).
-std::size_t files_under(const fs::path &dir) {
-  if (!fs::exists(dir)) return 0;
-  std::size_t count = 0;
-  for (fs::recursive_directory_iterator it(dir), end; it != end; ++it) count += fs::is_regular_file(it->path()) ? 1 : 0;
-  return count;
-}
-
-}  // namespace
 
 // The recipes robot init writes carry kiln-urdf-fk --check as their generator's check, so a
 // recipe edited by hand afterwards is refused by `kiln build --plan` (and a build) before any

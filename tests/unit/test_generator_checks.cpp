@@ -12,12 +12,14 @@
 #include <kiln/recipe.hpp>
 
 #include "support/checks.hpp"
+#include "support/file_counts.hpp"
 #include "support/fixtures.hpp"
 
 using kiln::Recipe;
 using kiln::test::CommandResult;
 using kiln::test::TempDir;
 using kiln::test::contains;
+using kiln::test::files_under;
 using kiln::test::write_text;
 using nlohmann::json;
 namespace fs = boost::filesystem;
@@ -39,14 +41,6 @@ fs::path write_recipe(const TempDir &dir, const json &recipe) {
   const fs::path file = dir / "r.json";
   write_text(file, recipe.dump(2));
   return file;
-}
-
-// Files anywhere under dir (the store: a refused plan or build leaves none).
-std::size_t files_under(const fs::path &dir) {
-  if (!fs::exists(dir)) return 0;
-  std::size_t count = 0;
-  for (fs::recursive_directory_iterator it(dir), end; it != end; ++it) count += fs::is_regular_file(it->path()) ? 1 : 0;
-  return count;
 }
 
 }  // namespace
