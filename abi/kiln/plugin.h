@@ -51,11 +51,29 @@ typedef struct kiln_create_params {
   const kiln_host_services *host; /* same table as at negotiation */
 } kiln_create_params;
 
+/* kiln_activate_params.flags (ABI 1.1; 0 from a 1.0 host).
+ *
+ * KILN_ACTIVATE_IN_CURRENT_CONTEXT: the host has made current, on the thread calling activate,
+ * the CUDA context the instance must run in: a green context holding a share of the device's
+ * SMs. Create every stream, event, allocation and module in it, and do not change the thread's
+ * context first (no cudaSetDevice, cuCtxSetCurrent, cuCtxPushCurrent, cuDevicePrimaryCtxRetain
+ * made current): work enqueued on a stream created there runs on the share's SMs from any
+ * thread, so later calls need no context of their own. The host refuses an instance whose
+ * activate returned with another context current. A plugin that cannot run in a context it did
+ * not choose returns KILN_ERR_UNSUPPORTED. Only with device_ordinal >= 0. */
+#define KILN_ACTIVATE_IN_CURRENT_CONTEXT (1u << 0)
+
 typedef struct kiln_activate_params {
   uint32_t struct_size;
   int32_t device_ordinal; /* CUDA device ordinal to run on; -1: host only (no device work) */
   uint32_t max_batch;     /* the largest batch any later call will pass; reserve for it now */
-  uint64_t flags;         /* reserved, 0 */
+  uint64_t flags;         /* KILN_ACTIVATE_* bits; bits the plugin does not know: refuse (KILN_ERR_UNSUPPORTED) */
+  /* ABI 1.1 */
+  int32_t stream_priority; /* create every stream with this priority (cudaStreamCreateWithPriority):
+                            * CUDA's scale, 0 the default, lower numbers run first; the host has
+                            * checked it against the device's range. 0 when absent. */
+  uint32_t sm_count;       /* the SMs the instance's work may use (its green context's share); size
+                            * grids by it rather than by the device's SM count. 0: the whole device. */
 } kiln_activate_params;
 
 typedef struct kiln_plugin_entry {

@@ -199,6 +199,12 @@ struct Glue {
     kiln_activate_params copy{};
     std::memcpy(&copy, params, params->struct_size < sizeof copy ? params->struct_size : sizeof copy);
     copy.struct_size = sizeof copy;
+    if ((copy.flags & ~static_cast<uint64_t>(KILN_ACTIVATE_IN_CURRENT_CONTEXT)) != 0) {
+      message.format("activate: flags 0x%llx name a request this plugin's kiln headers do not know; rebuild it "
+                     "against the host's headers",
+                     static_cast<unsigned long long>(copy.flags));
+      return KILN_ERR_UNSUPPORTED;
+    }
     const kiln_status status = guarded(message, [&] { return object->activate(copy, message); });
     if (status == KILN_OK) {
       object->active_ = true;

@@ -24,7 +24,7 @@
 
 /* The version this header set describes. */
 #define KILN_ABI_VERSION_MAJOR 1
-#define KILN_ABI_VERSION_MINOR 0
+#define KILN_ABI_VERSION_MINOR 1
 #define KILN_ABI_VERSION KILN_ABI_MAKE_VERSION(KILN_ABI_VERSION_MAJOR, KILN_ABI_VERSION_MINOR)
 
 #endif

@@ -11,6 +11,7 @@
 #include <kiln/kernels.hpp>
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
+#include <kiln/placement.hpp>
 #include <kiln/realtime.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/remote.hpp>

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <kiln/identity.hpp>
+#include <kiln/placement.hpp>
 #include <kiln/plugin.h>
 
 namespace kiln {
@@ -92,6 +93,13 @@ class Instance {
   // [setup-thread] device_ordinal -1 = host only. Throws AbiError with the plugin's message
   // (kiln::Error of kind other for KILN_ERR_DEVICE); an exception escaping the plugin is an AbiError.
   void activate(int device_ordinal, std::uint32_t max_batch);
+  // [setup-thread] The same, placed (include/kiln/placement.hpp): in a partition, the partition's
+  // context is current on this thread while the plugin's activate, deactivate and destroy run, and
+  // the instance holds the partition. Refused before the plugin runs: a placement of a host-only
+  // instance or on another device than the partition's, a priority outside the device's range
+  // (UsageError), a plugin that speaks ABI 1.0 (AbiError). Refused after: an activate that
+  // returned with another context current (AbiError; the instance is deactivated).
+  void activate(const ActivateOptions &options);
   void deactivate() noexcept;
   bool active() const noexcept { return active_; }
 
@@ -116,6 +124,7 @@ class Instance {
   std::shared_ptr<Library> library_;
   kiln_instance *instance_ = nullptr;
   bool active_ = false;
+  std::shared_ptr<const GpuPartition> partition_;  // where it was activated; empty: no partition
 };
 
 // A loaded, negotiated plugin. Unloads (dlclose) when it and all its Instances are gone.

@@ -135,6 +135,11 @@ struct SwapOptions {
   std::string interface_id;     // e.g. KILN_IK_INTERFACE_ID
   int device = 0;               // activate's device ordinal; -1: host only
   std::uint32_t max_batch = 1;  // activate's max_batch, the same for every version
+  // Where every version runs (ActivateOptions, include/kiln/placement.hpp): a partition of
+  // `device`'s SMs, a priority for its streams. A version whose plugin cannot be placed (ABI 1.0,
+  // or it left the partition) fails its activate step and is not served.
+  std::shared_ptr<const GpuPartition> partition;
+  int stream_priority = 0;
   LoadOptions load;             // which device the compatibility check is against, ABI floor
   std::size_t keep_resident = 2;  // versions kept loaded and active, the serving one included (>= 1):
                                   // swapping back to one of them (rollback) loads nothing

@@ -20,6 +20,29 @@ class CudaRuntimeDeviceBase {
   // wait_what names the solve in wait()'s failure message ("wait: the IK solve").
   explicit CudaRuntimeDeviceBase(const char *wait_what) noexcept : wait_what_(wait_what) {}
 
+  // [setup-thread] Where activate runs (abi/kiln/plugin.h, kiln_activate_params): the context the host
+  // made current (KILN_ACTIVATE_IN_CURRENT_CONTEXT: a green context, which cudaSetDevice would leave)
+  // and the priority of the streams to create. Called before open.
+  kiln_status place(const kiln_activate_params &params, kiln::plugin::Message &message) noexcept {
+    ordinal_ = params.device_ordinal;
+    in_context_ = (params.flags & KILN_ACTIVATE_IN_CURRENT_CONTEXT) != 0;
+    priority_ = params.stream_priority;
+    return KILN_OK;
+  }
+  // [setup-thread] open's first step: the device's primary context, or the host's context left as it is
+  // (checked to be on the device asked for).
+  bool enter(kiln::plugin::Message &message) noexcept {
+    if (!in_context_) return check(cudaSetDevice(ordinal_), "activate: cudaSetDevice", message);
+    int current = -1;
+    if (!check(cudaGetDevice(&current), "activate: cudaGetDevice in the host's context", message)) return false;
+    if (current == ordinal_) return true;
+    message.format("activate: the host's context is on device %d, not on device_ordinal %d", current,
+                   static_cast<int>(ordinal_));
+    status_ = KILN_ERR_INVALID_ARGUMENT;
+    return false;
+  }
+  // [control-thread] Streams created in a green context run there whatever the calling thread's
+  // context is, so the primary context is fine here.
   kiln_status select(const char *what, kiln::plugin::Message &message) noexcept {
     return check(cudaSetDevice(ordinal_), what, message) ? KILN_OK : status_;
   }
@@ -49,7 +72,7 @@ class CudaRuntimeDeviceBase {
   // [setup-thread] Waits for the stream, then frees whatever open got to; safe after a failed open.
   void close() noexcept {
     if (stream_ != nullptr || done_ != nullptr || device_block_ != nullptr || pinned_block_ != nullptr) {
-      cudaSetDevice(ordinal_);
+      if (!in_context_) cudaSetDevice(ordinal_);  // else the host made the instance's context current
       if (stream_ != nullptr) cudaStreamSynchronize(stream_);
       if (done_ != nullptr) cudaEventDestroy(done_);
       if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -65,7 +88,8 @@ class CudaRuntimeDeviceBase {
  protected:
   // [setup-thread] open's common steps, after the derived open picked ordinal_ and checked its kernels.
   bool create_stream_and_event(kiln::plugin::Message &message) noexcept {
-    return check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "activate: cudaStreamCreate", message) &&
+    return check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority_), "activate: cudaStreamCreate",
+                 message) &&
            check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "activate: cudaEventCreate", message);
   }
   bool reserve(size_t device_bytes, size_t pinned_bytes, kiln::plugin::Message &message) noexcept {
@@ -88,6 +112,8 @@ class CudaRuntimeDeviceBase {
   }
 
   int32_t ordinal_ = -1;
+  bool in_context_ = false;  // KILN_ACTIVATE_IN_CURRENT_CONTEXT: never leave the host's context
+  int32_t priority_ = 0;     // of the streams open creates
   cudaStream_t stream_ = nullptr;
   cudaEvent_t done_ = nullptr;
   unsigned char *device_block_ = nullptr;

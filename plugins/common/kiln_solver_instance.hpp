@@ -17,7 +17,8 @@
 //   static const char *resolve(const Options *, Settings *)   options -> settings, or what is wrong;
 //   size_t host_bytes(uint32_t slots); Arrays carve_host(unsigned char *block, uint32_t slots);
 //   kiln_status open_device(uint32_t slots, size_t *device_bytes, size_t *host_bytes, message)
-//       gpu_.open, carve device_arrays_ and host_ (the pinned staging), any warm-up;
+//       gpu_.open, carve device_arrays_ and host_ (the pinned staging), any warm-up (after
+//       gpu_.place(params, message) took activate's context and stream priority);
 //   void describe_active(char *text, size_t size, size_t device_bytes, const char *kernel);
 //   void fill_info(Info &)  the interface's own info fields;
 //   kiln_status check_inputs(const Problem &, const Result &, bool device_memory, message)  the
@@ -110,8 +111,10 @@ class SolverInstance : public kiln::plugin::Instance {
       return KILN_OK;
     }
     size_t device_bytes = 0, host_bytes = 0;
+    kiln_status status = gpu_.place(params, message);
+    if (status != KILN_OK) return status;
     on_device_ = true;  // from here release() closes gpu_, which frees whatever open got to
-    const kiln_status status = self().open_device(slots, &device_bytes, &host_bytes, message);
+    status = self().open_device(slots, &device_bytes, &host_bytes, message);
     if (status != KILN_OK) return status;
     activation_.set_device_bytes(device_bytes);
     activation_.set_host_bytes(host_bytes);

@@ -23,6 +23,11 @@ inline constexpr AbiLayout kAbiLayouts[] = {
     {KILN_ABI_MAKE_VERSION(1, 0),
      static_cast<std::uint32_t>(offsetof(kiln_plugin_entry, import_state) + sizeof(kiln_plugin_entry::import_state)),
      static_cast<std::uint32_t>(offsetof(kiln_build_stamp, archs) + KILN_STAMP_ARCHS_SIZE)},
+    // 1.1: kiln_activate_params gains stream_priority and sm_count (the host's struct, read by the
+    // plugin); the plugin's tables are 1.0's.
+    {KILN_ABI_MAKE_VERSION(1, 1),
+     static_cast<std::uint32_t>(offsetof(kiln_plugin_entry, import_state) + sizeof(kiln_plugin_entry::import_state)),
+     static_cast<std::uint32_t>(offsetof(kiln_build_stamp, archs) + KILN_STAMP_ARCHS_SIZE)},
 };
 
 // The newest row must describe the headers kiln is built with: appending a field to a table

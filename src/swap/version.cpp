@@ -129,11 +129,17 @@ static void prepare_steps(Version &v, const SwapOptions &options, std::uint64_t 
     });
   });
   run_step(steps, "activate", [&] {
-    const int device = options.device;
-    const std::uint32_t max_batch = options.max_batch;
-    return with_deadline("activate", "activate", options.deadlines.activate, {version}, [version, device, max_batch] {
-      version->instance->activate(device, max_batch);
-      return "device " + std::to_string(device) + ", max batch " + std::to_string(max_batch);
+    ActivateOptions activate;
+    activate.device = options.device;
+    activate.max_batch = options.max_batch;
+    activate.partition = options.partition;
+    activate.stream_priority = options.stream_priority;
+    return with_deadline("activate", "activate", options.deadlines.activate, {version}, [version, activate] {
+      version->instance->activate(activate);
+      std::string detail = "device " + std::to_string(activate.device) + ", max batch " + std::to_string(activate.max_batch);
+      if (activate.partition) detail += ", " + activate.partition->describe();
+      if (activate.stream_priority != 0) detail += ", stream priority " + std::to_string(activate.stream_priority);
+      return detail;
     });
   });
   run_step(steps, "interface", [&] {

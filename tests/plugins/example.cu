@@ -35,11 +35,15 @@ class Example final : public kiln::plugin::Instance {
     max_batch_ = params.max_batch;
     if (device_ < 0) return KILN_OK;  // host only: host_fma works, saxpy refuses
 
-    if (!check(cudaSetDevice(device_), "activate: cudaSetDevice", message)) return status_of(last_error_);
+    // In a partition the host made its context current: stay in it (cudaSetDevice would leave it).
+    in_context_ = (params.flags & KILN_ACTIVATE_IN_CURRENT_CONTEXT) != 0;
+    if (!in_context_ && !check(cudaSetDevice(device_), "activate: cudaSetDevice", message))
+      return status_of(last_error_);
     cudaFuncAttributes attributes{};
     if (!check(cudaFuncGetAttributes(&attributes, saxpy_kernel), "activate: loading the saxpy kernel", message))
       return status_of(last_error_);
-    if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "activate: cudaStreamCreate", message))
+    if (!check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, params.stream_priority),
+               "activate: cudaStreamCreate", message))
       return status_of(last_error_);
     const size_t bytes = (max_batch_ > 0 ? max_batch_ : 1u) * sizeof(float);
     if (!check(cudaMalloc(&x_, bytes), "activate: cudaMalloc(x)", message) ||
@@ -117,7 +121,7 @@ class Example final : public kiln::plugin::Instance {
   }
   void release() noexcept {
     if (x_ == nullptr && y_ == nullptr && arch_ == nullptr && stream_ == nullptr) return;
-    if (device_ >= 0) cudaSetDevice(device_);
+    if (device_ >= 0 && !in_context_) cudaSetDevice(device_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     cudaFree(x_);
     cudaFree(y_);
@@ -129,6 +133,7 @@ class Example final : public kiln::plugin::Instance {
 
   int32_t device_ = -1;
   uint32_t max_batch_ = 0;
+  bool in_context_ = false;  // activated in the host's context (a GPU partition)
   cudaStream_t stream_ = nullptr;
   float *x_ = nullptr;
   float *y_ = nullptr;

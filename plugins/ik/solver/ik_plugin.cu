@@ -46,7 +46,7 @@ class CudaRuntimeDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
   kiln_status open(int32_t ordinal, size_t bytes, unsigned char **device_block, unsigned char **pinned_block,
                    kiln::plugin::Message &message) noexcept {
     ordinal_ = ordinal;
-    if (!check(cudaSetDevice(ordinal_), "activate: cudaSetDevice", message) ||
+    if (!enter(message) ||
         !check(cudaFuncGetAttributes(&attributes_, solve_kernel), "activate: loading the IK kernel", message) ||
         !create_stream_and_event(message) || !reserve(bytes, bytes, message))
       return status_;

@@ -42,6 +42,19 @@ class DriverDevice {
  public:
   explicit DriverDevice(const kiln_host_services *host) noexcept : host_(host) {}
 
+  // [setup-thread] The split form runs in the device's primary context, where the host loaded its
+  // kernels (kiln.host.kernels/1), so it cannot run in a context the host chose; a stream priority
+  // it can take.
+  kiln_status place(const kiln_activate_params &params, kiln::plugin::Message &message) noexcept {
+    if ((params.flags & KILN_ACTIVATE_IN_CURRENT_CONTEXT) != 0) {
+      message.set("activate: the split form runs in the device's primary context, where kiln.host.kernels/1 loads "
+                  "its kernels; it cannot run in a GPU partition: use the nvcc form there, or a stream priority alone");
+      return KILN_ERR_UNSUPPORTED;
+    }
+    priority_ = params.stream_priority;
+    return KILN_OK;
+  }
+
   kiln_status open(int32_t ordinal, size_t bytes, unsigned char **device_block, unsigned char **pinned_block,
                    kiln::plugin::Message &message) noexcept {
     ordinal_ = ordinal;
@@ -74,7 +87,8 @@ class DriverDevice {
       return status;
     CUdeviceptr block = 0;
     void *pinned = nullptr;
-    if (!check(stream_create_(&stream_, CU_STREAM_NON_BLOCKING), "activate: cuStreamCreate", message) ||
+    if (!check(stream_create_(&stream_, CU_STREAM_NON_BLOCKING, priority_), "activate: cuStreamCreateWithPriority",
+               message) ||
         !check(event_create_(&done_, CU_EVENT_DISABLE_TIMING), "activate: cuEventCreate", message) ||
         !check(alloc_(&block, bytes), "activate: cuMemAlloc of the solver's buffers", message))
       return status_;
@@ -191,7 +205,7 @@ class DriverDevice {
     KILN_IK_PROC(cuDevicePrimaryCtxRetain, retain_);
     KILN_IK_PROC(cuDevicePrimaryCtxRelease, release_);
     KILN_IK_PROC(cuCtxSetCurrent, set_current_);
-    KILN_IK_PROC(cuStreamCreate, stream_create_);
+    KILN_IK_PROC(cuStreamCreateWithPriority, stream_create_);
     KILN_IK_PROC(cuStreamDestroy, stream_destroy_);
     KILN_IK_PROC(cuStreamSynchronize, stream_synchronize_);
     KILN_IK_PROC(cuEventCreate, event_create_);
@@ -246,6 +260,7 @@ class DriverDevice {
   const kiln_host_services *host_;
   const kiln_host_kernels_v1 *kernels_ = nullptr;
   int32_t ordinal_ = -1;
+  int32_t priority_ = 0;  // of the stream open creates
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;  // the device's primary context, retained while open
   CUfunction function_ = nullptr;
@@ -262,7 +277,7 @@ class DriverDevice {
   decltype(&::cuDevicePrimaryCtxRetain) retain_ = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) release_ = nullptr;
   decltype(&::cuCtxSetCurrent) set_current_ = nullptr;
-  decltype(&::cuStreamCreate) stream_create_ = nullptr;
+  decltype(&::cuStreamCreateWithPriority) stream_create_ = nullptr;
   decltype(&::cuStreamDestroy) stream_destroy_ = nullptr;
   decltype(&::cuStreamSynchronize) stream_synchronize_ = nullptr;
   decltype(&::cuEventCreate) event_create_ = nullptr;

@@ -59,7 +59,7 @@ class CudaDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
       if (k >= 0 && k < static_cast<int>(sizeof kSeedVariants / sizeof kSeedVariants[0])) variant = k;
     }
     seed_ = kSeedVariants[variant];
-    if (!check(cudaSetDevice(ordinal_), "activate: cudaSetDevice", message) ||
+    if (!enter(message) ||
         !check(cudaFuncGetAttributes(&seed_attributes_, seed_.kernel), "activate: loading the seed kernel", message) ||
         !check(cudaFuncGetAttributes(&finalize_attributes_, finalize_kernel), "activate: loading the finalize kernel", message) ||
         !check(cudaFuncSetAttribute(seed_.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
