@@ -13,6 +13,7 @@
 //
 //   kiln_bench_swap [--seconds S] [--swap-every-ms MS] [--targets N] [--device D] [--keep-resident K]
 //                   [--rounds N] [--batch N] [--cache DIR] [--no-fifo] [--forbid-syscalls]
+//                   [--allow-syscalls CALL,...]
 //     --seconds     each run of the loop (default 60; a 2-core x86-64 machine runs 5)
 //     --device      CUDA ordinal, -1 the host path (default: 0 where a device exists, else -1 against
 //                   a declared sm_90 unless KILN_DEVICE says otherwise)
@@ -22,6 +23,7 @@
 //     --forbid-syscalls  (b)'s control thread under a seccomp filter of its own (clock_nanosleep and
 //                   clock_gettime only), its heap calls counted: a forbidden call names itself and
 //                   kills the bench with SIGSYS (bench_forbidden_calls.hpp; built with libseccomp)
+//     --allow-syscalls  with it, more calls allowed (futex,...): what a device solve needs
 // Both variants are built (or found) before anything is timed: the swap figures are swaps, not nvcc.
 #include <cuda.h>
 
@@ -69,6 +71,7 @@ struct Settings {
   std::string cache;
   bool fifo = true;
   bool forbid_syscalls = false;
+  std::vector<std::string> allow_syscalls;  // --allow-syscalls: allowed beside the loop's own
 };
 
 // Device memory in use on `ordinal` (total - free, cuMemGetInfo in the primary context, which
@@ -228,6 +231,7 @@ int run(const Settings &s) {
   kiln_bench::ForbiddenCalls forbidden;
   kiln_bench::ForbiddenCalls *forbidding = s.forbid_syscalls ? &forbidden : nullptr;
   if (forbidding != nullptr) {
+    forbidden.also_allowed = s.allow_syscalls;
     kiln_bench::watch_forbidden_calls();
     loop.loop_starts = [&forbidden] { forbidden.starts(); };
     loop.loop_ends = [&forbidden] { forbidden.ends(); };
@@ -324,9 +328,11 @@ int run(const Settings &s) {
     std::printf("control thread not filtered: %s\n", forbidden.problem.c_str());
   } else if (forbidding != nullptr) {
     heap_clean = forbidden.during.allocations == 0 && forbidden.during.frees == 0;
-    std::printf("control thread under a seccomp filter of its own (clock_nanosleep, clock_gettime only) in both runs: "
+    std::string allowed = "clock_nanosleep, clock_gettime";
+    for (const std::string &call : s.allow_syscalls) allowed += ", " + call;
+    std::printf("control thread under a seccomp filter of its own (%s only) in both runs: "
                 "no other system call; heap allocations %llu, frees %llu%s\n",
-                static_cast<unsigned long long>(forbidden.during.allocations),
+                allowed.c_str(), static_cast<unsigned long long>(forbidden.during.allocations),
                 static_cast<unsigned long long>(forbidden.during.frees),
                 kiln::test::rt::heap_calls_counted() ? "" : " (not counted: a sanitizer's allocator)");
   }
@@ -372,6 +378,10 @@ int main(int argc, char **argv) {
   app.add_flag("--forbid-syscalls", s.forbid_syscalls,
                "(b)'s control thread under a seccomp filter allowing only clock_nanosleep and clock_gettime, its "
                "heap calls counted");
+  app.add_option("--allow-syscalls", s.allow_syscalls,
+                 "with --forbid-syscalls: system calls allowed beside clock_nanosleep and clock_gettime (e.g. futex: "
+                 "what a device solve needs)")
+      ->delimiter(',');
 #endif
   CLI11_PARSE(app, argc, argv);
   try {
