@@ -142,7 +142,10 @@ Fetch fetch(const std::string &spec, const fs::path &dir) {
   reset_peak_rss();
   const std::uint64_t before_kib = status_kib("VmRSS:");
   out.hit = cache.find_by_content_key(storage, "tests", kContentKey).has_value();
-  out.peak_growth_kib = status_kib("VmHWM:") - before_kib;
+  // The high-water mark is taken lazily: it can read below an RSS sampled earlier that fell since
+  // (another thread freeing). Growth is never negative.
+  const std::uint64_t peak_kib = status_kib("VmHWM:");
+  out.peak_growth_kib = peak_kib > before_kib ? peak_kib - before_kib : 0;
   return out;
 }
 

@@ -169,9 +169,9 @@ TEST_CASE("trust boundary: no message or --json of a remote configuration shows 
   for (const auto &spec : remotes) {
     CAPTURE(spec);
     const std::map<std::string, std::string> env{{"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_REMOTE", spec}};
-    for (const bool json : {false, true}) {
+    for (const bool as_json : {false, true}) {
       auto args = std::vector<std::string>{"remote", "status"};
-      if (json) args.push_back("--json");
+      if (as_json) args.push_back("--json");
       const auto result = run_kiln(args, env);
       ++runs;
       CAPTURE(result.out);
