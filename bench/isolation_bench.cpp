@@ -440,7 +440,8 @@ int run(const Settings &s) {
       }
       activate.partition = split.reserved;
       storm_partition = split.rest;
-      notes.push_back("green: solvers in " + split.reserved->describe() + "; this process's storm in " +
+      notes.push_back(std::string(name_of(placement)) + ": solvers in " + split.reserved->describe() +
+                      "; this process's storm in " +
                       (split.rest ? split.rest->describe() : std::string("(nothing: the share took every SM)")));
       if (!split.rest && std::find(s.storms.begin(), s.storms.end(), Storm::stream) != s.storms.end()) {
         row[Storm::stream].failure = "refused: the reserved share took every SM, none left for the storm";
