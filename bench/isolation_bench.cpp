@@ -41,7 +41,6 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <boost/filesystem/operations.hpp>
 
 #include <kiln/errors.hpp>
 #include <kiln/ext/ik.h>
@@ -54,13 +53,13 @@
 
 #include "kiln_ik_batch.hpp"
 #include "kiln_swap_loop.hpp"
+#include "bench_store.hpp"
 #include "isolation_storms.hpp"
 #include "storm_gemm.hpp"
 
 
 namespace {
 
-namespace fs = boost::filesystem;
 namespace sl = kiln_ik::swap_loop;
 namespace storm = kiln_bench::storm;
 using Clock = std::chrono::steady_clock;
@@ -361,24 +360,8 @@ void print_goal(Placement placement, const std::map<Storm, Cell> &cells) {
 }
 
 int run(const Settings &s) {
-  kiln::RuntimeOptions options = kiln::RuntimeOptions::from_environment();
-  options.log = [](kiln::LogLevel level, const std::string &text) {
-    if (level >= kiln::LogLevel::warning) std::fprintf(stderr, "kiln: %s: %s\n", kiln::to_string(level), text.c_str());
-  };
-  fs::path temp;
-  if (!s.cache.empty()) {
-    options.cache_dir = s.cache;
-  } else {
-    temp = fs::temp_directory_path() / fs::unique_path("kiln-bench-isolation-%%%%%%%%");
-    options.cache_dir = temp.string();
-  }
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      boost::system::error_code ignored;
-      if (!dir.empty()) fs::remove_all(dir, ignored);
-    }
-  } cleanup{temp};
+  kiln_bench::BenchStore store(s.cache, "kiln-bench-isolation");
+  kiln::RuntimeOptions &options = store.options;
 
   kiln::Runtime runtime(options);
   const kiln::DeviceReport &devices = runtime.devices();

@@ -39,7 +39,6 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <boost/filesystem/operations.hpp>
 
 #include <kiln/errors.hpp>
 #include <kiln/ext/ik.h>
@@ -47,6 +46,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/swap.hpp>
 
+#include "bench_store.hpp"
 #include "device/driver.hpp"
 #include "kiln_swap_checks.hpp"
 #include "kiln_swap_loop.hpp"
@@ -56,7 +56,6 @@
 
 namespace {
 
-namespace fs = boost::filesystem;
 namespace sl = kiln_ik::swap_loop;
 using Clock = std::chrono::steady_clock;
 
@@ -154,24 +153,8 @@ std::string us(double value) {
 }
 
 int run(const Settings &s) {
-  kiln::RuntimeOptions options = kiln::RuntimeOptions::from_environment();
-  options.log = [](kiln::LogLevel level, const std::string &text) {
-    if (level >= kiln::LogLevel::warning) std::fprintf(stderr, "kiln: %s: %s\n", kiln::to_string(level), text.c_str());
-  };
-  fs::path temp;
-  if (!s.cache.empty()) {
-    options.cache_dir = s.cache;
-  } else {
-    temp = fs::temp_directory_path() / fs::unique_path("kiln-bench-swap-%%%%%%%%");
-    options.cache_dir = temp.string();
-  }
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      boost::system::error_code ignored;
-      if (!dir.empty()) fs::remove_all(dir, ignored);
-    }
-  } cleanup{temp};
+  kiln_bench::BenchStore store(s.cache, "kiln-bench-swap");
+  kiln::RuntimeOptions &options = store.options;
 
   int device = s.device;
   std::string where;
