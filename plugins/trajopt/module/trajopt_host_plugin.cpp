@@ -18,6 +18,7 @@ using namespace kiln_trajopt;
 class NoDevice {
  public:
   explicit NoDevice(const kiln_host_services *) noexcept {}
+  kiln_status place(const kiln_activate_params &, kiln::plugin::Message &) noexcept { return KILN_OK; }  // open refuses
   kiln_status open(int32_t ordinal, size_t, size_t, unsigned char **, unsigned char **, kiln::plugin::Message &message) noexcept {
     message.format("activate: device %d requested, but this build of the plugin has no CUDA code (host only: "
                    "activate with device_ordinal -1)", static_cast<int>(ordinal));
