@@ -7,6 +7,7 @@
 //
 //   kiln-swap-demo [--recipes DIR] [--seconds S] [--swap-every-ms MS] [--broken-every N]
 //                  [--targets N] [--device D] [--keep-resident K] [--max-missed PERCENT] [--no-fifo] [-v]
+//                  [--sm-share N] [--stream-priority P]
 //
 // On a GPU (--device 0, the default where a CUDA device exists) it solves on the device; without
 // one it runs the plugin's host path (activate(-1)) against a declared device (KILN_DEVICE, else
@@ -26,6 +27,7 @@
 
 #include <kiln/errors.hpp>
 #include <kiln/ext/ik.h>
+#include <kiln/placement.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/store.hpp>
@@ -48,6 +50,8 @@ struct Settings {
   std::size_t keep_resident = 2;
   double max_missed_percent = 0.1;
   bool fifo = true;
+  unsigned sm_share = 0;    // on a GPU: SMs reserved for the solver (a green context); 0: the whole device
+  int stream_priority = 0;  // of the solver's streams
   bool carry_state = true;
   bool verbose = false;
   std::string dump;  // CSV of every cycle and every swap request
@@ -73,6 +77,11 @@ int run(const Settings &s) {
       std::fprintf(stderr, "kiln-swap-demo: --device %d asked for, but there is no CUDA device: %s\n", device,
                    devices.detail.c_str());
       return 1;
+    }
+    if (device < 0 && (s.sm_share > 0 || s.stream_priority != 0)) {
+      std::fprintf(stderr, "kiln-swap-demo: --sm-share and --stream-priority place the solver on a GPU; the host path "
+                           "(--device -1) has none\n");
+      return 2;
     }
     if (!live && !options.declared_device) options.declared_device = "sm_90";
     where = device >= 0 ? "GPU device " + std::to_string(device) + " " + devices.devices.front().name
@@ -101,6 +110,11 @@ int run(const Settings &s) {
 
   kiln::SwapOptions swap_options = sl::ik_swap_options(variants[0].recipe, device, s.targets, s.keep_resident);
   swap_options.carry_state = s.carry_state;
+  swap_options.stream_priority = s.stream_priority;
+  if (s.sm_share > 0) {
+    swap_options.partition = kiln::GpuPartition::split(device, kiln::SmShare{s.sm_share, 0}).reserved;
+    std::printf("  every version runs in %s\n", swap_options.partition->describe().c_str());
+  }
   sl::Ik ik(runtime, swap_options);
   kiln::SwapReader reader = ik.register_reader();
   const sl::FirstServed first_version = sl::first_served(ik, reader);
@@ -255,6 +269,9 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{16}));
   app.add_option("--max-missed", s.max_missed_percent, "on a GPU: most missed deadlines allowed, % of the cycles");
   app.add_flag("!--no-fifo", s.fifo, "do not try SCHED_FIFO for the control thread");
+  app.add_option("--sm-share", s.sm_share, "on a GPU: reserve this many SMs for the solver (a green context)");
+  app.add_option("--stream-priority", s.stream_priority, "on a GPU: the priority of the solver's streams (0 default, "
+                                                         "negative first)");
   app.add_flag("!--no-carry-state", s.carry_state,
                "swap without export_state/import_state (a control: every new version starts cold, and the demo "
                "should report jumps)");
