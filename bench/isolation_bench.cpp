@@ -53,6 +53,7 @@
 
 #include "kiln_ik_batch.hpp"
 #include "kiln_swap_loop.hpp"
+#include "bench_main.hpp"
 #include "bench_store.hpp"
 #include "isolation_storms.hpp"
 #include "storm_gemm.hpp"
@@ -513,19 +514,7 @@ int main(int argc, char **argv) {
                                                      Placement::green_priority},
                               "--placements");
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // help: 0; a bad option: 2, as kiln's usage errors
   }
-  try {
-    const int status = run(s);
-    std::fflush(stdout);
-    return status;
-  } catch (const kiln::Error &error) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "kiln_bench_isolation: %s\n", error.what());
-    return error.exit_code();
-  } catch (const std::exception &error) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "kiln_bench_isolation: %s\n", error.what());
-    return 1;
-  }
+  return kiln_bench::run_reporting_errors("kiln_bench_isolation", [&] { return run(s); });
 }

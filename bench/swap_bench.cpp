@@ -46,6 +46,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/swap.hpp>
 
+#include "bench_main.hpp"
 #include "bench_store.hpp"
 #include "device/driver.hpp"
 #include "kiln_swap_checks.hpp"
@@ -367,17 +368,5 @@ int main(int argc, char **argv) {
       ->delimiter(',');
 #endif
   CLI11_PARSE(app, argc, argv);
-  try {
-    const int status = run(s);
-    std::fflush(stdout);
-    return status;
-  } catch (const kiln::Error &error) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "kiln_bench_swap: %s\n", error.what());
-    return error.exit_code();
-  } catch (const std::exception &error) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "kiln_bench_swap: %s\n", error.what());
-    return 1;
-  }
+  return kiln_bench::run_reporting_errors("kiln_bench_swap", [&] { return run(s); });
 }
