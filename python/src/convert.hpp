@@ -1,12 +1,15 @@
 // Conversions between kiln's public C++ types and Python values (dicts, lists, str, paths).
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 
+#include <kiln/placement.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/store.hpp>
@@ -48,5 +51,16 @@ py::dict to_dict(const BuildEvent &event);
 py::dict to_dict(const ToolStatus &tool);
 py::dict to_dict(const ToolchainReport &toolchain);
 py::list reasons_list(const std::vector<Reason> &reasons);
+
+// The activate arguments of kiln.Instance and the solver classes as kiln::ActivateOptions.
+inline ActivateOptions activate_options(int device, std::uint32_t max_batch, std::shared_ptr<GpuPartition> partition,
+                                        int stream_priority) {
+  ActivateOptions options;
+  options.device = device;
+  options.max_batch = max_batch;
+  options.partition = std::move(partition);
+  options.stream_priority = stream_priority;
+  return options;
+}
 
 }  // namespace kiln::python

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <kiln/module.hpp>
+#include <kiln/placement.hpp>
 #include <kiln/version.h>
 
 #include "bindings.hpp"
@@ -12,16 +13,47 @@
 namespace kiln::python {
 
 void bind_plugin_module(py::module_ &m) {
+  py::class_<GpuPartition, std::shared_ptr<GpuPartition>>(
+      m, "GpuPartition",
+      "A share of one device's SMs in a CUDA green context: an instance activated in it runs its "
+      "kernels on those SMs only (docs/hot-swap.md, \"GPU isolation\").")
+      .def_static(
+          "split",
+          [](int device, unsigned sm_count, double fraction) {
+            GpuSplit split;
+            {
+              py::gil_scoped_release release;
+              split = GpuPartition::split(device, SmShare{sm_count, fraction});
+            }
+            // The binding holds partitions as shared_ptr<GpuPartition>; kiln hands out const ones.
+            const auto held = [](const std::shared_ptr<const GpuPartition> &p) -> py::object {
+              if (!p) return py::none();
+              return py::cast(std::const_pointer_cast<GpuPartition>(p));
+            };
+            return py::make_tuple(held(split.reserved), held(split.rest));
+          },
+          py::arg("device"), py::arg("sm_count") = 0u, py::arg("fraction") = 0.0,
+          "(reserved, rest): sm_count SMs of device (or a fraction in (0, 1) of them; the driver rounds "
+          "up) and the SMs left (None when the share took them all).")
+      .def_property_readonly("device", &GpuPartition::device)
+      .def_property_readonly("sm_count", &GpuPartition::sm_count)
+      .def_property_readonly("device_sm_count", &GpuPartition::device_sm_count)
+      .def("__repr__", [](const GpuPartition &p) { return text("<kiln.GpuPartition " + p.describe() + ">"); });
+
   py::class_<Instance>(m, "Instance",
                        "One plugin instance (create -> activate -> interface calls -> deactivate -> destroy); "
                        "keeps its plugin's code mapped while it lives.")
       .def(
           "activate",
-          [](Instance &instance, int device, std::uint32_t max_batch) {
+          [](Instance &instance, int device, std::uint32_t max_batch, std::shared_ptr<GpuPartition> partition,
+             int stream_priority) {
             py::gil_scoped_release release;
-            instance.activate(device, max_batch);
+            instance.activate(activate_options(device, max_batch, std::move(partition), stream_priority));
           },
-          py::arg("device") = -1, py::arg("max_batch") = 1, "Device ordinal, or -1: host only.")
+          py::arg("device") = -1, py::arg("max_batch") = 1, py::arg("partition") = py::none(),
+          py::arg("stream_priority") = 0,
+          "Device ordinal, or -1: host only; optionally in a kiln.GpuPartition of that device and with "
+          "the plugin's streams at stream_priority (0 default, negative first).")
       .def(
           "deactivate",
           [](Instance &instance) {

@@ -17,6 +17,7 @@
 #include <kiln/errors.hpp>
 #include <kiln/module.hpp>
 
+#include "convert.hpp"
 #include "errors.hpp"
 
 namespace kiln::python {
@@ -78,11 +79,11 @@ struct SolverInstance {
 // the locked solve call are the same for every solver interface, so they live here once.
 class Solver {
  public:
-  void activate(int device, std::uint32_t max_batch) {
+  void activate(int device, std::uint32_t max_batch, std::shared_ptr<GpuPartition> partition, int stream_priority) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(solver_.control);
     solver_.handle();  // UsageError once closed
-    solver_.instance->activate(device, max_batch);
+    solver_.instance->activate(activate_options(device, max_batch, std::move(partition), stream_priority));
   }
 
   void deactivate() {
@@ -138,7 +139,8 @@ template <class Class>
 Class &bind_lifecycle(Class &cls, std::uint32_t default_max_batch, const char *activate_doc) {
   using T = typename Class::type;
   cls.def_property_readonly("active", &T::active)
-      .def("activate", &T::activate, py::arg("device") = -1, py::arg("max_batch") = default_max_batch, activate_doc)
+      .def("activate", &T::activate, py::arg("device") = -1, py::arg("max_batch") = default_max_batch,
+           py::arg("partition") = py::none(), py::arg("stream_priority") = 0, activate_doc)
       .def("deactivate", &T::deactivate)
       .def("close", &T::close, "Deactivate and destroy the instance now.")
       .def("__enter__", [](py::object self) { return self; })
