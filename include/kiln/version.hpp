@@ -1,6 +1,8 @@
 // kiln: versions that key and gate artifacts.
 #pragma once
 
+#include <string>
+
 #include <kiln/version.h>  // KILN_ABI_VERSION (abi/kiln/version.h)
 
 namespace kiln {
@@ -18,5 +20,10 @@ inline constexpr int kManifestSchema = 1;
 
 // The plugin ABI this host speaks: majors must match; a plugin's minor may be lower.
 inline constexpr unsigned kAbiVersion = KILN_ABI_VERSION;
+
+// "1.1" from an ABI version ((major << 16) | minor), as kiln's messages and reports print it.
+inline std::string abi_version_text(unsigned version) {
+  return std::to_string(KILN_ABI_VERSION_MAJOR_OF(version)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(version));
+}
 
 }  // namespace kiln

@@ -21,10 +21,6 @@ std::string name_list(const std::vector<std::string_view> &names) {
   return text;
 }
 
-std::string version_text(std::uint32_t v) {
-  return std::to_string(KILN_ABI_VERSION_MAJOR_OF(v)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(v));
-}
-
 }  // namespace
 
 std::vector<std::string> unload_rule_problems(const ElfFacts &elf) {
@@ -80,9 +76,9 @@ FileStamp stamp_of(std::string_view bytes, const std::string &file) {
 void check_stamp_abi(const FileStamp &stamp, const std::string &file) {
   const auto major = KILN_ABI_VERSION_MAJOR_OF(stamp.abi_version);
   if (major != KILN_ABI_VERSION_MAJOR_OF(kAbiVersion)) {
-    throw AbiError(file + " offers plugin ABI up to " + version_text(stamp.abi_version) + " (its build stamp); this kiln "
+    throw AbiError(file + " offers plugin ABI up to " + abi_version_text(stamp.abi_version) + " (its build stamp); this kiln "
                    "speaks " + std::to_string(KILN_ABI_VERSION_MAJOR_OF(kAbiVersion)) + ".x (up to " +
-                   version_text(kAbiVersion) + "), so no version can be agreed: rebuild the plugin against this "
+                   abi_version_text(kAbiVersion) + "), so no version can be agreed: rebuild the plugin against this "
                    "kiln's abi/ headers, or use a kiln that speaks ABI " + std::to_string(major) + ".x");
   }
 }

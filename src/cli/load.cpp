@@ -4,6 +4,7 @@
 
 #include <kiln/json.hpp>
 #include <kiln/kernels.hpp>
+#include <kiln/version.hpp>
 
 #include "report_json.hpp"
 #include "verbs.hpp"
@@ -47,8 +48,7 @@ int load(const Flags &flags, const LoadArgs &args) {
   Module module = runtime.load(args.consumer, args.name, options);
   const LoadReport &report = module.report();
   std::string text = "loaded " + args.consumer + "/" + args.name + " (" + report.plugin_id + " " + report.plugin_version +
-                     ", ABI " + std::to_string(KILN_ABI_VERSION_MAJOR_OF(report.abi_version)) + "." +
-                     std::to_string(KILN_ABI_VERSION_MINOR_OF(report.abi_version)) + ")\n";
+                     ", ABI " + abi_version_text(report.abi_version) + ")\n";
   text += "  file     " + report.resolution.file + "\n";
   text += "  device   " + (report.device ? report.device->name + " " + report.device->arch_name() : std::string("none")) +
           ": " + (report.compatibility.how.empty() ? std::string("-") : report.compatibility.how) + "\n";

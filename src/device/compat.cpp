@@ -4,15 +4,10 @@
 #include <vector>
 
 #include <kiln/identity.hpp>
-#include <kiln/version.h>
+#include <kiln/version.hpp>
 
 namespace kiln {
 namespace {
-
-std::string abi_text(std::uint32_t version) {
-  return std::to_string(KILN_ABI_VERSION_MAJOR_OF(version)) + "." +
-         std::to_string(KILN_ABI_VERSION_MINOR_OF(version));
-}
 
 std::string cc_text(int major, int minor) {
   return std::to_string(major) + "." + std::to_string(minor);
@@ -132,12 +127,12 @@ Compatibility check_compatibility(const ArtifactIdentity &artifact, const HostRe
     const auto major = KILN_ABI_VERSION_MAJOR_OF(artifact.abi_version);
     const auto minor = KILN_ABI_VERSION_MINOR_OF(artifact.abi_version);
     if (major != KILN_ABI_VERSION_MAJOR_OF(host.abi_version)) {
-      reasons.push_back({"abi_version", abi_text(artifact.abi_version), abi_text(host.abi_version),
+      reasons.push_back({"abi_version", abi_version_text(artifact.abi_version), abi_version_text(host.abi_version),
                          "plugin ABI major differs from this kiln's; rebuild the plugin against "
                          "this kiln's abi/ headers"});
     } else if (minor < KILN_ABI_VERSION_MINOR_OF(host.abi_required)) {
-      reasons.push_back({"abi_version", abi_text(artifact.abi_version), abi_text(host.abi_version),
-                         "this kiln requires plugin ABI " + abi_text(host.abi_required) +
+      reasons.push_back({"abi_version", abi_version_text(artifact.abi_version), abi_version_text(host.abi_version),
+                         "this kiln requires plugin ABI " + abi_version_text(host.abi_required) +
                              " or newer; rebuild the plugin against this kiln's abi/ headers"});
     }
   }

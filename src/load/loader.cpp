@@ -49,10 +49,6 @@ void assign_bounded(std::string &target, const char *text) {
 // A plugin listing more interface ids than this is broken (or lacks the terminating NULL).
 constexpr std::size_t kMaxInterfaceIds = 1024;
 
-std::string version_text(std::uint32_t v) {
-  return std::to_string(KILN_ABI_VERSION_MAJOR_OF(v)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(v));
-}
-
 void host_log(const kiln_host_services *host, std::int32_t level, const char *message) {
   const auto *library = static_cast<const Instance::Library *>(host->host_data);
   if (library == nullptr || !library->log || message == nullptr) return;
@@ -123,15 +119,15 @@ const void *host_get_service(const kiln_host_services *host, const char *service
 void check_answer(const kiln_negotiation_answer &answer, std::uint32_t abi_min, const Resolution &resolution) {
   const auto who = [&resolution] { return "plugin " + resolution.file; };  // messages only: not built on success
   if (answer.abi_version < abi_min || answer.abi_version > kAbiVersion) {
-    throw AbiError(who() + " answered ABI " + version_text(answer.abi_version) + ", outside the offered range [" +
-                   version_text(abi_min) + ", " + version_text(kAbiVersion) + "]; it is broken: rebuild it");
+    throw AbiError(who() + " answered ABI " + abi_version_text(answer.abi_version) + ", outside the offered range [" +
+                   abi_version_text(abi_min) + ", " + abi_version_text(kAbiVersion) + "]; it is broken: rebuild it");
   }
   const kiln_plugin_entry *entry = answer.entry;
   if (entry == nullptr) throw AbiError(who() + " accepted negotiation but returned no entry table; rebuild it");
   const artifact::AbiLayout *layout = artifact::abi_layout(answer.abi_version);
   if (layout == nullptr || entry->struct_size < layout->entry_size) {
     throw AbiError(who() + " returned a " + std::to_string(entry->struct_size) + "-byte entry table; ABI " +
-                   version_text(answer.abi_version) + " defines " +
+                   abi_version_text(answer.abi_version) + " defines " +
                    std::to_string(layout != nullptr ? layout->entry_size : 0) +
                    " bytes: rebuild it against this kiln's abi/ headers");
   }
@@ -293,8 +289,8 @@ Module Loader::open(std::unique_ptr<LoadReport> owned_report, std::uint32_t abi_
   const kiln_status status = load::call_plugin(resolution.file, KILN_PLUGIN_NEGOTIATE_SYMBOL,
                                                [&] { return negotiate(&request, &answer); });
   if (status != KILN_OK) {
-    throw AbiError("plugin " + resolution.file + " offers no ABI version in [" + version_text(abi_min) + ", " +
-                   version_text(kAbiVersion) + "] (negotiation status " + std::to_string(status) +
+    throw AbiError("plugin " + resolution.file + " offers no ABI version in [" + abi_version_text(abi_min) + ", " +
+                   abi_version_text(kAbiVersion) + "] (negotiation status " + std::to_string(status) +
                    "): rebuild it against this kiln's abi/ headers, or use a kiln that speaks its ABI");
   }
   check_answer(answer, abi_min, resolution);

@@ -7,6 +7,7 @@
 
 #include <kiln/errors.hpp>
 #include <kiln/module.hpp>
+#include <kiln/version.hpp>
 
 #include "device/contexts.hpp"
 #include "load/boundary.hpp"
@@ -41,10 +42,6 @@ void destroy_quietly(const Instance::Library &library, const std::shared_ptr<con
   });
 }
 
-std::string abi_text(std::uint32_t version) {
-  return std::to_string(KILN_ABI_VERSION_MAJOR_OF(version)) + "." + std::to_string(KILN_ABI_VERSION_MINOR_OF(version));
-}
-
 // The placement checks made before the plugin runs.
 void check_placement(const Instance::Library &library, const ActivateOptions &options) {
   if (!options.partition && options.stream_priority == 0) return;
@@ -61,7 +58,7 @@ void check_placement(const Instance::Library &library, const ActivateOptions &op
                      "'s SMs instead");
   }
   if (library.abi_version < KILN_ABI_MAKE_VERSION(1, 1)) {
-    throw AbiError("plugin " + library.file + " speaks ABI " + abi_text(library.abi_version) + "; placing it in " +
+    throw AbiError("plugin " + library.file + " speaks ABI " + abi_version_text(library.abi_version) + "; placing it in " +
                    what + " needs ABI 1.1, which tells the plugin where to run (abi/README.md, \"Versions\"): "
                    "rebuild it against kiln's current headers, or activate it unplaced");
   }

@@ -7,6 +7,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/store.hpp>
 #include <kiln/toolchain.hpp>
+#include <kiln/version.hpp>
 
 namespace kiln {
 namespace {
@@ -54,8 +55,7 @@ json to_json(const LoadReport &report) {
   return {{"resolution", to_json(report.resolution)},
           {"compatibility", to_json(report.compatibility)},
           {"device", report.device ? to_json(*report.device) : json(nullptr)},
-          {"abi_version", std::to_string(KILN_ABI_VERSION_MAJOR_OF(report.abi_version)) + "." +
-                              std::to_string(KILN_ABI_VERSION_MINOR_OF(report.abi_version))},
+          {"abi_version", abi_version_text(report.abi_version)},
           {"plugin_id", report.plugin_id},
           {"plugin_version", report.plugin_version},
           {"interfaces", report.interfaces},
