@@ -52,6 +52,7 @@
 #include <kiln/runtime.hpp>
 
 #include "kiln_ik_batch.hpp"
+#include "kiln_swap_checks.hpp"
 #include "kiln_swap_loop.hpp"
 #include "bench_main.hpp"
 #include "bench_store.hpp"
@@ -102,17 +103,10 @@ struct Settings {
   bool fifo = true;
 };
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
-  return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
 struct Latency {
   double p50 = 0, p99 = 0, p999 = 0, max = 0;
   explicit Latency(const std::vector<double> &us)
-      : p50(percentile(us, 0.5)), p99(percentile(us, 0.99)), p999(percentile(us, 0.999)),
+      : p50(sl::percentile(us, 0.5)), p99(sl::percentile(us, 0.99)), p999(sl::percentile(us, 0.999)),
         max(us.empty() ? 0 : *std::max_element(us.begin(), us.end())) {}
 };
 

@@ -72,8 +72,9 @@ typedef struct kiln_activate_params {
   int32_t stream_priority; /* create every stream with this priority (cudaStreamCreateWithPriority):
                             * CUDA's scale, 0 the default, lower numbers run first; the host has
                             * checked it against the device's range. 0 when absent. */
-  uint32_t sm_count;       /* the SMs the instance's work may use (its green context's share); size
-                            * grids by it rather than by the device's SM count. 0: the whole device. */
+  uint32_t sm_count;       /* the SMs the instance's work may use (its green context's share): a
+                            * plugin that sizes grids by the device's SM count uses this instead.
+                            * 0: the whole device. */
 } kiln_activate_params;
 
 typedef struct kiln_plugin_entry {

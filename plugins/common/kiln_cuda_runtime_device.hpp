@@ -23,7 +23,7 @@ class CudaRuntimeDeviceBase {
   // [setup-thread] Where activate runs (abi/kiln/plugin.h, kiln_activate_params): the context the host
   // made current (KILN_ACTIVATE_IN_CURRENT_CONTEXT: a green context, which cudaSetDevice would leave)
   // and the priority of the streams to create. Called before open.
-  kiln_status place(const kiln_activate_params &params, kiln::plugin::Message &message) noexcept {
+  kiln_status place(const kiln_activate_params &params, kiln::plugin::Message &) noexcept {
     ordinal_ = params.device_ordinal;
     in_context_ = (params.flags & KILN_ACTIVATE_IN_CURRENT_CONTEXT) != 0;
     priority_ = params.stream_priority;

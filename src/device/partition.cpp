@@ -10,12 +10,10 @@
 #include <mutex>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include <kiln/errors.hpp>
 #include <kiln/placement.hpp>
 
-#include "device/contexts.hpp"
 #include "device/driver.hpp"
 
 namespace kiln {
@@ -39,11 +37,6 @@ struct GpuPartition::Context {
 namespace {
 
 using device::Driver;
-
-template <class Fn>
-Fn driver_proc(Driver &driver, const char *name) {
-  return driver.proc_as<Fn>(name);
-}
 
 struct ResourceApi {
   decltype(&::cuDeviceGet) device_get = nullptr;
@@ -76,14 +69,14 @@ ResourceApi resource_api(Driver &driver) {
   ResourceApi api;
   api.device_get = driver.api().device_get;
   api.device_get_name = driver.api().device_get_name;
-  api.get_resource = driver_proc<decltype(api.get_resource)>(driver, "cuDeviceGetDevResource");
-  api.split = driver_proc<decltype(api.split)>(driver, "cuDevSmResourceSplitByCount");
-  api.describe = driver_proc<decltype(api.describe)>(driver, "cuDevResourceGenerateDesc");
-  api.create = driver_proc<decltype(api.create)>(driver, "cuGreenCtxCreate");
-  api.as_context = driver_proc<decltype(api.as_context)>(driver, "cuCtxFromGreenCtx");
-  api.destroy = driver_proc<decltype(api.destroy)>(driver, "cuGreenCtxDestroy");
-  api.push = driver_proc<decltype(api.push)>(driver, "cuCtxPushCurrent");
-  api.pop = driver_proc<decltype(api.pop)>(driver, "cuCtxPopCurrent");
+  api.get_resource = driver.proc_as<decltype(api.get_resource)>("cuDeviceGetDevResource");
+  api.split = driver.proc_as<decltype(api.split)>("cuDevSmResourceSplitByCount");
+  api.describe = driver.proc_as<decltype(api.describe)>("cuDevResourceGenerateDesc");
+  api.create = driver.proc_as<decltype(api.create)>("cuGreenCtxCreate");
+  api.as_context = driver.proc_as<decltype(api.as_context)>("cuCtxFromGreenCtx");
+  api.destroy = driver.proc_as<decltype(api.destroy)>("cuGreenCtxDestroy");
+  api.push = driver.proc_as<decltype(api.push)>("cuCtxPushCurrent");
+  api.pop = driver.proc_as<decltype(api.pop)>("cuCtxPopCurrent");
   if (api.get_resource == nullptr || api.split == nullptr || api.describe == nullptr || api.create == nullptr ||
       api.as_context == nullptr || api.destroy == nullptr) {
     no_green_contexts(driver_text(driver) + " offers no green contexts (cuGreenCtxCreate)");
@@ -112,7 +105,7 @@ unsigned wanted_sms(const SmShare &share, unsigned device_sms, unsigned minimum,
   if (count > device_sms) {
     throw UsageError("GPU partition: " + std::to_string(count) + " SMs asked for, but " + granularity);
   }
-  return count == 0 ? 1 : count;
+  return count;
 }
 
 }  // namespace
@@ -207,54 +200,3 @@ GpuSplit GpuPartition::split(int device, SmShare share) {
 }
 
 }  // namespace kiln
-
-namespace kiln::device {
-
-void *current_context() noexcept {
-  Driver &driver = Driver::instance();
-  if (!driver.ok()) return nullptr;
-  auto get = driver.proc_as<decltype(&::cuCtxGetCurrent)>("cuCtxGetCurrent");
-  CUcontext context = nullptr;
-  if (get == nullptr || get(&context) != CUDA_SUCCESS) return nullptr;
-  return context;
-}
-
-void check_stream_priority(int device, int priority) {
-  Driver &driver = Driver::instance();
-  if (!driver.ok()) {
-    throw Error(ErrorKind::other, "stream priority " + std::to_string(priority) + " on device " +
-                                      std::to_string(device) + ": " + without_declare_hint(driver.detail()));
-  }
-  auto retain = driver.proc_as<decltype(&::cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
-  auto release = driver.proc_as<decltype(&::cuDevicePrimaryCtxRelease)>("cuDevicePrimaryCtxRelease");
-  auto push = driver.proc_as<decltype(&::cuCtxPushCurrent)>("cuCtxPushCurrent");
-  auto pop = driver.proc_as<decltype(&::cuCtxPopCurrent)>("cuCtxPopCurrent");
-  auto range = driver.proc_as<decltype(&::cuCtxGetStreamPriorityRange)>("cuCtxGetStreamPriorityRange");
-  CUdevice handle = 0;
-  CUcontext primary = nullptr;
-  if (retain == nullptr || release == nullptr || push == nullptr || pop == nullptr || range == nullptr ||
-      device < 0 || device >= driver.device_count() || driver.api().device_get(&handle, device) != CUDA_SUCCESS ||
-      retain(&primary, handle) != CUDA_SUCCESS) {
-    throw Error(ErrorKind::other, "stream priority " + std::to_string(priority) + ": device " + std::to_string(device) +
-                                      " cannot be asked for its priority range");
-  }
-  int least = 0, greatest = 0;
-  CUresult result = push(primary);
-  if (result == CUDA_SUCCESS) {
-    result = range(&least, &greatest);
-    CUcontext popped = nullptr;
-    pop(&popped);
-  }
-  release(handle);
-  if (result != CUDA_SUCCESS) {
-    throw Error(ErrorKind::other, "stream priority: cuCtxGetStreamPriorityRange on device " + std::to_string(device) +
-                                      ": " + driver.error_text(result));
-  }
-  if (priority > least || priority < greatest) {
-    throw UsageError("stream priority " + std::to_string(priority) + " lies outside device " + std::to_string(device) +
-                     "'s range, " + std::to_string(least) + " (default, lowest) to " + std::to_string(greatest) +
-                     " (highest)");
-  }
-}
-
-}  // namespace kiln::device

@@ -308,9 +308,9 @@ TEST_CASE("build: recipes are validated with the field and the fix named") {
   write_text(dir / "sub.cu", "");
   fs::create_directories(dir / "x");
   write_text(dir / "x" / "a.cpp", "");
-  const auto message = [&](const std::string &json) -> std::string {
+  const auto message = [&](const std::string &recipe_text) -> std::string {
     try {
-      Recipe::parse(json, dir.path().string(), "test.json");
+      Recipe::parse(recipe_text, dir.path().string(), "test.json");
     } catch (const Error &error) {
       return error.what();
     }

@@ -16,6 +16,7 @@
 #include <kiln/runtime.hpp>
 #include <kiln/swap.hpp>
 
+#include "device/contexts.hpp"
 #include "device/driver.hpp"
 #include "plugins/placement_probe.h"
 #include "support/checks.hpp"
@@ -90,27 +91,8 @@ struct ProbeStore {
   Runtime runtime;
 };
 
-// Device 0's highest stream priority, asked of the driver in its primary context.
-int greatest_priority() {
-  device::Driver &driver = device::Driver::instance();
-  auto retain = driver.proc_as<decltype(&::cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
-  auto release = driver.proc_as<decltype(&::cuDevicePrimaryCtxRelease)>("cuDevicePrimaryCtxRelease");
-  auto push = driver.proc_as<decltype(&::cuCtxPushCurrent)>("cuCtxPushCurrent");
-  auto pop = driver.proc_as<decltype(&::cuCtxPopCurrent)>("cuCtxPopCurrent");
-  auto range = driver.proc_as<decltype(&::cuCtxGetStreamPriorityRange)>("cuCtxGetStreamPriorityRange");
-  REQUIRE((retain && release && push && pop && range));
-  CUdevice device = 0;
-  CUcontext primary = nullptr, popped = nullptr;
-  REQUIRE(driver.api().device_get(&device, 0) == CUDA_SUCCESS);
-  REQUIRE(retain(&primary, device) == CUDA_SUCCESS);
-  int least = 0, greatest = 0;
-  REQUIRE(push(primary) == CUDA_SUCCESS);
-  const CUresult result = range(&least, &greatest);
-  pop(&popped);
-  release(device);
-  REQUIRE(result == CUDA_SUCCESS);
-  return greatest;
-}
+// Device 0's highest stream priority.
+int greatest_priority() { return device::stream_priority_range(0).greatest; }
 
 int device_sms() {
   device::Driver &driver = device::Driver::instance();
