@@ -11,7 +11,9 @@
 // generated chain: kDof, kRobot, kBaseLink, kTipLink, kSource; the kiln_robotmodel.hpp Model whose
 // table kiln.robotmodel/1 is), with KILN_SOLVER_KIND(kind, KIND) (the interface's structs and
 // constants by the ABI's names) and kBatchItems ("targets"), kMaxBatch, kSlotFloats (floats per
-// warm slot).
+// warm slot), kProblemMinSize and kResultMinSize (the structs' sizes at the interface's first
+// revision: a smaller struct_size is refused, a larger one is read up to the plugin's sizeof, and
+// the fields past the caller's take their defaults, zero).
 // Derived (befriending the base) offers its interface table (static const table: the kit's
 // c_trampolines and its own entry points) and:
 //   static const char *resolve(const Options *, Settings *)   options -> settings, or what is wrong;
@@ -192,11 +194,20 @@ class SolverInstance : public kiln::plugin::Instance {
   }
 
   // record: the solve updates the slots' last solutions (every caller's solve; not the self-test's).
-  kiln_status solve_async(const Problem *problem, const Result *result, Message &message, bool record = true) noexcept {
+  kiln_status solve_async(const Problem *caller_problem, const Result *caller_result, Message &message,
+                          bool record = true) noexcept {
     kiln_status status = require_idle(active(), in_flight_, "solve", "call activate first", message);
     if (status != KILN_OK) return status;
     Params p{};
-    status = check_call(problem, result, &p.settings, message);
+    if ((status = check_sizes(caller_problem, caller_result, message)) != KILN_OK) return status;
+    // The plugin's revision of both structs, whatever the caller's: later fields zero (their defaults).
+    Problem full_problem{};
+    Result full_result{};
+    copy_prefix(&full_problem, caller_problem);
+    copy_prefix(&full_result, caller_result);
+    const Problem *problem = &full_problem;
+    const Result *result = &full_result;
+    status = check_call(problem, &p.settings, message);
     if (status != KILN_OK || problem->count == 0) return status;
     const bool device_memory = problem->memory == Kind::kMemoryDevice;
     if ((status = self().check_inputs(*problem, *result, device_memory, message)) != KILN_OK) return status;
@@ -261,20 +272,28 @@ class SolverInstance : public kiln::plugin::Instance {
   Arrays host_;  // pinned staging (on a device) or host_block_ (host only)
 
  private:
-  // The checks every solver interface makes of a solve call, in this order; then count == 0 is a
-  // solve that does nothing.
-  kiln_status check_call(const Problem *problem, const Result *result, decltype(Params::settings) *settings,
-                         Message &message) const noexcept {
-    if (problem == nullptr || problem->struct_size < sizeof(Problem)) {
+  static kiln_status check_sizes(const Problem *problem, const Result *result, Message &message) noexcept {
+    if (problem == nullptr || problem->struct_size < Kind::kProblemMinSize) {
       message.format("solve: problem is NULL or its struct_size is smaller than %s_problem of %s", Kind::kStructPrefix,
                      Kind::kInterface);
       return KILN_ERR_INVALID_ARGUMENT;
     }
-    if (result == nullptr || result->struct_size < sizeof(Result)) {
+    if (result == nullptr || result->struct_size < Kind::kResultMinSize) {
       message.format("solve: result is NULL or its struct_size is smaller than %s_result of %s", Kind::kStructPrefix,
                      Kind::kInterface);
       return KILN_ERR_INVALID_ARGUMENT;
     }
+    return KILN_OK;
+  }
+
+  template <class Struct>
+  static void copy_prefix(Struct *full, const Struct *caller) noexcept {
+    std::memcpy(full, caller, caller->struct_size < sizeof(Struct) ? caller->struct_size : sizeof(Struct));
+  }
+
+  // The checks every solver interface makes of a solve call after the sizes, in this order; then
+  // count == 0 is a solve that does nothing.
+  kiln_status check_call(const Problem *problem, decltype(Params::settings) *settings, Message &message) const noexcept {
     if (const char *bad = Derived::resolve(problem->options, settings)) {
       message.format("solve: %s", bad);
       return KILN_ERR_INVALID_ARGUMENT;

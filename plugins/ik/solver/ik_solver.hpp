@@ -55,6 +55,7 @@ struct IkKind : kiln_plugin_common::SolverTypes<
   static constexpr const char *kBatchItems = "targets";
   static constexpr uint32_t kMaxBatch = 1u << 26;  // keeps (target, seed) thread indices in 32 bits
   static constexpr size_t kSlotFloats = kDof;
+  static constexpr size_t kProblemMinSize = sizeof(kiln_ik_problem), kResultMinSize = sizeof(kiln_ik_result);
 };
 
 template <class Device>
