@@ -42,7 +42,7 @@ TEST_CASE("trajopt iiwa14: info and joint limits come from the generated dynamic
   CHECK(info.active == 0);
   CHECK(std::string(info.robot) == Dyn::kRobot);
   CHECK(std::string(info.tip_link) == "lbr_iiwa_link_7");
-  CHECK(info.solve_flags == KILN_TRAJOPT_SOLVE_WARM_START);
+  CHECK(info.solve_flags == (KILN_TRAJOPT_SOLVE_WARM_START | KILN_TRAJOPT_SOLVE_WARM_SHIFT));
   for (uint32_t j = 0; j < info.dof; ++j) {
     kiln_trajopt_joint_info joint{};
     joint.struct_size = sizeof joint;

@@ -30,6 +30,41 @@
  * marked [control-thread: real-time safe] are never called concurrently with one another on the
  * same instance. [any-thread] functions may run concurrently with anything, a solve included.
  *
+ * Tracking (revision 1.1, KILN_TRAJOPT_FEATURE_TRACKING). A problem of goal kind
+ * KILN_TRAJOPT_GOAL_TRACK follows a reference instead of reaching a goal: a tip pose per knot
+ * (track_poses, knots 1..N) with a position and an orientation weight per knot (track_weights). Its
+ * cost replaces the goal and terminal terms by
+ *   tracking:   sum_k w_p,k^2 |p_k - p_ref,k|^2 / (1 m)^2 + w_o,k^2 angle_k^2 / (1 rad)^2
+ * (an orientation weight of 0 tracks the position alone); smoothness, effort and limits stay. Its
+ * position_error and orientation_error are the largest over the knots (orientation over the knots
+ * whose orientation weight is not 0), and it has converged when no limit is violated and its last
+ * step was accepted and lowered the cost by less than KILN_TRAJOPT_COST_PLATEAU: the tolerances do
+ * not apply (a reference need not be exactly followable). This is the problem a model-predictive controller
+ * solves every tick: one problem (count 1), one seed, a small max_iterations, and
+ * KILN_TRAJOPT_SOLVE_WARM_SHIFT to start from the last tick's plan advanced by one knot.
+ *
+ * Within the limits (revision 1.1, KILN_TRAJOPT_FEATURE_WITHIN_LIMITS). A returned trajectory keeps
+ * every position, velocity and torque limit whenever the solver found one that does: when the best
+ * seed ends without converging and outside a velocity or torque limit (a goal out of reach, or out
+ * of reach in N * dt), the solver continues from it with the goal's (or the reference's) weight
+ * lowered tenfold per round down to 0, for up to max_iterations more steps, until the trajectory is
+ * within every limit; it is returned not converged, with its (larger) goal error. The result's
+ * within_limits says per problem whether the returned trajectory is within every limit, checked
+ * after that with the same dynamics; a controller executes only a problem whose within_limits is 1
+ * (converged implies it). A start velocity beyond its limit, or a start state from which no
+ * trajectory of N steps keeps the torque limits, can leave it 0.
+ *
+ * Revisions of kiln.trajopt/1 (append-only; kiln_trajopt_info.features tells a host what the
+ * plugin does, struct_size which fields exist):
+ *   1.0  pose and joint goals, warm start.
+ *   1.1  tracking problems (KILN_TRAJOPT_GOAL_TRACK, problem.track_poses, track_weights), the
+ *        shifted warm start (KILN_TRAJOPT_SOLVE_WARM_SHIFT), results kept within the limits
+ *        (result.within_limits), info.features. A 1.1 plugin accepts a 1.0 host's smaller
+ *        problem and result structs (the new fields take their defaults: no tracking input,
+ *        within_limits not written); a 1.0 plugin refuses a tracking problem's goal kind and the
+ *        new flag (KILN_ERR_INVALID_ARGUMENT), never writes within_limits, and reports
+ *        features 0 (its info struct ends before the field).
+ *
  * Lifecycle. info and joint_info work right after create (no activate, no device). The solve
  * functions need activate:
  *   - activate(device_ordinal >= 0, max_batch): selects the device, creates the plugin's own
@@ -52,7 +87,8 @@
  * problem seed 0 did not solve (on a device in parallel, stopping once one of them converged;
  * host only one after another, stopping at the first that converged). Every seed stops after
  * max_iterations steps. The best seed is returned: a converged one if any (the lowest cost among
- * those), else the one with the lowest cost.
+ * those), else one within every limit (the lowest cost among those; 1.1), else the one with the
+ * lowest cost.
  *
  * Warm start. Problem i of a batch is "slot" i of the instance. Every solve records, per slot,
  * the trajectory (q_1..q_N) it returned for a valid problem there: the slot's last solution
@@ -93,8 +129,13 @@ extern "C" {
 /* Goal kinds (kiln_trajopt_problem.goal_kinds). */
 enum {
   KILN_TRAJOPT_GOAL_POSE = 0, /* the tip pose at q_N: pose_goals[i * 7 ...] */
-  KILN_TRAJOPT_GOAL_JOINT = 1 /* the joint vector q_N: joint_goals[i * dof ...] */
+  KILN_TRAJOPT_GOAL_JOINT = 1, /* the joint vector q_N: joint_goals[i * dof ...] */
+  KILN_TRAJOPT_GOAL_TRACK = 2  /* (1.1) a tip pose per knot: track_poses[(i * N + k - 1) * 7 ...], k = 1..N */
 };
+
+/* What a plugin does beyond revision 1.0 (kiln_trajopt_info.features). */
+#define KILN_TRAJOPT_FEATURE_TRACKING 0x1u      /* KILN_TRAJOPT_GOAL_TRACK and KILN_TRAJOPT_SOLVE_WARM_SHIFT */
+#define KILN_TRAJOPT_FEATURE_WITHIN_LIMITS 0x2u /* see "Within the limits"; result.within_limits is written */
 
 /* Where the buffers of a problem and its result live (kiln_trajopt_problem.memory). */
 enum {
@@ -120,6 +161,10 @@ enum {
 
 /* Solve flags (kiln_trajopt_options.flags). A bit not defined here is refused. */
 #define KILN_TRAJOPT_SOLVE_WARM_START 0x1u /* seed 0 from the slot's last solution (see "Warm start") */
+/* (1.1) Seed 0 from the slot's last solution advanced by one knot (q_1..q_{N-1} := its q_2..q_N,
+ * q_N := its q_N): the next tick of a receding horizon, whose q_0 is the state the last plan's
+ * q_1 led to. Implies KILN_TRAJOPT_SOLVE_WARM_START. */
+#define KILN_TRAJOPT_SOLVE_WARM_SHIFT 0x2u
 
 /* Solver options. Owned by the caller, read during solve_async/solve only. Zero-initialise and
  * set struct_size = sizeof(kiln_trajopt_options); every 0 means "the default".
@@ -187,6 +232,14 @@ typedef struct kiln_trajopt_problem {
   const kiln_trajopt_options *options;
   /* A cudaStream_t (as void *) of the activated device; NULL: the plugin's own. Ignored host only. */
   void *stream;
+  /* (1.1) count * N * KILN_TRAJOPT_POSE_SIZE: the tip's reference pose at knots 1..N of each
+   * tracking problem (problem i's knot k at [(i * N + k - 1) * 7, ...)); required when a problem
+   * tracks (entries of other problems are not read). */
+  const float *track_poses;
+  /* (1.1) NULL, or count * N * 2: per knot of a tracking problem, the position weight (per m)
+   * and the orientation weight (per rad), each >= 0. NULL: position weight goal_weight / 10
+   * (100 by default) and orientation weight 0 at every knot. */
+  const float *track_weights;
 } kiln_trajopt_problem;
 
 /* Where a solve writes its outputs. Owned by the caller; the buffers must stay valid until the
@@ -206,6 +259,7 @@ typedef struct kiln_trajopt_result {
   float *torque_violation;     /* count: N m or N */
   float *cost;                 /* count: the returned trajectory's cost */
   uint32_t *iterations;        /* count: steps the returned seed ran */
+  uint8_t *within_limits;      /* (1.1) count bytes: 1 when the returned trajectory is within every limit (see "Within the limits") */
 } kiln_trajopt_result;
 
 /* What the plugin is, and what activate reserved. */
@@ -224,6 +278,8 @@ typedef struct kiln_trajopt_info {
   char base_link[KILN_TRAJOPT_NAME_CAPACITY]; /* frame of pose goals */
   char tip_link[KILN_TRAJOPT_NAME_CAPACITY];  /* frame being placed */
   char source[KILN_TRAJOPT_NAME_CAPACITY];    /* file name of the model the chain came from */
+  uint32_t features;  /* (1.1) KILN_TRAJOPT_FEATURE_* bits; 0 from a 1.0 plugin */
+  uint32_t reserved;  /* 0 */
 } kiln_trajopt_info;
 
 /* One joint of the chain and its limits (the URDF's). */
@@ -255,18 +311,21 @@ typedef struct kiln_trajopt_v1 {
   /* Start solving problem, writing into result. Returns once the work is enqueued (device) or
    * done (host only); one solve may be in flight per instance: call wait() before the next.
    * Host-memory inputs are copied (into staging reserved at activate) before it returns;
-   * host-memory outputs are written by wait(). On a device: copies, three kernel launches (seed 0,
-   * the other seeds, the best seed of each problem), copies back and one event, all on the stream:
+   * host-memory outputs are written by wait(). On a device: copies, four kernel launches (seed 0,
+   * the other seeds, the best seed brought within the limits, the best seed's outputs), copies back and one event, all on the stream:
    * no allocation, no lock, no blocking. Host only: the whole solve on the calling thread
-   * (bounded by count * seeds * max_iterations steps; slow).
+   * (bounded by count * (seeds + 1) * max_iterations steps, the one more for "Within the limits"; slow).
    * [control-thread: real-time safe]
    * KILN_ERR_STATE: not active, or a solve in flight. KILN_ERR_CAPACITY: count > max_batch.
    * KILN_ERR_INVALID_ARGUMENT: NULL required buffers, bad options (seeds_per_target >
    * KILN_TRAJOPT_MAX_SEEDS, negative or non-finite tolerances, dt or weights, unknown flags), and
    * for host memory: a non-finite start state, goal or dt, dt <= 0, a goal kind not defined,
-   * a pose goal whose quaternion is zero; device memory when host only. A problem with device
+   * a pose goal whose quaternion is zero, a tracking problem's non-finite or zero-quaternion
+   * reference pose or negative or non-finite weight; device memory when host only; a problem or
+   * result struct_size smaller than revision 1.0's. A problem with device
    * memory inputs that are not finite is returned not converged with NaN errors.
-   * An unreachable goal is not an error: the problem is reported not converged.
+   * An unreachable goal is not an error: the problem is reported not converged (and its
+   * trajectory kept within the limits: see "Within the limits").
    * KILN_ERR_DEVICE: a CUDA call failed (the message names it). */
   kiln_status (*solve_async)(kiln_instance *instance, const kiln_trajopt_problem *problem,
                              const kiln_trajopt_result *result, char *message, size_t message_size);

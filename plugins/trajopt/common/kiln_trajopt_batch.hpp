@@ -26,7 +26,7 @@ struct HostBatch {
         pose_goals(size_t{count_} * KILN_TRAJOPT_POSE_SIZE), dt(count_, 0.02f), goal_kinds(count_, KILN_TRAJOPT_GOAL_POSE),
         q(size_t{count_} * (horizon_ + 1) * dof_), qd(q.size()), torques(q.size()), converged(count_),
         position_error(count_), orientation_error(count_), position_violation(count_), velocity_violation(count_),
-        torque_violation(count_), cost(count_), iterations(count_) {
+        torque_violation(count_), cost(count_), iterations(count_), within_limits(count_) {
     options.struct_size = sizeof options;
     problem.struct_size = sizeof problem;
     result.struct_size = sizeof result;
@@ -39,10 +39,13 @@ struct HostBatch {
     problem.q0 = q0.data(), problem.qd0 = qd0.data(), problem.goal_kinds = goal_kinds.data();
     problem.pose_goals = pose_goals.data(), problem.joint_goals = joint_goals.data(), problem.dt = dt.data();
     problem.initial_trajectories = nullptr, problem.options = &options;
+    problem.track_poses = track_poses.empty() ? nullptr : track_poses.data();
+    problem.track_weights = track_weights.empty() ? nullptr : track_weights.data();
     result.q = q.data(), result.qd = qd.data(), result.torques = torques.data(), result.converged = converged.data();
     result.position_error = position_error.data(), result.orientation_error = orientation_error.data();
     result.position_violation = position_violation.data(), result.velocity_violation = velocity_violation.data();
     result.torque_violation = torque_violation.data(), result.cost = cost.data(), result.iterations = iterations.data();
+    result.within_limits = within_limits.data();
   }
   const float *trajectory(uint32_t i) const { return q.data() + size_t{i} * (horizon + 1) * dof; }
   uint32_t converged_count() const { return static_cast<uint32_t>(std::count(converged.begin(), converged.end(), 1)); }
@@ -54,6 +57,9 @@ struct HostBatch {
   std::vector<uint8_t> converged;
   std::vector<float> position_error, orientation_error, position_violation, velocity_violation, torque_violation, cost;
   std::vector<uint32_t> iterations;
+  std::vector<uint8_t> within_limits;
+  // Tracking problems' references (count * horizon * 7) and weights (count * horizon * 2, or empty).
+  std::vector<float> track_poses, track_weights;
   kiln_trajopt_options options{};
   kiln_trajopt_problem problem{};
   kiln_trajopt_result result{};
@@ -77,6 +83,28 @@ void pose_goals_from_joint_goals(HostBatch &b) {
   fk_only.dof = Fk::kDof;
   fk_only.fk = generated_fk<Fk>();
   pose_goals_from_joint_goals(fk_only, b);
+}
+
+// Problem i := tracking the tip poses (the model's FK, double) of joint trajectory `joints` (knots
+// 1..horizon, horizon * dof), positions weighted `position_weight` and orientations
+// `orientation_weight` at every knot (both 0 and no weights yet: the interface's defaults).
+inline void track_joint_trajectory(const Model &model, HostBatch &b, uint32_t i, const std::vector<double> &joints,
+                                   float position_weight = 0, float orientation_weight = 0) {
+  const uint32_t N = b.horizon;
+  b.track_poses.resize(size_t{b.count} * N * KILN_TRAJOPT_POSE_SIZE, 0.0f);
+  if (position_weight != 0 || orientation_weight != 0 || !b.track_weights.empty())
+    b.track_weights.resize(size_t{b.count} * N * 2, 0.0f);
+  for (uint32_t k = 0; k < N; ++k) {
+    double pose[7];
+    model.fk(joints.data() + size_t{k} * model.dof, 1, pose);
+    for (int a = 0; a < 7; ++a) b.track_poses[(size_t{i} * N + k) * 7 + a] = static_cast<float>(pose[a]);
+    if (!b.track_weights.empty()) {
+      b.track_weights[(size_t{i} * N + k) * 2] = position_weight;
+      b.track_weights[(size_t{i} * N + k) * 2 + 1] = orientation_weight;
+    }
+  }
+  b.goal_kinds[i] = KILN_TRAJOPT_GOAL_TRACK;
+  b.point();
 }
 
 // Random problems into b (all dt = dt), from model's limits and FK.

@@ -18,7 +18,7 @@
 namespace kiln_trajopt_common {
 
 struct Judged {
-  double position_error = 0, orientation_error = 0;  // m (joint goals: rad, max over joints), rad
+  double position_error = 0, orientation_error = 0;  // m (joint goals: rad, max over joints; tracking: max over knots), rad
   double position_violation = 0, velocity_violation = 0, torque_violation = 0;
   bool starts_at_q0 = true;
   bool meets(double position_tolerance = 1e-3, double orientation_tolerance = 1e-2) const {
@@ -36,7 +36,21 @@ inline Judged judge(const Model &model, const HostBatch &b, uint32_t i, const fl
   for (size_t k = 0; k < D; ++k) j.starts_at_q0 = j.starts_at_q0 && traj[k] == b.q0[i * D + k];
   std::vector<double> q(traj, traj + (N + 1) * D), qd((N + 1) * D), qdd((N + 1) * D), tau((N + 1) * D);
   const double *last = q.data() + N * D;
-  if (b.goal_kinds[i] == KILN_TRAJOPT_GOAL_JOINT) {
+  if (b.goal_kinds[i] == KILN_TRAJOPT_GOAL_TRACK) {  // the largest error over knots 1..N
+    for (size_t k = 1; k <= N; ++k) {
+      double pose[7];
+      model.fk(q.data() + k * D, 1, pose);
+      const float *ref = b.track_poses.data() + (size_t{i} * N + k - 1) * 7;
+      const double d = std::sqrt((pose[0] - ref[0]) * (pose[0] - ref[0]) + (pose[1] - ref[1]) * (pose[1] - ref[1]) +
+                                 (pose[2] - ref[2]) * (pose[2] - ref[2]));
+      j.position_error = std::max(j.position_error, d);
+      if (!b.track_weights.empty() && b.track_weights[(size_t{i} * N + k - 1) * 2 + 1] != 0) {
+        const Eigen::Quaterniond want = Eigen::Quaterniond(ref[3], ref[4], ref[5], ref[6]).normalized();
+        const Eigen::Quaterniond tip = Eigen::Quaterniond(pose[3], pose[4], pose[5], pose[6]).normalized();
+        j.orientation_error = std::max(j.orientation_error, tip.angularDistance(want));
+      }
+    }
+  } else if (b.goal_kinds[i] == KILN_TRAJOPT_GOAL_JOINT) {
     for (size_t k = 0; k < D; ++k) j.position_error = std::max(j.position_error, std::fabs(last[k] - b.joint_goals[i * D + k]));
   } else {
     double pose[7];

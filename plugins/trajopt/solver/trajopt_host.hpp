@@ -1,6 +1,6 @@
 // kiln TrajOpt plugin: the batch solve on the host (activate(-1)): the kernels' code
 // (trajopt_seed.cuh) run by a SerialTeam, seeds one after another until one converged, the best
-// kept. Plain C++: the host-only form of the plugin (no CUDA) compiles it too.
+// kept (and brought within the limits where it is not). Plain C++: the host-only form of the plugin (no CUDA) compiles it too.
 #pragma once
 
 #include <stdint.h>
@@ -17,7 +17,7 @@ inline void solve_host(const KernelParams &p, float *scratch, Real *band, float 
   const SerialTeam team;
   for (uint32_t problem = 0; problem < p.count; ++problem) {
     const ProblemView v = load_problem(p, problem);
-    const float *given = given_trajectory(p, problem);
+    const Given given = given_trajectory(p, problem);
     // The slot's solution is read by seed 0 before finalize_problem records the new one.
     SeedSummary chosen{};
     for (uint32_t seed = 0; seed < p.seeds; ++seed) {
@@ -27,6 +27,11 @@ inline void solve_host(const KernelParams &p, float *scratch, Real *band, float 
         std::memcpy(best, scratch + ScratchLayout::kX, sizeof(float) * kVars);
       }
       if (out.converged) break;
+    }
+    if (!chosen.converged && chosen.finite && !chosen.within_limits()) {
+      std::memcpy(scratch + ScratchLayout::kX, best, sizeof(float) * kVars);
+      bring_within_limits(team, p, v, scratch, band, &chosen);
+      std::memcpy(best, scratch + ScratchLayout::kX, sizeof(float) * kVars);
     }
     finalize_problem(team, p, problem, v, chosen, best);
   }

@@ -30,7 +30,8 @@ inline const char *resolve(const kiln_trajopt_options *o, Settings *s) {
   if (!nonneg(in.dt)) return "options->dt is negative or not finite";
   if (!nonneg(in.goal_weight) || !nonneg(in.smoothness_weight) || !nonneg(in.effort_weight))
     return "a cost weight is negative or not finite";
-  if ((in.flags & ~KILN_TRAJOPT_SOLVE_WARM_START) != 0) return "options->flags holds a bit kiln.trajopt/1 does not define";
+  if ((in.flags & ~(KILN_TRAJOPT_SOLVE_WARM_START | KILN_TRAJOPT_SOLVE_WARM_SHIFT)) != 0)
+    return "options->flags holds a bit kiln.trajopt/1 does not define";
   s->max_iterations = in.max_iterations != 0 ? in.max_iterations : KILN_TRAJOPT_DEFAULT_MAX_ITERATIONS;
   s->seeds = in.seeds_per_target != 0 ? in.seeds_per_target : KILN_TRAJOPT_DEFAULT_SEEDS_PER_TARGET;
   s->flags = in.flags;
@@ -41,6 +42,7 @@ inline const char *resolve(const kiln_trajopt_options *o, Settings *s) {
   s->goal_weight = in.goal_weight != 0 ? in.goal_weight : kDefaultGoalWeight;
   s->smoothness_weight = in.smoothness_weight != 0 ? in.smoothness_weight : kDefaultSmoothnessWeight;
   s->effort_weight = in.effort_weight != 0 ? in.effort_weight : kDefaultEffortWeight;
+  s->goal_scale = 1.0f;
   s->random_seed = in.random_seed;
   return nullptr;
 }
@@ -49,6 +51,28 @@ inline bool all_finite(const float *v, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (!std::isfinite(v[i])) return false;
   return true;
+}
+
+// Tracking problem i's reference poses and weights (host memory).
+inline kiln_status check_reference(const kiln_trajopt_problem *problem, uint32_t i, kiln::plugin::Message &message) {
+  for (int k = 1; k <= kN; ++k) {
+    const size_t at = size_t{i} * kN + (k - 1);
+    const float *pose = problem->track_poses + at * KILN_TRAJOPT_POSE_SIZE;
+    if (!all_finite(pose, KILN_TRAJOPT_POSE_SIZE)) {
+      message.format("solve: problem %u: its reference pose at knot %d (track_poses) is not finite", i, k);
+      return KILN_ERR_INVALID_ARGUMENT;
+    }
+    if (pose[3] * pose[3] + pose[4] * pose[4] + pose[5] * pose[5] + pose[6] * pose[6] < 1e-12f) {
+      message.format("solve: problem %u: its reference pose at knot %d has a zero quaternion", i, k);
+      return KILN_ERR_INVALID_ARGUMENT;
+    }
+    if (problem->track_weights != nullptr &&
+        (!nonneg(problem->track_weights[2 * at]) || !nonneg(problem->track_weights[2 * at + 1]))) {
+      message.format("solve: problem %u: a tracking weight at knot %d is negative or not finite", i, k);
+      return KILN_ERR_INVALID_ARGUMENT;
+    }
+  }
+  return KILN_OK;
 }
 
 // The checks of a solve of count > 0 after the kit's (plugins/common/kiln_solver_instance.hpp:
@@ -60,19 +84,25 @@ inline kiln_status check(const kiln_trajopt_problem *problem, const kiln_trajopt
     message.set("solve: problem->q0 and result->q must not be NULL");
     return KILN_ERR_INVALID_ARGUMENT;
   }
-  bool pose = problem->goal_kinds == nullptr, joint = false;
+  bool pose = problem->goal_kinds == nullptr, joint = false, track = false;
   if (device_memory) {
     joint = problem->goal_kinds != nullptr;
-    pose = true;  // the kinds cannot be read here: both arrays are required with kinds
+    pose = true;  // the kinds cannot be read here: both arrays are required with kinds (a tracking
+                  // problem without track_poses is returned not converged, NaN errors)
   } else if (problem->goal_kinds != nullptr) {
     for (uint32_t i = 0; i < count; ++i) {
       const uint8_t kind = problem->goal_kinds[i];
-      if (kind != KILN_TRAJOPT_GOAL_POSE && kind != KILN_TRAJOPT_GOAL_JOINT) {
-        message.format("solve: problem %u: goal kind %u is neither KILN_TRAJOPT_GOAL_POSE (0) nor _JOINT (1)", i, kind);
+      if (kind != KILN_TRAJOPT_GOAL_POSE && kind != KILN_TRAJOPT_GOAL_JOINT && kind != KILN_TRAJOPT_GOAL_TRACK) {
+        message.format("solve: problem %u: goal kind %u is none of KILN_TRAJOPT_GOAL_POSE (0), _JOINT (1), _TRACK (2)",
+                       i, kind);
         return KILN_ERR_INVALID_ARGUMENT;
       }
-      (kind == KILN_TRAJOPT_GOAL_POSE ? pose : joint) = true;
+      (kind == KILN_TRAJOPT_GOAL_POSE ? pose : kind == KILN_TRAJOPT_GOAL_JOINT ? joint : track) = true;
     }
+  }
+  if (track && problem->track_poses == nullptr) {
+    message.set("solve: a problem tracks a reference (KILN_TRAJOPT_GOAL_TRACK) but problem->track_poses is NULL");
+    return KILN_ERR_INVALID_ARGUMENT;
   }
   if ((pose && problem->pose_goals == nullptr) || (joint && problem->joint_goals == nullptr)) {
     message.format("solve: a problem has a %s goal but problem->%s is NULL%s", pose && problem->pose_goals == nullptr ? "pose" : "joint",
@@ -90,6 +120,11 @@ inline kiln_status check(const kiln_trajopt_problem *problem, const kiln_trajopt
     if (problem->dt != nullptr && !(std::isfinite(problem->dt[i]) && problem->dt[i] > 0.0f)) {
       message.format("solve: problem %u: dt = %g is not a positive finite time step", i, static_cast<double>(problem->dt[i]));
       return KILN_ERR_INVALID_ARGUMENT;
+    }
+    if (problem->goal_kinds != nullptr && problem->goal_kinds[i] == KILN_TRAJOPT_GOAL_TRACK) {
+      const kiln_status s = check_reference(problem, i, message);
+      if (s != KILN_OK) return s;
+      continue;
     }
     const bool is_joint = problem->goal_kinds != nullptr && problem->goal_kinds[i] == KILN_TRAJOPT_GOAL_JOINT;
     if (is_joint ? !all_finite(problem->joint_goals + at, kDof) : !all_finite(problem->pose_goals + size_t{i} * 7, 7)) {
@@ -111,6 +146,7 @@ inline kiln_status check(const kiln_trajopt_problem *problem, const kiln_trajopt
 inline void point_at_caller(const kiln_trajopt_problem &pr, const kiln_trajopt_result &r, KernelParams *p) {
   p->q0 = pr.q0, p->qd0 = pr.qd0, p->goal_kinds = pr.goal_kinds, p->pose_goals = pr.pose_goals;
   p->joint_goals = pr.joint_goals, p->dt = pr.dt, p->initial = pr.initial_trajectories;
+  p->track_poses = pr.track_poses, p->track_weights = pr.track_weights, p->within_limits = r.within_limits;
   p->q = r.q, p->qd = r.qd, p->torques = r.torques, p->converged = r.converged, p->position_error = r.position_error;
   p->orientation_error = r.orientation_error, p->position_violation = r.position_violation;
   p->velocity_violation = r.velocity_violation, p->torque_violation = r.torque_violation, p->cost = r.cost;
@@ -122,6 +158,8 @@ inline void point_at(const Arrays &d, const kiln_trajopt_problem &pr, KernelPara
   p->q0 = d.q0, p->qd0 = pr.qd0 ? d.qd0 : nullptr, p->goal_kinds = pr.goal_kinds ? d.goal_kinds : nullptr;
   p->pose_goals = pr.pose_goals ? d.pose_goals : nullptr, p->joint_goals = pr.joint_goals ? d.joint_goals : nullptr;
   p->dt = pr.dt ? d.dt : nullptr, p->initial = pr.initial_trajectories ? d.initial : nullptr;
+  p->track_poses = pr.track_poses ? d.track_poses : nullptr, p->track_weights = pr.track_weights ? d.track_weights : nullptr;
+  p->within_limits = d.within_limits;
   p->q = d.q, p->qd = d.qd, p->torques = d.torques, p->converged = d.converged, p->position_error = d.position_error;
   p->orientation_error = d.orientation_error, p->position_violation = d.position_violation;
   p->velocity_violation = d.velocity_violation, p->torque_violation = d.torque_violation, p->cost = d.cost;
@@ -145,7 +183,9 @@ kiln_status stage_and_upload(Device &gpu, const kiln_trajopt_problem &pr, const 
                         {pr.pose_goals, h.pose_goals, d.pose_goals, n * KILN_TRAJOPT_POSE_SIZE * 4},
                         {pr.joint_goals, h.joint_goals, d.joint_goals, n * kDof * 4},
                         {pr.dt, h.dt, d.dt, n * 4},
-                        {pr.initial_trajectories, h.initial, d.initial, n * kVars * 4}};
+                        {pr.initial_trajectories, h.initial, d.initial, n * kVars * 4},
+                        {pr.track_poses, h.track_poses, d.track_poses, n * kN * KILN_TRAJOPT_POSE_SIZE * 4},
+                        {pr.track_weights, h.track_weights, d.track_weights, n * kN * 2 * 4}};
   for (const Item &item : items) {
     if (item.from == nullptr) continue;
     std::memcpy(item.staging, item.from, item.bytes);
@@ -161,9 +201,10 @@ struct OutputItem {
   const void *device;
   size_t bytes;
 };
+constexpr int kOutputs = 12;
 inline void output_items(const Arrays &h, const Arrays &d, const kiln_trajopt_result &r, size_t n, OutputItem *out) {
   const size_t traj = n * kKnots * kDof * 4;
-  const OutputItem items[11] = {{r.q, h.q, d.q, traj},
+  const OutputItem items[kOutputs] = {{r.q, h.q, d.q, traj},
                                 {r.qd, h.qd, d.qd, traj},
                                 {r.torques, h.torques, d.torques, traj},
                                 {r.converged, h.converged, d.converged, n},
@@ -173,15 +214,16 @@ inline void output_items(const Arrays &h, const Arrays &d, const kiln_trajopt_re
                                 {r.velocity_violation, h.velocity_violation, d.velocity_violation, n * 4},
                                 {r.torque_violation, h.torque_violation, d.torque_violation, n * 4},
                                 {r.cost, h.cost, d.cost, n * 4},
-                                {r.iterations, h.iterations, d.iterations, n * 4}};
-  for (int i = 0; i < 11; ++i) out[i] = items[i];
+                                {r.iterations, h.iterations, d.iterations, n * 4},
+                                {r.within_limits, h.within_limits, d.within_limits, n}};
+  for (int i = 0; i < kOutputs; ++i) out[i] = items[i];
 }
 
 // The outputs the caller asked for, device -> staging (in stream order).
 template <class Device>
 kiln_status download(Device &gpu, const Arrays &d, const Arrays &h, const kiln_trajopt_problem &pr, void *stream,
                      kiln::plugin::Message &message, const kiln_trajopt_result *r) {
-  OutputItem items[11];
+  OutputItem items[kOutputs];
   output_items(h, d, *r, pr.count, items);
   for (const OutputItem &item : items) {
     if (item.caller == nullptr) continue;
@@ -193,7 +235,7 @@ kiln_status download(Device &gpu, const Arrays &d, const Arrays &h, const kiln_t
 
 // wait(): staging -> the caller's buffers.
 inline void copy_outputs(const Arrays &h, const kiln_trajopt_result &r, size_t n) {
-  OutputItem items[11];
+  OutputItem items[kOutputs];
   output_items(h, Arrays{}, r, n, items);
   for (const OutputItem &item : items)
     if (item.caller != nullptr) std::memcpy(item.caller, item.staging, item.bytes);

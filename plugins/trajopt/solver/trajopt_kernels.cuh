@@ -5,6 +5,11 @@
 //                    return at once where seed 0 converged (so a batch that seed 0 solves costs one
 //                    wave of blocks, not seeds of them); a seed that converged raises its problem's
 //                    done flag, which the seeds running beside it poll per step.
+//                    Launched a third time with limits_pass set, one block per problem: the
+//                    problem's best seed, when it ended not converged and outside a velocity or
+//                    torque limit, brought within them (trajopt_seed.cuh bring_within_limits); the
+//                    blocks of every other problem return at once. (One instantiation serves both:
+//                    the limits pass is the same Levenberg-Marquardt code.)
 //   finalize_kernel  one block per problem: the best seed's trajectory, velocities, torques and
 //                    violations into the outputs, the slot's last solution; clears the done flag.
 #pragma once
@@ -19,11 +24,39 @@ namespace kiln_trajopt {
 constexpr size_t kSeedSharedBytes = kBandReals * sizeof(Real) + 32 * sizeof(float);
 constexpr unsigned kFinalizeBlock = 64;
 
+KILN_TRAJOPT_HD uint32_t best_seed(const KernelParams &p, uint32_t problem) {
+  const SeedSummary *summaries = p.summaries + size_t{problem} * p.seeds;
+  uint32_t best = 0;
+  for (uint32_t s = 1; s < p.seeds; ++s)
+    if (better(summaries[s], summaries[best])) best = s;
+  return best;
+}
+
+// The limits pass of the seed kernel (one block per problem): the problem's best seed, when it ended
+// not converged and outside a velocity or torque limit, brought within them.
+__device__ void best_within_limits(const KernelParams &p, Real *shared) {
+  const uint32_t problem = blockIdx.x;
+  const uint32_t best = best_seed(p, problem);  // every thread reads the same summaries
+  SeedSummary *summary = p.summaries + size_t{problem} * p.seeds + best;
+  if (summary->converged || !summary->finite || summary->within_limits()) return;
+  const BlockTeam team{reinterpret_cast<float *>(shared + kBandReals)};
+  const ProblemView v = load_problem(p, problem);
+  SeedSummary updated = *summary;
+  team.sync();
+  bring_within_limits(team, p, v, p.scratch + (size_t{problem} * p.seeds + best) * ScratchLayout::kSize, shared,
+                      &updated);
+  if (threadIdx.x == 0) *summary = updated;
+}
+
 // Threads per block and the blocks per SM the compiler must fit (so, registers per thread):
 // plugins/trajopt/README.md "GPU layout" gives the measured choice among the instantiations the plugin carries.
 template <int Threads, int MinBlocks>
 __global__ void __launch_bounds__(Threads, MinBlocks) seed_kernel(const KernelParams p) {
   extern __shared__ Real shared[];
+  if (p.limits_pass) {
+    if (blockIdx.x < p.count) best_within_limits(p, shared);
+    return;
+  }
   const uint32_t problem = blockIdx.x / p.seed_span, seed = p.seed_base + blockIdx.x % p.seed_span;
   if (problem >= p.count || seed >= p.seeds) return;
   const BlockTeam team{reinterpret_cast<float *>(shared + kBandReals)};  // (any block size: strided loops)
@@ -51,9 +84,7 @@ __global__ void __launch_bounds__(kFinalizeBlock) finalize_kernel(const KernelPa
   const BlockTeam team{reduce};
   const ProblemView v = load_problem(p, problem);
   const SeedSummary *summaries = p.summaries + size_t{problem} * p.seeds;
-  uint32_t best = 0;
-  for (uint32_t s = 1; s < p.seeds; ++s)
-    if (better(summaries[s], summaries[best])) best = s;
+  const uint32_t best = best_seed(p, problem);
   const float *x = p.scratch + (size_t{problem} * p.seeds + best) * ScratchLayout::kSize + ScratchLayout::kX;
   finalize_problem(team, p, problem, v, summaries[best], x);
   if (threadIdx.x == 0) p.done[problem] = 0;

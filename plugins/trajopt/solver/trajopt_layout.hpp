@@ -15,12 +15,14 @@ struct Arrays {
   // Inputs.
   float *q0 = nullptr, *qd0 = nullptr, *pose_goals = nullptr, *joint_goals = nullptr, *dt = nullptr, *initial = nullptr;
   uint8_t *goal_kinds = nullptr;
+  float *track_poses = nullptr, *track_weights = nullptr;
   // Outputs.
   float *q = nullptr, *qd = nullptr, *torques = nullptr;
   float *position_error = nullptr, *orientation_error = nullptr, *position_violation = nullptr,
         *velocity_violation = nullptr, *torque_violation = nullptr, *cost = nullptr;
   uint8_t *converged = nullptr;
   uint32_t *iterations = nullptr;
+  uint8_t *within_limits = nullptr;
   // The slots' last solutions.
   float *warm_q = nullptr;
   uint8_t *warm_valid = nullptr;
@@ -44,7 +46,8 @@ class Layout {
         traj * 4, traj * 4, traj * 4, b * 4, b * 4, b * 4, b * 4, b * 4, b * 4, b, b * 4,                 // outputs
         b * kVars * 4, b,                                                                              // slots
         scratch * 4, seeds_scratch * sizeof(SeedSummary), seeds_scratch > 0 ? b * 4 : 0,                // device
-        host_band ? size_t{kBandReals} * sizeof(Real) : 0, host_band ? size_t{kVars} * 4 : 0};                    // host only
+        host_band ? size_t{kBandReals} * sizeof(Real) : 0, host_band ? size_t{kVars} * 4 : 0,                     // host only
+        b * kN * KILN_TRAJOPT_POSE_SIZE * 4, b * kN * 2 * 4, b};  // revision 1.1: tracking inputs, within_limits
     for (int i = 0; i < kCount; ++i) {
       offsets_[i] = total_;
       total_ += (sizes[i] + 255) / 256 * 256;
@@ -64,11 +67,12 @@ class Layout {
     a.scratch = f(at(20)), a.summaries = reinterpret_cast<SeedSummary *>(at(21));
     a.done = reinterpret_cast<uint32_t *>(at(22));
     a.band = reinterpret_cast<Real *>(at(23)), a.best = f(at(24));
+    a.track_poses = f(at(25)), a.track_weights = f(at(26)), a.within_limits = at(27);
     return a;
   }
 
  private:
-  static constexpr int kCount = 25;
+  static constexpr int kCount = 28;
   static float *f(unsigned char *p) { return reinterpret_cast<float *>(p); }
   size_t offsets_[kCount] = {};
   size_t total_ = 0;

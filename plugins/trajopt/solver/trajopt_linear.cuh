@@ -4,7 +4,8 @@
 //              slot the 7x7 d tau / d q_slot;
 //   assemble   the damped normal matrix J^T J + lambda diag(J^T J) straight into band storage
 //              (row i holds columns i..i+kBand-1) and -J^T r, each entry gathered from the <= 3
-//              knots that touch it (no atomics, deterministic);
+//              knots that touch it (no atomics, deterministic); a goal's terms at knot N, a
+//              tracking problem's at every knot (each depends on its own knot's q only);
 //   factor     banded LDL^T, one team sync per row;
 //   solve      the two triangular solves on the lead warp.
 // The normal matrix is assembled, factored and solved in Real (trajopt_params.hpp: float; double
@@ -65,6 +66,7 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
                               const float *dtau, float lambda, Real *band, Real *rhs) {
   const float *fields = eval + EvalLayout::kKnotFields;
   const float *rg = eval + EvalLayout::kGoal, *Jg = rg + kGoalRows;
+  const float *track = eval + EvalLayout::kTrack;  // knot k's residual at k * kTrackStride, its Jacobian after
   for (int idx = team.rank(); idx < kVars * kBand; idx += team.size()) {
     const int i = idx / kBand, d = idx % kBand, c = i + d;
     const int b = i / kDof, a = i % kDof, b2 = c / kDof, a2 = c % kDof;
@@ -78,8 +80,12 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
         for (int j = 0; j < kDof; ++j) value += Real(c1[j]) * f[j] * c2[j];
         if (a == a2) value += Real(alpha(v, s.smoothness_weight, k, s1)) * alpha(v, s.smoothness_weight, k, s2) +
                               Real(beta(v, k, s1)) * beta(v, k, s2) * f[2 * kDof + a];
-        if (k == kN && s1 == 1 && s2 == 1)
+        if (s1 == 1 && s2 == 1 && v.track) {
+          const float *Jt = track + k * kTrackStride + kTrackRows;
+          for (int r = 0; r < kTrackRows; ++r) value += Real(Jt[r * kDof + a]) * Jt[r * kDof + a2];
+        } else if (k == kN && s1 == 1 && s2 == 1) {
           for (int r = 0; r < kGoalRows; ++r) value += Real(Jg[r * kDof + a]) * Jg[r * kDof + a2];
+        }
       }
       if (d == 0) value = value * (Real(1) + lambda) + Real(1e-9);
     }
@@ -95,8 +101,12 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
       const float *col = dtau_column(dtau, k, slot, a);
       for (int j = 0; j < kDof; ++j) g += Real(col[j]) * f[kDof + j];
       g += Real(alpha(v, s.smoothness_weight, k, slot)) * f[4 * kDof + a] + Real(beta(v, k, slot)) * f[3 * kDof + a];
-      if (k == kN && slot == 1)
+      if (slot == 1 && v.track) {
+        const float *rt = track + k * kTrackStride, *Jt = rt + kTrackRows;
+        for (int r = 0; r < kTrackRows; ++r) g += Real(Jt[r * kDof + a]) * rt[r];
+      } else if (k == kN && slot == 1) {
         for (int r = 0; r < kGoalRows; ++r) g += Real(Jg[r * kDof + a]) * rg[r];
+      }
     }
     rhs[i] = -g;
   }

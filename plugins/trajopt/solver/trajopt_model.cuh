@@ -23,7 +23,10 @@ struct ProblemView {
   float goal_R[9];
   float goal_q[kDof];
   float dt;
+  uint32_t index;       // the problem's index in its batch
   uint32_t joint_goal;
+  uint32_t track;       // a tracking problem (goal_p, goal_R: its last reference pose, for the starting trajectories)
+  uint32_t track_oriented;  // a tracking problem whose last knot's orientation weight is not 0
   bool finite;
 };
 
@@ -68,8 +71,11 @@ KILN_TRAJOPT_HD void rotation_vector(const T *E, T *e) {
 // Reads problem i of a batch (host or device memory, as the kernel sees it).
 KILN_TRAJOPT_HD ProblemView load_problem(const KernelParams &p, uint32_t i) {
   ProblemView v{};
+  v.index = i;
   v.dt = p.dt != nullptr ? p.dt[i] : p.settings.dt;
   v.joint_goal = p.goal_kinds != nullptr && p.goal_kinds[i] == KILN_TRAJOPT_GOAL_JOINT ? 1u : 0u;
+  v.track = p.goal_kinds != nullptr && p.goal_kinds[i] == KILN_TRAJOPT_GOAL_TRACK ? 1u : 0u;
+  v.track_oriented = v.track && p.track_weights != nullptr && p.track_weights[(size_t{i} * kN + kN - 1) * 2 + 1] != 0.0f;
   bool ok = finite(v.dt) && v.dt > 0.0f;
   for (int j = 0; j < kDof; ++j) {
     const float q = p.q0[size_t{i} * kDof + j];
@@ -83,8 +89,11 @@ KILN_TRAJOPT_HD ProblemView load_problem(const KernelParams &p, uint32_t i) {
       v.goal_q[j] = p.joint_goals[size_t{i} * kDof + j];
       ok = ok && finite(v.goal_q[j]);
     }
+  } else if (v.track && p.track_poses == nullptr) {  // device memory without the references: never read
+    ok = false;
   } else {
-    const float *g = p.pose_goals + size_t{i} * KILN_TRAJOPT_POSE_SIZE;
+    const float *g = v.track ? p.track_poses + (size_t{i} * kN + kN - 1) * KILN_TRAJOPT_POSE_SIZE
+                             : p.pose_goals + size_t{i} * KILN_TRAJOPT_POSE_SIZE;
     for (int k = 0; k < 3; ++k) v.goal_p[k] = g[k], ok = ok && finite(g[k]);
     ok = quaternion_to_matrix(g + 3, v.goal_R) && ok;
   }
@@ -137,16 +146,56 @@ KILN_TRAJOPT_HD float hinge(float value, float limit, float *weight, float *grad
 // What one evaluation of a trajectory found (identical on every team member).
 struct Eval {
   float cost;
-  float position_error;
+  float position_error;     // goal problems: at knot N; tracking problems: the largest over the knots
   float orientation_error;
   float velocity_violation;
   float torque_violation;
+  float limit_use;          // the largest |qd| / velocity limit and |tau| / effort limit over the knots
   bool finite;
 };
 
-KILN_TRAJOPT_HD bool meets(const Eval &e, const Settings &s) {
-  return e.finite && e.position_error <= s.position_tolerance && e.orientation_error <= s.orientation_tolerance &&
-         e.velocity_violation <= 0.0f && e.torque_violation <= 0.0f;
+// Within every limit; a goal problem also within its tolerances (a tracking problem has none).
+KILN_TRAJOPT_HD bool meets(const Eval &e, const Settings &s, const ProblemView &v) {
+  const bool limits = e.finite && e.velocity_violation <= 0.0f && e.torque_violation <= 0.0f;
+  return limits && (v.track || (e.position_error <= s.position_tolerance && e.orientation_error <= s.orientation_tolerance));
+}
+
+// Knot k's tracking terms (k >= 1) at the tip pose P, R with the FK Jacobian J (6 x dof, column j at
+// 6 j): residual and Jacobian rows into `out` (kTrackStride floats), the errors into *pe, *oe
+// (orientation only where its weight is not 0); returns the cost.
+KILN_TRAJOPT_HD float track_terms(const KernelParams &p, const ProblemView &v, int k, float scale, const float *P,
+                                  const float *R, const float *J, float *out, float *pe, float *oe) {
+  const size_t at = size_t{v.index} * kN + (k - 1);
+  const float *ref = p.track_poses + at * KILN_TRAJOPT_POSE_SIZE;
+  const float default_weight = kDefaultTrackShare * p.settings.goal_weight;
+  const float wp = scale * (p.track_weights != nullptr ? p.track_weights[2 * at] : default_weight);
+  const float wo = scale * (p.track_weights != nullptr ? p.track_weights[2 * at + 1] : 0.0f);
+  float *r = out, *Jt = out + kTrackRows;
+  float d2 = 0.0f, e[3] = {0.0f, 0.0f, 0.0f};
+  for (int a = 0; a < 3; ++a) {
+    const float d = P[a] - ref[a];
+    d2 += d * d;
+    r[a] = wp * d;
+  }
+  float Rref[9];
+  const bool oriented = (p.track_weights != nullptr && p.track_weights[2 * at + 1] != 0.0f);
+  if (oriented && quaternion_to_matrix(ref + 3, Rref)) {
+    float E[9];
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b)
+        E[3 * a + b] = R[3 * a] * Rref[3 * b] + R[3 * a + 1] * Rref[3 * b + 1] + R[3 * a + 2] * Rref[3 * b + 2];
+    rotation_vector(E, e);
+    *oe = std::sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+  } else {
+    *oe = oriented ? NAN : 0.0f;  // a zero quaternion from device memory: not finite
+  }
+  for (int a = 0; a < 3; ++a) r[3 + a] = wo * e[a];
+  for (int a = 0; a < kTrackRows; ++a)
+    for (int j = 0; j < kDof; ++j) Jt[a * kDof + j] = (a < 3 ? wp : wo) * J[6 * j + a];
+  *pe = std::sqrt(d2);
+  float cost = 0.0f;
+  for (int a = 0; a < kTrackRows; ++a) cost += 0.5f * r[a] * r[a];
+  return cost;
 }
 
 // Knot N's goal: residual r (kGoalRows), Jacobian Jg (kGoalRows x dof, row-major) and errors.
@@ -184,20 +233,30 @@ KILN_TRAJOPT_HD float goal_terms(const float *qN, const ProblemView &v, float w,
       for (int j = 0; j < kDof; ++j) Jg[a * kDof + j] = w * J[6 * j + a];
     *position_error = std::sqrt(d2);
     *orientation_error = std::sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    if (v.track && !v.track_oriented) {  // a position-only reference's end (starting trajectories only)
+      for (int a = 3; a < 6; ++a) {
+        r[a] = 0.0f;
+        for (int j = 0; j < kDof; ++j) Jg[a * kDof + j] = 0.0f;
+      }
+      *orientation_error = 0.0f;
+    }
   }
   float cost = 0.0f;
   for (int i = 0; i < kGoalRows; ++i) cost += 0.5f * r[i] * r[i];
   return cost;
 }
 
-// Evaluates trajectory x into eval buffer `buf` (EvalLayout): every knot's torques, residual
-// weights (wt, ut: torque space; wv, uv: velocity space; ra: weighted acceleration), the goal.
+// Evaluates trajectory x under settings s into eval buffer `buf` (EvalLayout): every knot's
+// torques, residual weights (wt, ut: torque space; wv, uv: velocity space; ra: weighted
+// acceleration), the goal or the tracking terms.
 template <class Team>
-KILN_TRAJOPT_HD Eval evaluate(const Team &team, const float *x, const ProblemView &v, const KernelParams &p, float *buf) {
-  const Settings &s = p.settings;
+KILN_TRAJOPT_HD Eval evaluate(const Team &team, const float *x, const ProblemView &v, const KernelParams &p,
+                              const Settings &s, float *buf) {
   const Limits &lim = p.limits;
   float cost = 0.0f, vel = 0.0f, tau_violation = 0.0f, bad = 0.0f, position_error = 0.0f, orientation_error = 0.0f;
+  float use = 0.0f;
   const float root_dt = std::sqrt(v.dt);
+  const float goal_weight = s.goal_weight * s.goal_scale;
   for (int k = team.rank(); k <= kN; k += team.size()) {
     float q[kDof], qd[kDof], qdd[kDof], tau[kDof];
     knot_state(x, v, k, q, qd, qdd);
@@ -206,7 +265,7 @@ KILN_TRAJOPT_HD Eval evaluate(const Team &team, const float *x, const ProblemVie
     float *wt = f, *ut = f + kDof, *wv = f + 2 * kDof, *uv = f + 3 * kDof, *ra = f + 4 * kDof;
     float c = 0.0f;
     const float ca = k < kN ? s.smoothness_weight * root_dt : 0.0f;
-    const float terminal = k == kN ? s.goal_weight * kTerminalVelocityShare : 0.0f;
+    const float terminal = k == kN && !v.track ? goal_weight * kTerminalVelocityShare : 0.0f;
     for (int j = 0; j < kDof; ++j) {
       buf[EvalLayout::kTau + k * kDof + j] = tau[j];
       const float ce = lim.effort[j] > 0.0f ? s.effort_weight * root_dt / lim.effort[j] : 0.0f;
@@ -219,15 +278,28 @@ KILN_TRAJOPT_HD Eval evaluate(const Team &team, const float *x, const ProblemVie
         const float rt = terminal * qd[j];
         wv[j] += terminal * terminal, uv[j] += terminal * rt;
         c += 0.5f * rt * rt;
-        if (lim.velocity[j] > 0.0f) vel = fmaxf(vel, fabsf(qd[j]) - lim.velocity[j]);
+        if (lim.velocity[j] > 0.0f) {
+          vel = fmaxf(vel, fabsf(qd[j]) - lim.velocity[j]);
+          use = fmaxf(use, fabsf(qd[j]) / lim.velocity[j]);
+        }
       }
       ra[j] = ca * qdd[j];
       c += 0.5f * ra[j] * ra[j];
-      if (lim.effort[j] > 0.0f) tau_violation = fmaxf(tau_violation, fabsf(tau[j]) - lim.effort[j]);
+      if (lim.effort[j] > 0.0f) {
+        tau_violation = fmaxf(tau_violation, fabsf(tau[j]) - lim.effort[j]);
+        use = fmaxf(use, fabsf(tau[j]) / lim.effort[j]);
+      }
     }
-    if (k == kN) {
+    if (v.track && k > 0 && v.finite) {
+      float P[3], R[9], J[6 * kDof], pe, oe;
+      Fk::fk_jacobian(q, P, R, J);
+      c += track_terms(p, v, k, s.goal_scale, P, R, J, buf + EvalLayout::kTrack + k * kTrackStride, &pe, &oe);
+      position_error = fmaxf(position_error, pe);
+      orientation_error = fmaxf(orientation_error, oe);
+      if (!finite(oe)) bad += 1.0f;
+    } else if (k == kN && !v.track) {
       float *g = buf + EvalLayout::kGoal;
-      c += goal_terms(q, v, s.goal_weight, g, g + kGoalRows, &position_error, &orientation_error);
+      c += goal_terms(q, v, goal_weight, g, g + kGoalRows, &position_error, &orientation_error);
     }
     if (!finite(c)) bad += 1.0f;
     cost += c;
@@ -239,8 +311,14 @@ KILN_TRAJOPT_HD Eval evaluate(const Team &team, const float *x, const ProblemVie
   e.orientation_error = team.max(orientation_error);
   e.velocity_violation = team.max(vel);
   e.torque_violation = team.max(tau_violation);
+  e.limit_use = team.max(use);
   if (!e.finite) e.cost = INFINITY;
   return e;
+}
+
+template <class Team>
+KILN_TRAJOPT_HD Eval evaluate(const Team &team, const float *x, const ProblemView &v, const KernelParams &p, float *buf) {
+  return evaluate(team, x, v, p, p.settings, buf);
 }
 
 // splitmix64 of (key, problem, seed, joint): a reproducible uniform float in [0, 1).
@@ -337,18 +415,29 @@ KILN_TRAJOPT_HD void pose_goal_end(const ProblemView &v, const Limits &lim, cons
   }
 }
 
+// Seed 0's given trajectory: q_1..q_N (kN * dof), read advanced by one knot when shift is set.
+struct Given {
+  const float *q;
+  bool shift;
+  KILN_TRAJOPT_HD float at(int i) const {  // variable i = (k - 1) * dof + j
+    if (!shift) return q[i];
+    const int next = i + kDof;
+    return q[next < kVars ? next : i];
+  }
+};
+
 // Seed `seed`'s starting trajectory into x: seed 0 from `given` (kN * dof) when not NULL; else a
 // minimum-jerk interpolation from q_0 (leaving with qd_0) to an end: for seed 0 the joint goal, or a
 // pose goal's least-motion IK answer from q_0; for the others the same from a random joint vector
 // within +-0.4 rad (joint goals) or +-1 rad (pose goals, the IK's start) of seed 0's; projected.
 template <class Team>
 KILN_TRAJOPT_HD void start_trajectory(const Team &team, const ProblemView &v, const KernelParams &p, uint32_t problem,
-                                      uint32_t seed, const float *given, float *x) {
+                                      uint32_t seed, const Given &given, float *x) {
   float end[kDof];
-  if (!(given != nullptr && seed == 0)) {  // every member computes the same end
+  if (!(given.q != nullptr && seed == 0)) {  // every member computes the same end
     float from[kDof];
     for (int j = 0; j < kDof; ++j) {
-      from[j] = given != nullptr ? given[(kN - 1) * kDof + j] : (v.joint_goal ? v.goal_q[j] : v.q0[j]);
+      from[j] = given.q != nullptr ? given.at((kN - 1) * kDof + j) : (v.joint_goal ? v.goal_q[j] : v.q0[j]);
       const float spread = v.joint_goal ? 0.8f : 2.0f;
       if (seed > 0) from[j] += spread * (uniform(p.settings.random_seed, problem, seed, static_cast<uint32_t>(j)) - 0.5f);
       if (!finite(from[j])) from[j] = 0.0f;
@@ -362,8 +451,8 @@ KILN_TRAJOPT_HD void start_trajectory(const Team &team, const ProblemView &v, co
   for (int i = team.rank(); i < kVars; i += team.size()) {
     const int k = i / kDof + 1, j = i % kDof;
     float value;
-    if (given != nullptr && seed == 0) {
-      value = given[i];
+    if (given.q != nullptr && seed == 0) {
+      value = given.at(i);
     } else {
       const float t = static_cast<float>(k) / kN, blend = t * t * t * (10.0f + t * (-15.0f + 6.0f * t));
       value = v.q0[j] + (end[j] - v.q0[j]) * blend + v.qd0[j] * v.dt * k * (1.0f - t) * (1.0f - t);

@@ -56,7 +56,8 @@ struct Settings {
   float goal_weight;
   float smoothness_weight;
   float effort_weight;
-  uint32_t reserved;
+  // Scales the goal's (or the reference's) weights: 1, lowered by the limit-first rounds (trajopt_seed.cuh).
+  float goal_scale;
   uint64_t random_seed;
 };
 
@@ -81,7 +82,13 @@ struct SeedSummary {
   uint32_t iterations;
   uint32_t converged;
   uint32_t finite;
+  KILN_TRAJOPT_HD bool within_limits() const { return finite && velocity_violation <= 0.0f && torque_violation <= 0.0f; }
 };
+
+// A tracking problem's terms at one knot: the residual (6: position, orientation) and its Jacobian (6 x dof).
+constexpr int kTrackRows = 6;
+constexpr int kTrackStride = kTrackRows + kTrackRows * kDof;
+constexpr float kDefaultTrackShare = 0.1f;  // default position weight of a tracking knot / goal weight
 
 // Per-seed scratch, in floats. Two evaluation buffers: the current point's and a trial's.
 struct EvalLayout {
@@ -89,7 +96,8 @@ struct EvalLayout {
   static constexpr int kFk = kTau + kKnots * kDof;              // p (3), R (9), J (6 * dof)
   static constexpr int kKnotFields = kFk + 12 + 6 * kDof;       // kKnots * 5 * dof: wt, ut, wv, uv, ra
   static constexpr int kGoal = kKnotFields + kKnots * 5 * kDof; // residual (kGoalRows), Jacobian (kGoalRows * dof)
-  static constexpr int kSize = kGoal + kGoalRows + kGoalRows * kDof;
+  static constexpr int kTrack = kGoal + kGoalRows + kGoalRows * kDof;  // kKnots * kTrackStride (tracking problems)
+  static constexpr int kSize = kTrack + kKnots * kTrackStride;
 };
 struct ScratchLayout {
   static constexpr int kX = 0;
@@ -117,6 +125,7 @@ struct KernelParams {
   // first, then the others for the problems it left unconverged (trajopt_kernels.cuh).
   uint32_t seed_base;
   uint32_t seed_span;
+  uint32_t limits_pass;  // the seed kernel's third launch: best seeds brought within the limits
   Settings settings;
   Limits limits;
   const float *q0;
@@ -126,6 +135,8 @@ struct KernelParams {
   const float *joint_goals;
   const float *dt;                // nullptr: settings.dt
   const float *initial;           // nullptr, or count * kN * dof
+  const float *track_poses;       // nullptr, or count * kN * 7 (tracking problems' references)
+  const float *track_weights;     // nullptr (defaults), or count * kN * 2
   float *scratch;                 // count * seeds * ScratchLayout::kSize (device); host: one seed's
   SeedSummary *summaries;         // count * seeds
   uint32_t *done;                 // count flags: a seed of the problem converged
@@ -141,6 +152,7 @@ struct KernelParams {
   float *torque_violation;
   float *cost;
   uint32_t *iterations;
+  uint8_t *within_limits;
   // The slots' last solutions (max_batch * kVars floats, max_batch flags); nullptr: not used.
   float *warm_q;
   uint8_t *warm_valid;

@@ -7,7 +7,8 @@
 // linearisation. Stopping rule (kiln.trajopt/1, "Seeds and stopping"): after a step, the current
 // trajectory meets the goal tolerances and every limit, and the step lowered the cost by less than
 // KILN_TRAJOPT_COST_PLATEAU (a rejected step lowered it by nothing); or max_iterations; or (device)
-// another seed of the problem converged; or lambda ran away (stalled).
+// another seed of the problem converged; or lambda ran away (stalled). A problem's best seed that
+// ended outside a velocity or torque limit is then brought within them (bring_within_limits).
 #pragma once
 
 #include <stdint.h>
@@ -19,68 +20,26 @@
 
 namespace kiln_trajopt {
 
+// Converged first, then within every limit, then the lower cost.
 KILN_TRAJOPT_HD bool better(const SeedSummary &a, const SeedSummary &b) {
   if (a.finite != b.finite) return a.finite > b.finite;
   if (a.converged != b.converged) return a.converged > b.converged;
+  if (a.within_limits() != b.within_limits()) return a.within_limits();
   return a.cost < b.cost;
 }
 
-// done: nullptr, or the problem's flag another seed sets when it converged (read each step).
-template <class Team>
-KILN_TRAJOPT_HD SeedSummary solve_seed(const Team &team, const KernelParams &p, uint32_t problem, uint32_t seed,
-                                       const ProblemView &v, const float *given, float *scratch, Real *band,
-                                       const volatile uint32_t *done) {
-  const Settings &s = p.settings;
-  float *x = scratch + ScratchLayout::kX, *trial = scratch + ScratchLayout::kTrial;
-  float *eval[2] = {scratch + ScratchLayout::kEval, scratch + ScratchLayout::kEval + EvalLayout::kSize};
-  float *jobs = scratch + ScratchLayout::kJobs, *dtau = scratch + ScratchLayout::kDtau;
-  Real *rhs = band + kVars * kBand;
-  start_trajectory(team, v, p, problem, seed, given, x);
-  int cur = 0;
-  Eval e = evaluate(team, x, v, p, eval[cur]);
-  uint32_t iterations = 0;
-  bool converged = false, linearized = false;
-  float lambda = kInitialDamping;
-  for (uint32_t it = 0; e.finite && it < s.max_iterations; ++it) {
-    if (done != nullptr && team.broadcast(team.rank() == 0 ? static_cast<float>(done[problem]) : 0.0f) != 0.0f) break;
-    if (!linearized) {
-      linearize(team, x, v, eval[cur], jobs, dtau);
-      linearized = true;
-    }
-    assemble(team, v, s, eval[cur], dtau, lambda, band, rhs);
-    ++iterations;
-    if (!factor(team, band)) {
-      team.sync();
-      lambda *= 10.0f;
-      if (lambda > 1e10f) break;
-      continue;
-    }
-    solve_factored(team, band, rhs);
-    for (int i = team.rank(); i < kVars; i += team.size()) trial[i] = project(p.limits, i % kDof, x[i] + static_cast<float>(rhs[i]));
-    team.sync();
-    const Eval t = evaluate(team, trial, v, p, eval[1 - cur]);
-    float decrease = 0.0f;
-    if (t.finite && t.cost < e.cost) {
-      decrease = (e.cost - t.cost) / e.cost;
-      float *swap = x;
-      x = trial, trial = swap;
-      cur = 1 - cur;
-      e = t;
-      linearized = false;
-      lambda = fmaxf(lambda * (1.0f / 3.0f), 1e-7f);
-    } else {
-      lambda *= 5.0f;
-    }
-    if (meets(e, s) && decrease < KILN_TRAJOPT_COST_PLATEAU) {
-      converged = true;
-      break;
-    }
-    if (lambda > 1e10f) break;
-  }
-  if (x != scratch + ScratchLayout::kX) {  // the answer stays where the finalisation reads it
-    for (int i = team.rank(); i < kVars; i += team.size()) scratch[ScratchLayout::kX + i] = x[i];
-    team.sync();
-  }
+// One (problem, seed)'s Levenberg-Marquardt iterate: x (its evaluation in eval[cur]), the buffer of
+// a trial, the damping, whether the torque Jacobians are x's.
+struct Iterate {
+  float *x;
+  float *trial;
+  int cur;
+  Eval e;
+  float lambda;
+  bool linearized;
+};
+
+KILN_TRAJOPT_HD SeedSummary summarize(const Eval &e, uint32_t iterations, bool converged) {
   SeedSummary out;
   out.cost = e.cost;
   out.position_error = e.finite ? e.position_error : NAN;
@@ -91,6 +50,139 @@ KILN_TRAJOPT_HD SeedSummary solve_seed(const Team &team, const KernelParams &p, 
   out.converged = converged ? 1u : 0u;
   out.finite = e.finite ? 1u : 0u;
   return out;
+}
+
+// Up to `budget` steps on `it` under settings s, until finished(evaluation, relative decrease of
+// the step, whether it was accepted) holds (returns true), the damping ran away, or another seed of the problem converged
+// (done: nullptr, or its flag, read each step). *steps counts the steps taken.
+template <class Team, class Finished>
+KILN_TRAJOPT_HD bool lm_steps(const Team &team, const KernelParams &p, const Settings &s, const ProblemView &v,
+                              float *scratch, Real *band, uint32_t budget, const volatile uint32_t *done, Iterate &it,
+                              uint32_t *steps, Finished finished) {
+  float *eval[2] = {scratch + ScratchLayout::kEval, scratch + ScratchLayout::kEval + EvalLayout::kSize};
+  float *jobs = scratch + ScratchLayout::kJobs, *dtau = scratch + ScratchLayout::kDtau;
+  Real *rhs = band + kVars * kBand;
+  for (uint32_t n = 0; it.e.finite && n < budget; ++n) {
+    if (done != nullptr && team.broadcast(team.rank() == 0 ? static_cast<float>(done[v.index]) : 0.0f) != 0.0f) break;
+    if (!it.linearized) {
+      linearize(team, it.x, v, eval[it.cur], jobs, dtau);
+      it.linearized = true;
+    }
+    assemble(team, v, s, eval[it.cur], dtau, it.lambda, band, rhs);
+    ++*steps;
+    if (!factor(team, band)) {
+      team.sync();
+      it.lambda *= 10.0f;
+      if (it.lambda > 1e10f) break;
+      continue;
+    }
+    solve_factored(team, band, rhs);
+    for (int i = team.rank(); i < kVars; i += team.size())
+      it.trial[i] = project(p.limits, i % kDof, it.x[i] + static_cast<float>(rhs[i]));
+    team.sync();
+    const Eval t = evaluate(team, it.trial, v, p, s, eval[1 - it.cur]);
+    float decrease = 0.0f;
+    const bool accepted = t.finite && t.cost < it.e.cost;
+    if (accepted) {
+      decrease = (it.e.cost - t.cost) / it.e.cost;
+      float *swap = it.x;
+      it.x = it.trial, it.trial = swap;
+      it.cur = 1 - it.cur;
+      it.e = t;
+      it.linearized = false;
+      it.lambda = fmaxf(it.lambda * (1.0f / 3.0f), 1e-7f);
+    } else {
+      it.lambda *= 5.0f;
+    }
+    if (finished(it.e, decrease, accepted)) return true;
+    if (it.lambda > 1e10f) break;
+  }
+  return false;
+}
+
+// The answer stays where the finalisation reads it (scratch's kX).
+template <class Team>
+KILN_TRAJOPT_HD void keep_in_place(const Team &team, float *scratch, const Iterate &it) {
+  if (it.x == scratch + ScratchLayout::kX) return;
+  for (int i = team.rank(); i < kVars; i += team.size()) scratch[ScratchLayout::kX + i] = it.x[i];
+  team.sync();
+}
+
+// done: nullptr, or the problem's flag another seed sets when it converged (read each step).
+template <class Team>
+KILN_TRAJOPT_HD SeedSummary solve_seed(const Team &team, const KernelParams &p, uint32_t problem, uint32_t seed,
+                                       const ProblemView &v, const Given &given, float *scratch, Real *band,
+                                       const volatile uint32_t *done) {
+  const Settings &s = p.settings;
+  Iterate it{scratch + ScratchLayout::kX, scratch + ScratchLayout::kTrial, 0, Eval{}, kInitialDamping, false};
+  start_trajectory(team, v, p, problem, seed, given, it.x);
+  it.e = evaluate(team, it.x, v, p, s, scratch + ScratchLayout::kEval);
+  uint32_t iterations = 0;
+  const bool converged = lm_steps(team, p, s, v, scratch, band, s.max_iterations, done, it, &iterations,
+                                  [&](const Eval &e, float decrease, bool accepted) {
+                                    // A tracking problem has no tolerance to have met: a rejected
+                                    // step (too little damping) says nothing about its plateau.
+                                    return meets(e, s, v) && decrease < KILN_TRAJOPT_COST_PLATEAU &&
+                                           (accepted || !v.track);
+                                  });
+  keep_in_place(team, scratch, it);
+  return summarize(it.e, iterations, converged);
+}
+
+// The brake: from q_0 at qd_0, slowing at a constant rate to rest at knot N (projected into the
+// position limits). What a controller falls back to when no trajectory towards the goal kept the
+// limits; within them wherever the start velocity and the holding torques are.
+template <class Team>
+KILN_TRAJOPT_HD void brake_trajectory(const Team &team, const ProblemView &v, const Limits &lim, float *x) {
+  for (int i = team.rank(); i < kVars; i += team.size()) {
+    const int k = i / kDof + 1, j = i % kDof;
+    const float travelled = v.qd0[j] * v.dt * (static_cast<float>(k) - 0.5f * k * (k + 1) / (kN + 1));
+    x[i] = project(lim, j, v.q0[j] + travelled);
+  }
+  team.sync();
+}
+
+// The limit-first rounds (kiln.trajopt/1 "Within the limits"): from a seed that ended outside a
+// velocity or torque limit (its trajectory at scratch's kX, *summary its summary), the goal's or
+// the reference's weight lowered to 1 % and then to 0, max_iterations steps in all, until the
+// trajectory keeps within 99 % of every limit (the margin keeps float rounding off the limits a
+// double-precision check applies); failing that, the brake when it keeps the limits. (Measured on
+// the iiwa14 with a joint goal 4 rad away in 0.32 s: 25 to 50 steps; a tenfold schedule of four
+// rounds needed about twice as many.) The summary becomes the final trajectory's, not converged.
+template <class Team>
+KILN_TRAJOPT_HD void bring_within_limits(const Team &team, const KernelParams &p, const ProblemView &v, float *scratch,
+                                         Real *band, SeedSummary *summary) {
+  if (summary->converged || !summary->finite || summary->within_limits()) return;
+  constexpr float kScales[] = {0.01f, 0.0f};
+  constexpr int kRounds = sizeof kScales / sizeof kScales[0];
+  constexpr float kUse = 0.99f;
+  Settings s = p.settings;
+  float *eval = scratch + ScratchLayout::kEval;
+  Iterate it{scratch + ScratchLayout::kX, scratch + ScratchLayout::kTrial, 0, Eval{}, kInitialDamping, false};
+  uint32_t steps = 0;
+  const uint32_t per_round = s.max_iterations / kRounds > 0 ? s.max_iterations / kRounds : 1;
+  for (int round = 0; round < kRounds; ++round) {
+    s.goal_scale = kScales[round];
+    it.e = evaluate(team, it.x, v, p, s, eval + it.cur * EvalLayout::kSize);
+    it.linearized = false;
+    it.lambda = kInitialDamping;
+    if (it.e.finite && it.e.limit_use <= kUse) break;
+    if (lm_steps(team, p, s, v, scratch, band, per_round, nullptr, it, &steps,
+                 [&](const Eval &e, float, bool) { return e.limit_use <= kUse; }))
+      break;
+  }
+  if (!(it.e.finite && it.e.limit_use <= 1.0f)) {
+    brake_trajectory(team, v, p.limits, it.trial);
+    const Eval brake = evaluate(team, it.trial, v, p, s, eval + (1 - it.cur) * EvalLayout::kSize);
+    if (brake.finite && brake.limit_use <= kUse) {
+      float *swap = it.x;
+      it.x = it.trial, it.trial = swap;
+      it.cur = 1 - it.cur;
+    }
+  }
+  keep_in_place(team, scratch, it);
+  const Eval final_eval = evaluate(team, scratch + ScratchLayout::kX, v, p, eval);
+  *summary = summarize(final_eval, summary->iterations + steps, false);
 }
 
 // Problem `problem`'s outputs from trajectory x (q_1..q_N) and its seed's summary; records the slot.
@@ -129,16 +221,20 @@ KILN_TRAJOPT_HD void finalize_problem(const Team &team, const KernelParams &p, u
     if (p.torque_violation != nullptr) p.torque_violation[problem] = ok ? torque : NAN;
     if (p.cost != nullptr) p.cost[problem] = best.cost;
     if (p.iterations != nullptr) p.iterations[problem] = best.iterations;
+    if (p.within_limits != nullptr) p.within_limits[problem] = ok && position <= 0.0f && velocity <= 0.0f && torque <= 0.0f;
   }
   team.sync();
 }
 
 // Seed 0's given trajectory of a problem: initial_trajectories, else the slot's last solution
-// under KILN_TRAJOPT_SOLVE_WARM_START, else none.
-KILN_TRAJOPT_HD const float *given_trajectory(const KernelParams &p, uint32_t problem) {
-  if (p.initial != nullptr) return p.initial + size_t{problem} * kVars;
-  if (p.warm_start && p.warm_q != nullptr && p.warm_valid[problem] != 0) return p.warm_q + size_t{problem} * kVars;
-  return nullptr;
+// under KILN_TRAJOPT_SOLVE_WARM_START (advanced by one knot under KILN_TRAJOPT_SOLVE_WARM_SHIFT),
+// else none.
+KILN_TRAJOPT_HD Given given_trajectory(const KernelParams &p, uint32_t problem) {
+  if (p.initial != nullptr) return {p.initial + size_t{problem} * kVars, false};
+  const bool shift = (p.settings.flags & KILN_TRAJOPT_SOLVE_WARM_SHIFT) != 0;
+  if ((p.warm_start || shift) && p.warm_q != nullptr && p.warm_valid[problem] != 0)
+    return {p.warm_q + size_t{problem} * kVars, shift};
+  return {nullptr, false};
 }
 
 }  // namespace kiln_trajopt

@@ -12,6 +12,7 @@
 //   blocks, stream), synchronize, record, wait_event, finished, stream, describe, close.
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cstdio>
@@ -38,6 +39,9 @@ struct TrajoptKind : kiln_plugin_common::SolverTypes<KernelParams, Arrays, Limit
   static constexpr const char *kBatchItems = "problems";
   static constexpr uint32_t kMaxBatch = 1u << 20;
   static constexpr size_t kSlotFloats = kVars;  // the trajectory q_1..q_N
+  // Revision 1.0's structs: they ended before the tracking inputs and within_limits.
+  static constexpr size_t kProblemMinSize = offsetof(kiln_trajopt_problem, track_poses);
+  static constexpr size_t kResultMinSize = offsetof(kiln_trajopt_result, within_limits);
 };
 
 template <class Device>
@@ -80,7 +84,8 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
   static void fill_info(kiln_trajopt_info &info) noexcept {
     info.horizon = kN;
     info.max_seeds = KILN_TRAJOPT_MAX_SEEDS;
-    info.solve_flags = KILN_TRAJOPT_SOLVE_WARM_START;
+    info.solve_flags = KILN_TRAJOPT_SOLVE_WARM_START | KILN_TRAJOPT_SOLVE_WARM_SHIFT;
+    info.features = KILN_TRAJOPT_FEATURE_TRACKING | KILN_TRAJOPT_FEATURE_WITHIN_LIMITS;
   }
 
   kiln_status write_state(const kiln_plugin_common::SlotSnapshot &snapshot, void *buffer, size_t capacity, size_t *size,
@@ -138,7 +143,7 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
     p.summaries = d.summaries;
     p.done = d.done;
     // Seed 0 of every problem, then the other seeds where it did not converge (their blocks return at once
-    // elsewhere), then the best of each problem.
+    // elsewhere), then the best seed of each problem brought within the limits where it is not, then its outputs.
     p.seed_base = 0, p.seed_span = 1;
     if ((s = this->gpu_.launch_seeds(p, p.count, stream, "solve: launching the seed kernel", message)) != KILN_OK)
       return s;
@@ -148,6 +153,11 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
                                        message)) != KILN_OK)
         return s;
     }
+    p.limits_pass = 1;
+    if ((s = this->gpu_.launch_seeds(p, p.count, stream, "solve: launching the seed kernel's limits pass", message)) !=
+        KILN_OK)
+      return s;
+    p.limits_pass = 0;
     if ((s = this->gpu_.launch_finalize(p, p.count, stream, "solve: launching the finalize kernel", message)) !=
         KILN_OK)
       return s;
