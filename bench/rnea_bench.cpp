@@ -10,6 +10,8 @@
 //   kiln_bench_rnea [--max-states N] [--cpu-states N] [--runs N] [--threads N]
 //   kiln_bench_rnea --kdl FILE [--cpu-only]
 //     --max-states  the largest batch (default 16777216); the batches are 1 M, 4 M, 16 M up to it
+//     --batches     instead: these batch sizes, comma-separated (e.g. 1000,10000,100000,1000000: the
+//                   sizes bench/peers runs GRiD at)
 //     --cpu-states  states the CPU baseline evaluates per pass (default 1048576); the accuracy
 //                   is checked on these
 //     --runs        timed kernel launches per batch (default 20; 3 round trips with transfers)
@@ -24,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,7 +47,7 @@ constexpr double kFloatTolerance = 1e-4, kDoubleTolerance = 1e-9;
 
 int usage() {
   std::fprintf(stderr,
-               "usage: kiln_bench_rnea [--max-states N] [--cpu-states N] [--runs N] [--threads N]\n"
+               "usage: kiln_bench_rnea [--max-states N | --batches N,N,...] [--cpu-states N] [--runs N] [--threads N]\n"
                "       kiln_bench_rnea --kdl FILE [--cpu-only]   (bench/README.md: the KDL states files)\n");
   return 2;
 }
@@ -286,6 +289,7 @@ int main(int argc, char **argv) {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::string kdl_file;
   bool cpu_only = false, timing_option = false;
+  std::vector<std::size_t> chosen_sizes;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--cpu-only") {
@@ -295,6 +299,19 @@ int main(int argc, char **argv) {
     if (i + 1 >= argc) return usage();
     if (arg == "--kdl") {
       kdl_file = argv[++i];
+      continue;
+    }
+    if (arg == "--batches") {
+      timing_option = true;
+      std::stringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) {
+        const long value = std::atol(item.c_str());
+        if (value < 1) return usage();
+        chosen_sizes.push_back(static_cast<std::size_t>(value));
+      }
+      if (chosen_sizes.empty()) return usage();
+      std::sort(chosen_sizes.begin(), chosen_sizes.end());
+      max_states = chosen_sizes.back();
       continue;
     }
     timing_option = true;
@@ -348,11 +365,13 @@ int main(int argc, char **argv) {
 
   std::printf("device %s (sm_%d%d, %d SMs, %.0f GiB)\n", gpu.name.c_str(), gpu.major, gpu.minor, gpu.sm_count,
               gpu.memory_gib);
-  std::vector<std::size_t> sizes;
-  for (const std::size_t n : {std::size_t{1} << 20, std::size_t{1} << 22, std::size_t{1} << 24}) {
-    if (n < max_states) sizes.push_back(n);
+  std::vector<std::size_t> sizes = chosen_sizes;
+  if (sizes.empty()) {
+    for (const std::size_t n : {std::size_t{1} << 20, std::size_t{1} << 22, std::size_t{1} << 24}) {
+      if (n < max_states) sizes.push_back(n);
+    }
+    sizes.push_back(max_states);
   }
-  sizes.push_back(max_states);
   std::vector<float> tau32;
   std::vector<double> tau64;
   const std::vector<GpuTiming> fp32 = run_gpu(single, sizes, runs, tau32);
