@@ -67,6 +67,7 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
   const float *fields = eval + EvalLayout::kKnotFields;
   const float *rg = eval + EvalLayout::kGoal, *Jg = rg + kGoalRows;
   const float *track = eval + EvalLayout::kTrack;  // knot k's residual at k * kTrackStride, its Jacobian after
+  const SlotCoefficients slots(v, s.smoothness_weight);
   for (int idx = team.rank(); idx < kVars * kBand; idx += team.size()) {
     const int i = idx / kBand, d = idx % kBand, c = i + d;
     const int b = i / kDof, a = i % kDof, b2 = c / kDof, a2 = c % kDof;
@@ -78,8 +79,7 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
         const float *f = fields + k * 5 * kDof;
         const float *c1 = dtau_column(dtau, k, s1, a), *c2 = dtau_column(dtau, k, s2, a2);
         for (int j = 0; j < kDof; ++j) value += Real(c1[j]) * f[j] * c2[j];
-        if (a == a2) value += Real(alpha(v, s.smoothness_weight, k, s1)) * alpha(v, s.smoothness_weight, k, s2) +
-                              Real(beta(v, k, s1)) * beta(v, k, s2) * f[2 * kDof + a];
+        if (a == a2) value += Real(slots.alpha(k, s1)) * slots.alpha(k, s2) + Real(slots.beta(k, s1)) * slots.beta(k, s2) * f[2 * kDof + a];
         if (s1 == 1 && s2 == 1 && v.track) {
           const float *Jt = track + k * kTrackStride + kTrackRows;
           for (int r = 0; r < kTrackRows; ++r) value += Real(Jt[r * kDof + a]) * Jt[r * kDof + a2];
@@ -100,7 +100,7 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
       const float *f = fields + k * 5 * kDof;
       const float *col = dtau_column(dtau, k, slot, a);
       for (int j = 0; j < kDof; ++j) g += Real(col[j]) * f[kDof + j];
-      g += Real(alpha(v, s.smoothness_weight, k, slot)) * f[4 * kDof + a] + Real(beta(v, k, slot)) * f[3 * kDof + a];
+      g += Real(slots.alpha(k, slot)) * f[4 * kDof + a] + Real(slots.beta(k, slot)) * f[3 * kDof + a];
       if (slot == 1 && v.track) {
         const float *rt = track + k * kTrackStride, *Jt = rt + kTrackRows;
         for (int r = 0; r < kTrackRows; ++r) g += Real(Jt[r * kDof + a]) * rt[r];
@@ -115,19 +115,41 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
 
 // In place: band -> its LDL^T (row i: d_i on the diagonal, d_i * L^T(i, i + a) beyond). false when
 // a pivot is not positive (the damping is raised and the step retried).
+// Pair t = b (b - 1) / 2 + a - 1 of 1 <= a <= b <= W: the upper triangle of a row's update.
+KILN_TRAJOPT_HD void factor_pair(int t, int *a, int *b) {
+  *b = static_cast<int>((1.0f + std::sqrt(1.0f + 8.0f * static_cast<float>(t))) * 0.5f);
+  *a = t - *b * (*b - 1) / 2 + 1;
+}
+
 template <class Team>
 KILN_TRAJOPT_HD bool factor(const Team &team, Real *band) {
   constexpr int W = kBand - 1, kPairs = W * (W + 1) / 2;
+  // A device team's members take their pairs once, into registers (teams of 64 or more: at most
+  // kHeld each), instead of per row; the host's one member works them out per row.
+  constexpr int kHeld = (kPairs + 63) / 64;
+  int held_a[kHeld], held_b[kHeld];
+  const bool hold = team.size() >= 64;
+  for (int h = 0; h < kHeld; ++h) {
+    const int t = team.rank() + h * team.size();
+    held_a[h] = 0, held_b[h] = 0;
+    if (hold && t < kPairs) factor_pair(t, &held_a[h], &held_b[h]);
+  }
   for (int i = 0; i < kVars; ++i) {
     const Real pivot = band[i * kBand];
     if (!(pivot > Real(0))) return false;  // uniform: every member read the same value
     const Real inv = Real(1) / pivot;
     const Real *row = band + i * kBand;
-    // Pair t = b (b - 1) / 2 + a - 1 of 1 <= a <= b <= W: the upper triangle, no idle members.
-    for (int t = team.rank(); t < kPairs; t += team.size()) {
-      const int b = static_cast<int>((1.0f + std::sqrt(1.0f + 8.0f * static_cast<float>(t))) * 0.5f);
-      const int a = t - b * (b - 1) / 2 + 1;
-      if (i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
+    if (hold) {
+      for (int h = 0; h < kHeld; ++h) {
+        const int a = held_a[h], b = held_b[h];
+        if (b != 0 && i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
+      }
+    } else {
+      for (int t = team.rank(); t < kPairs; t += team.size()) {
+        int a, b;
+        factor_pair(t, &a, &b);
+        if (i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
+      }
     }
     team.sync();
   }
@@ -135,9 +157,67 @@ KILN_TRAJOPT_HD bool factor(const Team &team, Real *band) {
 }
 
 // rhs -> the solution of (L D L^T) x = rhs, on the lead warp; the team syncs at the end.
+// On a device the two substitutions keep a window of 32 consecutive entries of rhs in the warp's
+// registers (lane l: the entry l rows past the current one), so a row costs a broadcast, a
+// multiply-add and a shift, with no shared-memory round trip, division or barrier on its critical
+// path (what made the substitutions a third of a batch-1 step); the band's off-diagonal entries
+// are left divided by their row's pivot. The host path (a one-member team) runs the same updates
+// in the same order, row by row.
 template <class Team>
-KILN_TRAJOPT_HD void solve_factored(const Team &team, const Real *band, Real *rhs) {
+KILN_TRAJOPT_HD void solve_factored(const Team &team, Real *band, Real *rhs) {
   constexpr int W = kBand - 1;
+#if defined(__CUDA_ARCH__)
+  static_assert(W < 32, "the window holds the band's reach and the row being finished");
+  constexpr unsigned kFull = 0xffffffffu;
+  // First the whole team turns row k's d_k L^T(k, k + a) into L(k + a, k) (the diagonal stays
+  // d_k): the substitutions then read their coefficients without a division, which in a warp's
+  // in-order issue would sit on every row's critical path.
+  for (int idx = team.rank(); idx < kVars * W; idx += team.size()) {
+    const int k = idx / W, a = 1 + idx % W;
+    band[k * kBand + a] /= band[k * kBand];
+  }
+  team.sync();
+  const int lane = team.lane();
+  if (lane >= 0) {
+    // The band and the right-hand side do not overlap (rhs follows the band): restrict lets the
+    // next row's loads, issued a row ahead, pass this row's store.
+    const Real *__restrict__ B = band;
+    Real *__restrict__ R = rhs;
+    const auto below = [&](int k) -> Real {  // lane's L(k + lane, k), the forward pass's coefficient
+      return lane >= 1 && lane <= W && k + lane < kVars ? B[k * kBand + lane] : Real(0);
+    };
+    Real window = lane < kVars ? R[lane] : Real(0);  // L y = rhs, forwards
+    Real c = below(0), incoming = lane == 31 && 32 < kVars ? R[32] : Real(0);
+    for (int k = 0; k < kVars; ++k) {
+      const Real c_next = k + 1 < kVars ? below(k + 1) : Real(0);
+      const Real incoming_next = lane == 31 && k + 33 < kVars ? R[k + 33] : Real(0);
+      const Real y = __shfl_sync(kFull, window, 0);
+      window -= c * y;
+      const Real shifted = __shfl_down_sync(kFull, window, 1);
+      window = lane == 31 ? incoming : shifted;
+      if (lane == 0) R[k] = y;
+      c = c_next, incoming = incoming_next;
+    }
+    __syncwarp();
+    for (int i = lane; i < kVars; i += 32) R[i] /= B[i * kBand];
+    __syncwarp();
+    const auto above = [&](int i) -> Real {  // lane's L(i, i - lane), the backward pass's coefficient
+      return lane >= 1 && lane <= W && i - lane >= 0 ? B[(i - lane) * kBand + lane] : Real(0);
+    };
+    window = kVars - 1 - lane >= 0 ? R[kVars - 1 - lane] : Real(0);  // L^T x = y / D, backwards
+    c = above(kVars - 1), incoming = lane == 31 && kVars - 33 >= 0 ? R[kVars - 33] : Real(0);
+    for (int i = kVars - 1; i >= 0; --i) {
+      const Real c_next = i - 1 >= 0 ? above(i - 1) : Real(0);
+      const Real incoming_next = lane == 31 && i - 33 >= 0 ? R[i - 33] : Real(0);
+      const Real x = __shfl_sync(kFull, window, 0);
+      window -= c * x;
+      const Real shifted = __shfl_down_sync(kFull, window, 1);
+      window = lane == 31 ? incoming : shifted;
+      if (lane == 0) R[i] = x;
+      c = c_next, incoming = incoming_next;
+    }
+  }
+#else
   const int lane = team.lane(), lanes = team.lanes();
   if (lane >= 0) {
     for (int k = 0; k < kVars; ++k) {  // L y = rhs, column by column
@@ -156,6 +236,7 @@ KILN_TRAJOPT_HD void solve_factored(const Team &team, const Real *band, Real *rh
       team.warp_sync();
     }
   }
+#endif
   team.sync();
 }
 

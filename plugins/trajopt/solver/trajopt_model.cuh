@@ -118,17 +118,16 @@ KILN_TRAJOPT_HD void knot_state(const float *x, const ProblemView &v, int k, flo
   }
 }
 
-// The constant coefficients of knot k's slots: alpha (acceleration residual per unit q of the
-// slot, times its weight) and beta (velocity per unit q).
-KILN_TRAJOPT_HD float alpha(const ProblemView &v, float smoothness, int k, int slot) {
-  if (k >= kN) return 0.0f;
-  const float c = smoothness * std::sqrt(v.dt) / (v.dt * v.dt);
-  return slot == 1 ? -2.0f * c : c;
-}
-KILN_TRAJOPT_HD float beta(const ProblemView &v, int k, int slot) {
-  if (k == 0 || slot == 2) return 0.0f;
-  return slot == 1 ? 1.0f / v.dt : -1.0f / v.dt;
-}
+// The constant coefficients of a knot's slots: alpha (acceleration residual per unit q of the
+// slot, times its weight) and beta (velocity per unit q). Worked out once per assembly: a square
+// root and divisions per band entry would sit in every thread's in-order issue.
+struct SlotCoefficients {
+  float c, inv_dt;
+  KILN_TRAJOPT_HD SlotCoefficients(const ProblemView &v, float smoothness)
+      : c(smoothness * std::sqrt(v.dt) / (v.dt * v.dt)), inv_dt(1.0f / v.dt) {}
+  KILN_TRAJOPT_HD float alpha(int k, int slot) const { return k >= kN ? 0.0f : (slot == 1 ? -2.0f * c : c); }
+  KILN_TRAJOPT_HD float beta(int k, int slot) const { return k == 0 || slot == 2 ? 0.0f : (slot == 1 ? inv_dt : -inv_dt); }
+};
 
 // A hinge residual beyond margin * limit: r = w (|u| - 1) sign(u), u = value / (margin * limit).
 // Adds its weight^2 (d r / d value)^2 to *weight, its gradient weight (d r / d value) r to *grad,

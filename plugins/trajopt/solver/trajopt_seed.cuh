@@ -52,6 +52,34 @@ KILN_TRAJOPT_HD SeedSummary summarize(const Eval &e, uint32_t iterations, bool c
   return out;
 }
 
+// A measurement knob (-DKILN_TRAJOPT_PHASE_CLOCKS, off in every shipped build): the nanoseconds
+// (%globaltimer) block 0's lead thread spends in each phase of its steps, printed from the device
+// when the steps end. What a batch-1 solve's time goes to.
+struct PhaseClocks {
+  enum Phase { kLinearize, kAssemble, kFactor, kSolve, kEvaluate, kCount };
+#if defined(KILN_TRAJOPT_PHASE_CLOCKS) && defined(__CUDA_ARCH__)
+  unsigned long long spent[kCount] = {}, last = now();
+  __device__ static unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
+  __device__ void mark(Phase phase) {
+    const unsigned long long t = now();
+    spent[phase] += t - last;
+    last = t;
+  }
+  __device__ void print(uint32_t steps) const {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      printf("kiln.trajopt phase ns over %u steps: linearize %llu assemble %llu factor %llu solve %llu evaluate %llu\n",
+             steps, spent[kLinearize], spent[kAssemble], spent[kFactor], spent[kSolve], spent[kEvaluate]);
+  }
+#else
+  KILN_TRAJOPT_HD void mark(Phase) {}
+  KILN_TRAJOPT_HD void print(uint32_t) const {}
+#endif
+};
+
 // Up to `budget` steps on `it` under settings s, until finished(evaluation, relative decrease of
 // the step, whether it was accepted) holds (returns true), the damping ran away, or another seed of the problem converged
 // (done: nullptr, or its flag, read each step). *steps counts the steps taken.
@@ -62,15 +90,21 @@ KILN_TRAJOPT_HD bool lm_steps(const Team &team, const KernelParams &p, const Set
   float *eval[2] = {scratch + ScratchLayout::kEval, scratch + ScratchLayout::kEval + EvalLayout::kSize};
   float *jobs = scratch + ScratchLayout::kJobs, *dtau = scratch + ScratchLayout::kDtau;
   Real *rhs = band + kVars * kBand;
+  PhaseClocks clocks;
+  const uint32_t first = *steps;
   for (uint32_t n = 0; it.e.finite && n < budget; ++n) {
     if (done != nullptr && team.broadcast(team.rank() == 0 ? static_cast<float>(done[v.index]) : 0.0f) != 0.0f) break;
     if (!it.linearized) {
       linearize(team, it.x, v, eval[it.cur], jobs, dtau);
       it.linearized = true;
     }
+    clocks.mark(PhaseClocks::kLinearize);
     assemble(team, v, s, eval[it.cur], dtau, it.lambda, band, rhs);
+    clocks.mark(PhaseClocks::kAssemble);
     ++*steps;
-    if (!factor(team, band)) {
+    const bool factored = factor(team, band);
+    clocks.mark(PhaseClocks::kFactor);
+    if (!factored) {
       team.sync();
       it.lambda *= 10.0f;
       if (it.lambda > 1e10f) break;
@@ -80,7 +114,9 @@ KILN_TRAJOPT_HD bool lm_steps(const Team &team, const KernelParams &p, const Set
     for (int i = team.rank(); i < kVars; i += team.size())
       it.trial[i] = project(p.limits, i % kDof, it.x[i] + static_cast<float>(rhs[i]));
     team.sync();
+    clocks.mark(PhaseClocks::kSolve);
     const Eval t = evaluate(team, it.trial, v, p, s, eval[1 - it.cur]);
+    clocks.mark(PhaseClocks::kEvaluate);
     float decrease = 0.0f;
     const bool accepted = t.finite && t.cost < it.e.cost;
     if (accepted) {
@@ -94,9 +130,13 @@ KILN_TRAJOPT_HD bool lm_steps(const Team &team, const KernelParams &p, const Set
     } else {
       it.lambda *= 5.0f;
     }
-    if (finished(it.e, decrease, accepted)) return true;
+    if (finished(it.e, decrease, accepted)) {
+      clocks.print(*steps - first);
+      return true;
+    }
     if (it.lambda > 1e10f) break;
   }
+  clocks.print(*steps - first);
   return false;
 }
 
