@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Prepares (copy, fix, generate headers where needed) and compiles gato only:
+#   bench/peers/build_gato.sh --gato PATH --out DIR [--headers DIR] [--no-compile]   (see build_all.sh --help)
+set -euo pipefail
+exec bash "$(dirname "$0")/build_all.sh" --only gato "$@"
