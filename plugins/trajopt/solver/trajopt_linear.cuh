@@ -115,6 +115,13 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
 
 // In place: band -> its LDL^T (row i: d_i on the diagonal, d_i * L^T(i, i + a) beyond). false when
 // a pivot is not positive (the damping is raised and the step retried).
+#if defined(__CUDA_ARCH__)
+// 1 / x, correctly rounded, without the division routine's slow-path checks on each row's
+// critical path.
+__device__ __forceinline__ float reciprocal(float x) { return __frcp_rn(x); }
+__device__ __forceinline__ double reciprocal(double x) { return __drcp_rn(x); }
+#endif
+
 // Pair t = b (b - 1) / 2 + a - 1 of 1 <= a <= b <= W: the upper triangle of a row's update.
 KILN_TRAJOPT_HD void factor_pair(int t, int *a, int *b) {
   *b = static_cast<int>((1.0f + std::sqrt(1.0f + 8.0f * static_cast<float>(t))) * 0.5f);
@@ -137,7 +144,11 @@ KILN_TRAJOPT_HD bool factor(const Team &team, Real *band) {
   for (int i = 0; i < kVars; ++i) {
     const Real pivot = band[i * kBand];
     if (!(pivot > Real(0))) return false;  // uniform: every member read the same value
+#if defined(__CUDA_ARCH__)
+    const Real inv = reciprocal(pivot);  // correctly rounded, as the host's division: same factors
+#else
     const Real inv = Real(1) / pivot;
+#endif
     const Real *row = band + i * kBand;
     if (hold) {
       for (int h = 0; h < kHeld; ++h) {
