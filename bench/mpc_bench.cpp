@@ -1,13 +1,16 @@
-// kiln_bench_mpc: TrajOpt as a model-predictive controller runs it: one tracking problem (batch 1)
+// kiln_bench_mpc: the solves a controller makes every tick, at batch 1. TrajOpt as a
+// model-predictive controller runs it: one tracking problem
 // per tick, the tip following a figure eight, each tick starting where the last plan's first knot
 // led and warm-started from that plan advanced by one knot (KILN_TRAJOPT_SOLVE_WARM_SHIFT), with a
 // fixed budget of Levenberg-Marquardt steps. Per budget: the latency of solve() from the call to
 // the outputs in host memory (copies included), p50 / p99 / max; the executed knot's tracking
 // error judged in double; the ticks whose plan kept every limit. Baseline in the same run: the
-// same ticks solved cold (no warm start), so the ratio shows what the warm start buys. Prints
-// figures; never fails a build.
+// same ticks solved cold (no warm start), so the ratio shows what the warm start buys. Then IK:
+// one target per tick along a smooth joint motion (its tip poses by the plugin's own fk), warm
+// (the slot's last answer) against cold, at the interface's default tolerances (1 mm, 0.01 rad).
+// Prints figures; never fails a build.
 //
-//   kiln_bench_mpc [--plugin FILE] [--ticks T] [--budgets 1,2,4,8] [--dt S]
+//   kiln_bench_mpc [--plugin FILE] [--ik-plugin FILE] [--ticks T] [--budgets 1,2,4,8] [--dt S]
 //
 // The reference (positions only): p(t) = Rz(pi/4) (0.4 sin w t, 0.5, 0.8 + 0.2 sin 2 w t), one
 // loop per 6 s, in the iiwa14's base frame. The plant follows each plan's knot 1 exactly.
@@ -22,6 +25,7 @@
 
 #include <boost/filesystem.hpp>
 
+#include <kiln/ext/ik.h>
 #include <kiln/runtime.hpp>
 
 #include "kiln_fk_chain.cuh"
@@ -104,16 +108,64 @@ Run run_ticks(const kiln_trajopt_v1 &api, kiln_instance *instance, const std::ve
   return run;
 }
 
-void print(const char *who, uint32_t budget, const Run &r) {
+// One row: who, its budget (0: none), the latency, the error named `error`, the ticks counted `good`.
+void print(const char *who, uint32_t budget, const Run &r, const char *error = "knot-1 error",
+           const char *good = "within limits") {
+  const std::string label = budget != 0 ? std::string(who) + ", budget " + std::to_string(budget) : who;
   if (r.failed) {
-    std::printf("%-24s budget %2u: FAILED after %u ticks: %s\n", who, budget, r.ticks, r.message.c_str());
+    std::printf("%-32s FAILED after %u ticks: %s\n", label.c_str(), r.ticks, r.message.c_str());
     return;
   }
   namespace sc = kiln_ik::swap_loop;
-  std::printf("%-24s budget %2u: p50 %8.1f us  p99 %8.1f us  max %8.1f us  knot-1 error mean %.2f mm worst %.2f mm  "
-              "within limits %u/%u\n",
-              who, budget, sc::percentile(r.us, 0.5), sc::percentile(r.us, 0.99),
-              *std::max_element(r.us.begin(), r.us.end()), r.sum_error_mm / r.ticks, r.worst_error_mm, r.within, r.ticks);
+  std::printf("%-32s p50 %8.1f us  p99 %8.1f us  max %8.1f us  %s mean %.3f mm worst %.3f mm  %s %u/%u\n",
+              label.c_str(), sc::percentile(r.us, 0.5), sc::percentile(r.us, 0.99),
+              *std::max_element(r.us.begin(), r.us.end()), error, r.sum_error_mm / r.ticks, r.worst_error_mm, good,
+              r.within, r.ticks);
+}
+
+// IK: T ticks of one target each; warm: seed 0 from the slot's last answer.
+Run run_ik_ticks(const kiln_ik_v1 &api, kiln_instance *instance, uint32_t ticks, bool warm, double dt) {
+  const float mid[kDof] = {0.0f, 0.6f, 0.0f, -1.2f, 0.0f, 0.9f, 0.0f};
+  kiln_ik_options options{};
+  options.struct_size = sizeof options;
+  options.flags = warm ? KILN_IK_SOLVE_WARM_START : 0;
+  float target[KILN_IK_POSE_SIZE], q[kDof], position_error = 0, orientation_error = 0;
+  uint8_t converged = 0;
+  kiln_ik_problem problem{};
+  problem.struct_size = sizeof problem;
+  problem.count = 1;
+  problem.memory = KILN_IK_MEMORY_HOST;
+  problem.targets = target;
+  problem.options = &options;
+  kiln_ik_result result{};
+  result.struct_size = sizeof result;
+  result.q = q, result.position_error = &position_error, result.orientation_error = &orientation_error;
+  result.converged = &converged;
+  Run run;
+  char message[512] = "";
+  for (uint32_t tick = 0; tick < ticks; ++tick) {
+    float path[kDof];
+    for (uint32_t j = 0; j < kDof; ++j)
+      path[j] = mid[j] + 0.3f * static_cast<float>(std::sin(2 * kPi / 6.0 * tick * dt + 0.7 * j));
+    if (api.fk(instance, path, 1, target) != KILN_OK) {
+      run.failed = true;
+      run.message = "fk failed";
+      return run;
+    }
+    const auto start = Clock::now();
+    const kiln_status status = api.solve(instance, &problem, &result, message, sizeof message);
+    run.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    if (status != KILN_OK) {
+      run.failed = true;
+      run.message = message;
+      return run;
+    }
+    run.worst_error_mm = std::max(run.worst_error_mm, 1e3 * position_error);
+    run.sum_error_mm += 1e3 * position_error;
+    run.within += converged;
+    ++run.ticks;
+  }
+  return run;
 }
 
 std::vector<uint32_t> parse_list(const std::string &text) {
@@ -127,17 +179,19 @@ std::vector<uint32_t> parse_list(const std::string &text) {
 
 int main(int argc, char **argv) {
   std::string plugin = std::getenv("KILN_TRAJOPT_PLUGIN_IIWA14") ? std::getenv("KILN_TRAJOPT_PLUGIN_IIWA14") : KILN_BENCH_TRAJOPT_PLUGIN;
+  std::string ik_plugin = KILN_BENCH_IK_PLUGIN;
   uint32_t ticks = 2000;
   std::vector<uint32_t> budgets = {1, 2, 4, 8};
   double dt = 0.01;
   for (int a = 1; a + 1 < argc; a += 2) {
     const std::string key = argv[a], value = argv[a + 1];
     if (key == "--plugin") plugin = value;
+    else if (key == "--ik-plugin") ik_plugin = value;
     else if (key == "--ticks") ticks = static_cast<uint32_t>(std::stoul(value));
     else if (key == "--budgets") budgets = parse_list(value);
     else if (key == "--dt") dt = std::stod(value);
     else {
-      std::fprintf(stderr, "usage: kiln_bench_mpc [--plugin FILE] [--ticks T] [--budgets 1,2,4,8] [--dt S]\n");
+      std::fprintf(stderr, "usage: kiln_bench_mpc [--plugin FILE] [--ik-plugin FILE] [--ticks T] [--budgets 1,2,4,8] [--dt S]\n");
       return 2;
     }
   }
@@ -190,6 +244,21 @@ int main(int argc, char **argv) {
                   kiln_ik::swap_loop::percentile(cold.us, 0.99) / kiln_ik::swap_loop::percentile(warm.us, 0.99),
                   cold.sum_error_mm / std::max(warm.sum_error_mm, 1e-9));
   }
+
+  request.name = "ik";
+  request.artifact_file = ik_plugin;
+  runtime.publish(request);
+  kiln::Module ik_module = runtime.load("bench", "ik");
+  kiln::Instance ik_instance = ik_module.create_instance();
+  const auto *ik = ik_instance.interface<kiln_ik_v1>(KILN_IK_INTERFACE_ID);
+  if (ik == nullptr) return 1;
+  ik_instance.activate(gpu ? 0 : -1, 1);
+  std::printf("\n%s, iiwa14, batch 1 (one target per tick), tolerances 1 mm / 0.01 rad, %u ticks per row\n",
+              ik_module.report().plugin_id.c_str(), ticks);
+  const Run ik_warm = run_ik_ticks(*ik, ik_instance.handle(), ticks, true, dt);
+  const Run ik_cold = run_ik_ticks(*ik, ik_instance.handle(), ticks, false, dt);
+  print("IK warm (last answer)", 0, ik_warm, "error", "converged");
+  print("IK cold (baseline)", 0, ik_cold, "error", "converged");
   boost::system::error_code ignored;
   boost::filesystem::remove_all(dir, ignored);
   return 0;
