@@ -40,4 +40,14 @@ class BenchStore {
   boost::filesystem::path temp_;
 };
 
+// A plugin file built elsewhere, published into the runtime's store as bench/<name> and loaded.
+inline kiln::Module publish_and_load(kiln::Runtime &runtime, const std::string &name, const std::string &file) {
+  kiln::PublishRequest request;
+  request.consumer = "bench";
+  request.name = name;
+  request.artifact_file = file;
+  runtime.publish(request);
+  return runtime.load("bench", name);
+}
+
 }  // namespace kiln_bench

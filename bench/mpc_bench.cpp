@@ -23,8 +23,6 @@
 #include <string>
 #include <vector>
 
-#include <boost/filesystem.hpp>
-
 #include <kiln/ext/ik.h>
 #include <kiln/runtime.hpp>
 
@@ -33,6 +31,7 @@
 #include "kiln_swap_checks.hpp"
 #include "kiln_trajopt_batch.hpp"
 #include "kiln_trajopt_judge.hpp"
+#include "bench_store.hpp"
 
 namespace {
 
@@ -195,16 +194,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  const auto dir = boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("kiln-bench-mpc-%%%%%%");
-  kiln::RuntimeOptions options = kiln::RuntimeOptions::from_environment();
-  options.cache_dir = (dir / "cache").string();
-  kiln::Runtime runtime(options);
-  kiln::PublishRequest request;
-  request.consumer = "bench";
-  request.name = "trajopt";
-  request.artifact_file = plugin;
-  runtime.publish(request);
-  kiln::Module module = runtime.load("bench", "trajopt");
+  const kiln_bench::BenchStore store("", "kiln-bench-mpc");
+  kiln::Runtime runtime(store.options);
+  kiln::Module module = kiln_bench::publish_and_load(runtime, "trajopt", plugin);
   kiln::Instance instance = module.create_instance();
   const auto *api = instance.interface<kiln_trajopt_v1>(KILN_TRAJOPT_INTERFACE_ID);
   if (api == nullptr) return 1;
@@ -245,10 +237,7 @@ int main(int argc, char **argv) {
                   cold.sum_error_mm / std::max(warm.sum_error_mm, 1e-9));
   }
 
-  request.name = "ik";
-  request.artifact_file = ik_plugin;
-  runtime.publish(request);
-  kiln::Module ik_module = runtime.load("bench", "ik");
+  kiln::Module ik_module = kiln_bench::publish_and_load(runtime, "ik", ik_plugin);
   kiln::Instance ik_instance = ik_module.create_instance();
   const auto *ik = ik_instance.interface<kiln_ik_v1>(KILN_IK_INTERFACE_ID);
   if (ik == nullptr) return 1;
@@ -259,7 +248,5 @@ int main(int argc, char **argv) {
   const Run ik_cold = run_ik_ticks(*ik, ik_instance.handle(), ticks, false, dt);
   print("IK warm (last answer)", 0, ik_warm, "error", "converged");
   print("IK cold (baseline)", 0, ik_cold, "error", "converged");
-  boost::system::error_code ignored;
-  boost::filesystem::remove_all(dir, ignored);
   return 0;
 }

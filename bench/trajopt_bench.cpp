@@ -24,6 +24,7 @@
 #include "kiln_trajopt_batch.hpp"
 #include "kiln_trajopt_judge.hpp"
 #include "kiln_trajopt_reference.hpp"
+#include "bench_store.hpp"
 
 namespace {
 
@@ -83,12 +84,7 @@ int main(int argc, char **argv) {
     if (level >= kiln::LogLevel::info && text.find("kiln.trajopt") != std::string::npos) std::printf("%s\n", text.c_str());
   };
   kiln::Runtime runtime(options);
-  kiln::PublishRequest request;
-  request.consumer = "bench";
-  request.name = "trajopt";
-  request.artifact_file = plugin;
-  runtime.publish(request);
-  kiln::Module module = runtime.load("bench", "trajopt");
+  kiln::Module module = kiln_bench::publish_and_load(runtime, "trajopt", plugin);
   kiln::Instance instance = module.create_instance();
   const auto *api = instance.interface<kiln_trajopt_v1>(KILN_TRAJOPT_INTERFACE_ID);
   if (api == nullptr) return 1;
