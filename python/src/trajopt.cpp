@@ -27,13 +27,18 @@ struct TrajOptResult {
   py::array converged;                // (n,) bool
   py::array_t<float> position_error, orientation_error, position_violation, velocity_violation, torque_violation, cost;
   py::array_t<std::uint32_t> iterations;
+  py::array within_limits;            // (n,) bool: the returned trajectory keeps every limit
   py::ssize_t count = 0;
 };
 
 // kiln.trajopt/1 as the solver template sees it.
 struct TrajoptKind {
   KILN_SOLVER_BINDING_KIND(trajopt, TRAJOPT);
-  static void add_info(py::dict &out, const kiln_trajopt_info &info) { out["horizon"] = info.horizon; }
+  static void add_info(py::dict &out, const kiln_trajopt_info &info) {
+    out["horizon"] = info.horizon;
+    out["tracking"] = (info.features & KILN_TRAJOPT_FEATURE_TRACKING) != 0;
+    out["within_limits"] = (info.features & KILN_TRAJOPT_FEATURE_WITHIN_LIMITS) != 0;
+  }
   static void add_joint(py::dict &item, const kiln_trajopt_joint_info &joint) {
     item["velocity_limit"] = joint.velocity_limit;
     item["effort_limit"] = joint.effort_limit;
@@ -49,9 +54,11 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
 
   TrajOptResult solve(const py::object &q0_arg, const py::object &pose_goals_arg, const py::object &joint_goals_arg,
                       const py::object &goal_kinds_arg, const py::object &qd0_arg, const py::object &dt_arg,
-                      const py::object &initial_arg, std::uint32_t max_iterations, float position_tolerance,
+                      const py::object &initial_arg, const py::object &track_poses_arg,
+                      const py::object &track_weights_arg, std::uint32_t max_iterations, float position_tolerance,
                       float orientation_tolerance, std::uint32_t seeds, float goal_weight, float smoothness_weight,
-                      float effort_weight, std::uint64_t random_seed, bool warm_start, const py::object &out) {
+                      float effort_weight, std::uint64_t random_seed, bool warm_start, bool warm_shift,
+                      const py::object &out) {
     const std::string dof_shape = "(n, " + std::to_string(dof_) + ")";
     const InArray<float> q0 = in_array<float>(q0_arg, "solve: q0", dof_shape);
     const std::uint32_t count = count_of(rows_of(q0, dof_, "solve: q0"), "problems");
@@ -68,16 +75,23 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
     const auto pose_goals = rows_input(pose_goals_arg, KILN_TRAJOPT_POSE_SIZE, "solve: pose_goals");
     const auto joint_goals = rows_input(joint_goals_arg, dof_, "solve: joint_goals");
     const auto qd0 = rows_input(qd0_arg, dof_, "solve: qd0");
-    std::optional<InArray<float>> initial;
-    if (!initial_arg.is_none()) {
-      initial = in_array<float>(initial_arg, "solve: initial_trajectories",
-                                "(n, " + std::to_string(horizon_) + ", " + std::to_string(dof_) + ")");
-      const std::size_t per_problem = std::size_t{horizon_} * dof_;
-      if (static_cast<std::size_t>(initial->size()) != per_problem * count)
-        throw ArgumentValueError("solve: initial_trajectories: expected (n, N, dof) = (" + std::to_string(count) + ", " +
-                              std::to_string(horizon_) + ", " + std::to_string(dof_) + "), got " + shape_text(*initial));
-    }
-    if (!pose_goals && !joint_goals) throw ArgumentValueError("solve: give pose_goals, joint_goals or both (with goal_kinds)");
+    // Every optional input per knot: None, or an array (n, N, width).
+    auto knots_input = [&](const py::object &arg, std::size_t width, const char *what) -> std::optional<InArray<float>> {
+      if (arg.is_none()) return std::nullopt;
+      const std::string shape = "(n, " + std::to_string(horizon_) + ", " + std::to_string(width) + ")";
+      InArray<float> array = in_array<float>(arg, what, shape);
+      if (static_cast<std::size_t>(array.size()) != std::size_t{horizon_} * width * count)
+        throw ArgumentValueError(std::string(what) + ": expected " + shape + " with n = " + std::to_string(count) +
+                                 ", got " + shape_text(array));
+      return array;
+    };
+    const auto initial = knots_input(initial_arg, dof_, "solve: initial_trajectories");
+    const auto track_poses = knots_input(track_poses_arg, KILN_TRAJOPT_POSE_SIZE, "solve: track_poses");
+    const auto track_weights = knots_input(track_weights_arg, 2, "solve: track_weights");
+    if (track_weights && !track_poses) throw ArgumentValueError("solve: track_weights without track_poses");
+    const int given = (pose_goals ? 1 : 0) + (joint_goals ? 1 : 0) + (track_poses ? 1 : 0);
+    if (given == 0)
+      throw ArgumentValueError("solve: give pose_goals, joint_goals or track_poses (several: with goal_kinds)");
 
     // goal_kinds: given, or implied when only one kind of goal is (all joint goals: an array of 1s).
     std::optional<InArray<std::uint8_t>> goal_kinds;
@@ -86,12 +100,13 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
       if (goal_kinds->ndim() != 1 || goal_kinds->shape(0) != static_cast<py::ssize_t>(count))
         throw ArgumentValueError("solve: goal_kinds: expected shape (" + std::to_string(count) + ",), got " +
                               shape_text(*goal_kinds));
-    } else if (pose_goals && joint_goals) {
-      throw ArgumentValueError("solve: both pose_goals and joint_goals given: say which each problem uses with goal_kinds "
-                            "(0 pose, 1 joint)");
-    } else if (joint_goals) {
+    } else if (given > 1) {
+      throw ArgumentValueError("solve: more than one of pose_goals, joint_goals and track_poses given: say which each "
+                            "problem uses with goal_kinds (0 pose, 1 joint, 2 track)");
+    } else if (joint_goals || track_poses) {
       goal_kinds.emplace(static_cast<py::ssize_t>(count));
-      std::fill_n(goal_kinds->mutable_data(), count, std::uint8_t{KILN_TRAJOPT_GOAL_JOINT});
+      std::fill_n(goal_kinds->mutable_data(), count,
+                  std::uint8_t{joint_goals ? KILN_TRAJOPT_GOAL_JOINT : KILN_TRAJOPT_GOAL_TRACK});
     }
 
     kiln_trajopt_options options = SolverBinding::options(max_iterations, position_tolerance, orientation_tolerance,
@@ -99,6 +114,7 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
     options.goal_weight = goal_weight;
     options.smoothness_weight = smoothness_weight;
     options.effort_weight = effort_weight;
+    if (warm_shift) options.flags |= KILN_TRAJOPT_SOLVE_WARM_SHIFT;
     // dt: a number (every problem) or one per problem.
     std::optional<InArray<float>> dt;
     if (!dt_arg.is_none()) {
@@ -120,6 +136,8 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
     problem.joint_goals = joint_goals ? joint_goals->data() : nullptr;
     problem.dt = dt ? dt->data() : nullptr;
     problem.initial_trajectories = initial ? initial->data() : nullptr;
+    problem.track_poses = track_poses ? track_poses->data() : nullptr;
+    problem.track_weights = track_weights ? track_weights->data() : nullptr;
 
     kiln_trajopt_result buffers = SolverBinding::buffers(result);
     buffers.qd = result.qd.mutable_data();
@@ -128,6 +146,7 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
     buffers.velocity_violation = result.velocity_violation.mutable_data();
     buffers.torque_violation = result.torque_violation.mutable_data();
     buffers.cost = result.cost.mutable_data();
+    buffers.within_limits = static_cast<std::uint8_t *>(result.within_limits.mutable_data());
     solve_call(problem, buffers);
     return result;
   }
@@ -146,6 +165,7 @@ class TrajOpt : public SolverBinding<TrajoptKind> {
                           &r.torque_violation, &r.cost})
         *array = py::array_t<float>(n);
       r.iterations = py::array_t<std::uint32_t>(n);
+      r.within_limits = bool_array(py::none(), n);
       return r;
     });
   }
@@ -169,7 +189,8 @@ void bind_trajopt(py::module_ &m) {
       .def_readonly("velocity_violation", &TrajOptResult::velocity_violation)
       .def_readonly("torque_violation", &TrajOptResult::torque_violation)
       .def_readonly("cost", &TrajOptResult::cost)
-      .def_readonly("iterations", &TrajOptResult::iterations);
+      .def_readonly("iterations", &TrajOptResult::iterations)
+      .def_readonly("within_limits", &TrajOptResult::within_limits);
 
   bind_solver<TrajOpt>(m, "TrajOpt",
                        "The kiln.trajopt/1 interface of a new instance of a loaded plugin (abi/kiln/ext/trajopt.h): "
@@ -180,13 +201,18 @@ void bind_trajopt(py::module_ &m) {
       .def_property_readonly("horizon", &TrajOpt::horizon)
       .def("solve", &TrajOpt::solve, py::arg("q0"), py::kw_only(), py::arg("pose_goals") = py::none(),
            py::arg("joint_goals") = py::none(), py::arg("goal_kinds") = py::none(), py::arg("qd0") = py::none(),
-           py::arg("dt") = py::none(), py::arg("initial_trajectories") = py::none(), py::arg("max_iterations") = 0u,
+           py::arg("dt") = py::none(), py::arg("initial_trajectories") = py::none(),
+           py::arg("track_poses") = py::none(), py::arg("track_weights") = py::none(), py::arg("max_iterations") = 0u,
            py::arg("position_tolerance") = 0.0f, py::arg("orientation_tolerance") = 0.0f, py::arg("seeds") = 0u,
            py::arg("goal_weight") = 0.0f, py::arg("smoothness_weight") = 0.0f, py::arg("effort_weight") = 0.0f,
-           py::arg("random_seed") = std::uint64_t{0}, py::arg("warm_start") = false, py::arg("out") = py::none(),
-           "Plan a batch: q0 (n, dof); pose_goals (n, 7) and/or joint_goals (n, dof) (both: goal_kinds (n,) of "
-           "0 pose / 1 joint); qd0 (n, dof) or None (at rest); dt a number or (n,); initial_trajectories "
-           "(n, N, dof). 0 means the plugin's default for every option. Returns a kiln.TrajOptResult.");
+           py::arg("random_seed") = std::uint64_t{0}, py::arg("warm_start") = false, py::arg("warm_shift") = false,
+           py::arg("out") = py::none(),
+           "Plan a batch: q0 (n, dof); pose_goals (n, 7), joint_goals (n, dof) and/or track_poses (n, N, 7) "
+           "with track_weights (n, N, 2) or None (several kinds: goal_kinds (n,) of 0 pose / 1 joint / 2 "
+           "track); qd0 (n, dof) or None (at rest); dt a number or (n,); initial_trajectories (n, N, dof); "
+           "warm_shift: start from the last plan advanced by one knot (a receding horizon's next tick). 0 "
+           "means the plugin's default for every option. Returns a kiln.TrajOptResult (within_limits: the "
+           "returned trajectory keeps every limit).");
 }
 
 }  // namespace kiln::python

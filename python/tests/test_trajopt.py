@@ -63,3 +63,67 @@ def test_refusals(trajopt):
         trajopt.solve(q0[:1], joint_goals=goal[:1], pose_goals=np.zeros((1, 7), np.float32))
     with pytest.raises(kiln.UsageError, match="KILN_ERR_INVALID_ARGUMENT"):
         trajopt.solve(q0[:1], joint_goals=goal[:1], dt=-1.0)
+
+
+def minimum_jerk(q0, goal, horizon):
+    """Knots 1..N of a minimum-jerk motion from q0 to goal: (n, N, dof)."""
+    t = np.arange(1, horizon + 1, dtype=np.float64) / horizon
+    s = t**3 * (10 + t * (-15 + 6 * t))
+    return (q0[:, None, :] + (goal - q0)[:, None, :] * s[None, :, None]).astype(np.float32)
+
+
+def tip_poses(ik, joints):
+    """The plugin family's own FK (kiln.IK.fk) of (n, N, dof) joint vectors: (n, N, 7)."""
+    n, horizon, dof = joints.shape
+    return ik.fk(joints.reshape(-1, dof)).reshape(n, horizon, 7).astype(np.float32)
+
+
+def test_info_reports_tracking(trajopt):
+    info = trajopt.info()
+    assert info["tracking"] is True and info["within_limits"] is True
+
+
+def test_tracking_and_the_next_tick(trajopt, runtime, ik_plugin):
+    trajopt.activate(-1, 2)
+    runtime.publish("kiln-ik", "iiwa14", ik_plugin, archs=PLUGIN_ARCHS)
+    with runtime.load("kiln-ik", "iiwa14").ik() as ik:
+        q0, goal = start_and_goal(trajopt, 2)
+        reference = tip_poses(ik, minimum_jerk(q0, goal, trajopt.horizon))
+        first = trajopt.solve(q0, track_poses=reference, dt=0.02, seeds=1)
+        assert first.converged.all() and first.within_limits.all(), first.position_error
+        assert first.position_error.max() < 2e-3  # every knot within 2 mm of its reference
+        reached = tip_poses(ik, first.q[:, 1:])
+        assert np.linalg.norm(reached[..., :3] - reference[..., :3], axis=-1).max() < 2e-3
+        # The next tick: start at knot 1, the reference one knot on (the last held), from the last plan.
+        nxt = np.concatenate([reference[:, 1:], reference[:, -1:]], axis=1)
+        qd1 = (first.q[:, 1] - first.q[:, 0]) / 0.02
+        shifted = trajopt.solve(first.q[:, 1].copy(), qd0=qd1, track_poses=nxt, dt=0.02, seeds=1, warm_shift=True)
+        cold = trajopt.solve(first.q[:, 1].copy(), qd0=qd1, track_poses=nxt, dt=0.02, seeds=1)
+        assert shifted.converged.all() and shifted.within_limits.all()
+        assert shifted.iterations.sum() < cold.iterations.sum(), (shifted.iterations, cold.iterations)
+
+
+def test_out_of_reach_within_limits(trajopt):
+    trajopt.activate(-1, 1)
+    q0, _ = start_and_goal(trajopt, 1)
+    far = np.array([[3.0, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0]], np.float32)  # 3 m out: the arm reaches 1.3 m
+    result = trajopt.solve(q0, pose_goals=far, max_iterations=20)
+    assert not result.converged[0] and result.within_limits[0]
+    assert result.position_error[0] > 1.0
+    assert result.velocity_violation[0] <= 0 and result.torque_violation[0] <= 0
+
+
+def test_tracking_refusals(trajopt):
+    trajopt.activate(-1, 1)
+    q0, goal = start_and_goal(trajopt, 1)
+    poses = np.zeros((1, trajopt.horizon, 7), np.float32)
+    poses[..., 3] = 1.0
+    with pytest.raises(ValueError, match="track_poses: expected"):
+        trajopt.solve(q0, track_poses=poses[:, :10])
+    with pytest.raises(ValueError, match="track_weights without track_poses"):
+        trajopt.solve(q0, joint_goals=goal, track_weights=np.ones((1, trajopt.horizon, 2), np.float32))
+    with pytest.raises(ValueError, match="goal_kinds"):
+        trajopt.solve(q0, joint_goals=goal, track_poses=poses)
+    poses[0, 4, 3:] = 0.0  # a zero quaternion at knot 5
+    with pytest.raises(kiln.UsageError, match="knot 5 has a zero quaternion"):
+        trajopt.solve(q0, track_poses=poses)
