@@ -204,8 +204,12 @@ class IkSolver final : public kiln_plugin_common::SolverInstance<IkSolver<Device
     const uint64_t threads = uint64_t{p.count} << p.group_shift;
     const unsigned blocks = static_cast<unsigned>((threads + kBlock - 1) / kBlock);
     if ((s = this->gpu_.launch(p, blocks, stream, "solve: launching the IK kernel", message)) != KILN_OK) return s;
-    if (!device_memory &&
-        ((s = this->gpu_.to_host(this->host_.q, d.q, count * kDof * sizeof(float), stream, "solve: copying q back",
+    if (device_memory) return KILN_OK;
+    // q .. iterations lie in this order in both reservations (Layout).
+    const Arrays &h = this->host_;
+    if (const size_t span = kiln_plugin_common::one_copy_span(d.q, d.iterations + count, h.q, h.iterations + count))
+      return this->gpu_.to_host(h.q, d.q, span, stream, "solve: copying the results back", message);
+    if (((s = this->gpu_.to_host(this->host_.q, d.q, count * kDof * sizeof(float), stream, "solve: copying q back",
                                  message)) != KILN_OK ||
          (s = this->gpu_.to_host(this->host_.position_error, d.position_error, count * sizeof(float), stream,
                                  "solve: copying the position errors back", message)) != KILN_OK ||

@@ -10,6 +10,7 @@
 
 #include "kiln/ext/trajopt.h"
 #include "kiln/plugin.hpp"
+#include "kiln_solve_in_flight.hpp"
 #include "trajopt_layout.hpp"
 #include "trajopt_params.hpp"
 
@@ -186,10 +187,16 @@ kiln_status stage_and_upload(Device &gpu, const kiln_trajopt_problem &pr, const 
                         {pr.initial_trajectories, h.initial, d.initial, n * kVars * 4},
                         {pr.track_poses, h.track_poses, d.track_poses, n * kN * KILN_TRAJOPT_POSE_SIZE * 4},
                         {pr.track_weights, h.track_weights, d.track_weights, n * kN * 2 * 4}};
+  const char *what = "solve: copying the inputs to the device";
+  for (const Item &item : items)
+    if (item.from != nullptr) std::memcpy(item.staging, item.from, item.bytes);
+  // Small instances: the whole group (absent inputs' bytes too, which no kernel reads) in one copy.
+  if (const size_t span = kiln_plugin_common::one_copy_span(d.q0, d.track_weights + n * kN * 2, h.q0,
+                                                             h.track_weights + n * kN * 2))
+    return gpu.to_device(d.q0, h.q0, span, stream, what, message);
   for (const Item &item : items) {
     if (item.from == nullptr) continue;
-    std::memcpy(item.staging, item.from, item.bytes);
-    const kiln_status s = gpu.to_device(item.device, item.staging, item.bytes, stream, "solve: copying the inputs to the device", message);
+    const kiln_status s = gpu.to_device(item.device, item.staging, item.bytes, stream, what, message);
     if (s != KILN_OK) return s;
   }
   return KILN_OK;
@@ -223,11 +230,14 @@ inline void output_items(const Arrays &h, const Arrays &d, const kiln_trajopt_re
 template <class Device>
 kiln_status download(Device &gpu, const Arrays &d, const Arrays &h, const kiln_trajopt_problem &pr, void *stream,
                      kiln::plugin::Message &message, const kiln_trajopt_result *r) {
+  const char *what = "solve: copying the results back";
+  if (const size_t span = kiln_plugin_common::one_copy_span(d.q, d.within_limits + pr.count, h.q, h.within_limits + pr.count))
+    return gpu.to_host(h.q, d.q, span, stream, what, message);
   OutputItem items[kOutputs];
   output_items(h, d, *r, pr.count, items);
   for (const OutputItem &item : items) {
     if (item.caller == nullptr) continue;
-    const kiln_status s = gpu.to_host(item.staging, item.device, item.bytes, stream, "solve: copying the results back", message);
+    const kiln_status s = gpu.to_host(item.staging, item.device, item.bytes, stream, what, message);
     if (s != KILN_OK) return s;
   }
   return KILN_OK;

@@ -43,31 +43,33 @@ class Layout {
     const size_t scratch = seeds_scratch * ScratchLayout::kSize;
     const size_t sizes[kCount] = {
         b * kDof * 4, b * kDof * 4, b * KILN_TRAJOPT_POSE_SIZE * 4, b * kDof * 4, b * 4, b * kVars * 4, b,  // inputs
-        traj * 4, traj * 4, traj * 4, b * 4, b * 4, b * 4, b * 4, b * 4, b * 4, b, b * 4,                 // outputs
+        b * kN * KILN_TRAJOPT_POSE_SIZE * 4, b * kN * 2 * 4,                                             // tracking
+        traj * 4, traj * 4, traj * 4, b * 4, b * 4, b * 4, b * 4, b * 4, b * 4, b, b * 4, b,               // outputs
         b * kVars * 4, b,                                                                              // slots
         scratch * 4, seeds_scratch * sizeof(SeedSummary), seeds_scratch > 0 ? b * 4 : 0,                // device
-        host_band ? size_t{kBandReals} * sizeof(Real) : 0, host_band ? size_t{kVars} * 4 : 0,                     // host only
-        b * kN * KILN_TRAJOPT_POSE_SIZE * 4, b * kN * 2 * 4, b};  // revision 1.1: tracking inputs, within_limits
+        host_band ? size_t{kBandReals} * sizeof(Real) : 0, host_band ? size_t{kVars} * 4 : 0};          // host only
     for (int i = 0; i < kCount; ++i) {
       offsets_[i] = total_;
       total_ += (sizes[i] + 255) / 256 * 256;
     }
   }
   size_t total() const { return total_; }
+  // The inputs (q0 .. track_weights), then the outputs (q .. within_limits), each group in this
+  // order and at the same offsets in the device reservation and the staging (they precede the
+  // scratch): a small instance's solve moves each group in one copy (inputs.hpp).
   Arrays carve(unsigned char *block) const {
     Arrays a;
     const auto at = [&](int i) { return block + offsets_[i]; };
     a.q0 = f(at(0)), a.qd0 = f(at(1)), a.pose_goals = f(at(2)), a.joint_goals = f(at(3)), a.dt = f(at(4));
-    a.initial = f(at(5)), a.goal_kinds = at(6);
-    a.q = f(at(7)), a.qd = f(at(8)), a.torques = f(at(9)), a.position_error = f(at(10));
-    a.orientation_error = f(at(11)), a.position_violation = f(at(12)), a.velocity_violation = f(at(13));
-    a.torque_violation = f(at(14)), a.cost = f(at(15)), a.converged = at(16);
-    a.iterations = reinterpret_cast<uint32_t *>(at(17));
-    a.warm_q = f(at(18)), a.warm_valid = at(19);
-    a.scratch = f(at(20)), a.summaries = reinterpret_cast<SeedSummary *>(at(21));
-    a.done = reinterpret_cast<uint32_t *>(at(22));
-    a.band = reinterpret_cast<Real *>(at(23)), a.best = f(at(24));
-    a.track_poses = f(at(25)), a.track_weights = f(at(26)), a.within_limits = at(27);
+    a.initial = f(at(5)), a.goal_kinds = at(6), a.track_poses = f(at(7)), a.track_weights = f(at(8));
+    a.q = f(at(9)), a.qd = f(at(10)), a.torques = f(at(11)), a.position_error = f(at(12));
+    a.orientation_error = f(at(13)), a.position_violation = f(at(14)), a.velocity_violation = f(at(15));
+    a.torque_violation = f(at(16)), a.cost = f(at(17)), a.converged = at(18);
+    a.iterations = reinterpret_cast<uint32_t *>(at(19)), a.within_limits = at(20);
+    a.warm_q = f(at(21)), a.warm_valid = at(22);
+    a.scratch = f(at(23)), a.summaries = reinterpret_cast<SeedSummary *>(at(24));
+    a.done = reinterpret_cast<uint32_t *>(at(25));
+    a.band = reinterpret_cast<Real *>(at(26)), a.best = f(at(27));
     return a;
   }
 
