@@ -50,4 +50,11 @@ inline kiln::Module publish_and_load(kiln::Runtime &runtime, const std::string &
   return runtime.load("bench", name);
 }
 
+// Whether this process can run on a CUDA device: a driver and a device, not one declared
+// (KILN_DEVICE), which plans and builds but runs nothing.
+inline bool live_gpu(kiln::Runtime &runtime) {
+  const kiln::DeviceReport &devices = runtime.devices();
+  return devices.state == kiln::DriverState::ok && !devices.devices.empty() && !devices.declared;
+}
+
 }  // namespace kiln_bench

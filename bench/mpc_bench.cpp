@@ -201,7 +201,7 @@ int main(int argc, char **argv) {
   const auto *api = instance.interface<kiln_trajopt_v1>(KILN_TRAJOPT_INTERFACE_ID);
   if (api == nullptr) return 1;
   const kiln::DeviceReport &devices = runtime.devices();
-  const bool gpu = devices.state == kiln::DriverState::ok && !devices.devices.empty() && !devices.declared;
+  const bool gpu = kiln_bench::live_gpu(runtime);
   if (!gpu) ticks = std::min(ticks, 20u);
   instance.activate(gpu ? 0 : -1, 1);
   std::printf("kiln_bench_mpc: %s, iiwa14, N = %u, dt %.3f s, batch 1, 1 seed, %u ticks per row, on %s\n",

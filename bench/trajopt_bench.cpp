@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
   const auto *api = instance.interface<kiln_trajopt_v1>(KILN_TRAJOPT_INTERFACE_ID);
   if (api == nullptr) return 1;
   const kiln::DeviceReport &devices = runtime.devices();
-  const bool gpu = devices.state == kiln::DriverState::ok && !devices.devices.empty() && !devices.declared;
+  const bool gpu = kiln_bench::live_gpu(runtime);
   if (!gpu) problems = std::min(problems, 16u), reference_problems = std::min(reference_problems, problems);
   reference_problems = std::min(reference_problems, problems);
   std::printf("kiln_bench_trajopt: %s, iiwa14, N = 64, %u pose goals (start in the middle 60 %% of the ranges, goal "
