@@ -6,7 +6,8 @@
 // evaluate; accept when the cost went down (lambda / 3), else lambda * 5 and retry from the same
 // linearisation. Stopping rule (kiln.trajopt/1, "Seeds and stopping"): after a step, the current
 // trajectory meets the goal tolerances and every limit, and the step lowered the cost by less than
-// KILN_TRAJOPT_COST_PLATEAU (a rejected step lowered it by nothing); or max_iterations; or (device)
+// KILN_TRAJOPT_COST_PLATEAU (a rejected step lowered it by nothing; a tracking problem, which has
+// no tolerances, needs an accepted step); or max_iterations; or (device)
 // another seed of the problem converged; or lambda ran away (stalled). A problem's best seed that
 // ended outside a velocity or torque limit is then brought within them (bring_within_limits).
 #pragma once
