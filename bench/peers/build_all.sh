@@ -130,6 +130,14 @@ if want hjcd; then
     "$OUT/src/hjcd/src/hjcd_kernel.cu"
   grep -q '^enum : int { N = grid::NUM_JOINTS };  // before' "$OUT/src/hjcd/src/hjcd_kernel.cu" \
     || die "the N-declaration fix did not apply to src/hjcd_kernel.cu (HJCD-IK changed?)"
+  # The refinement's stopping tolerances (1e-8 m, 1e-8 rad) as macros with those defaults, so that
+  # compile_peers.sh can also build it stopping at kiln's (1 mm, 0.01 rad): equal accuracy.
+  sed -i -E 's|^( *)1e-8, 1e-8, 5e-3, max_iters, stop_on_first$|\1HJCD_LM_POSITION_TOLERANCE, HJCD_LM_ORIENTATION_TOLERANCE, 5e-3, max_iters, stop_on_first|' \
+    "$OUT/src/hjcd/src/hjcd_kernel.cu"
+  grep -q 'HJCD_LM_POSITION_TOLERANCE, HJCD_LM_ORIENTATION_TOLERANCE' "$OUT/src/hjcd/src/hjcd_kernel.cu" \
+    || die "the tolerance macros did not apply to src/hjcd_kernel.cu (HJCD-IK changed?)"
+  sed -i '1i #ifndef HJCD_LM_POSITION_TOLERANCE\n#define HJCD_LM_POSITION_TOLERANCE 1e-8\n#endif\n#ifndef HJCD_LM_ORIENTATION_TOLERANCE\n#define HJCD_LM_ORIENTATION_TOLERANCE 1e-8\n#endif' \
+    "$OUT/src/hjcd/src/hjcd_kernel.cu"
   mkdir -p "$OUT/headers/hjcd"
   if [ -n "$HEADERS" ]; then
     need_dir "$HEADERS/hjcd" "--headers $HEADERS has no hjcd/ folder"

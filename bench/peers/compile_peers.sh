@@ -2,7 +2,8 @@
 # Compiles the harnesses in DIR (as build_all.sh prepared it) with nvcc, in parallel:
 #   DIR/bin/grid_rnea_<robot>_<fp32|fp64>   one per header in DIR/headers/grid_rnea/
 #   DIR/bin/gato_mpc_N<N>_B<B>              N in $GATO_KNOTS (32 64 128), B in $GATO_BATCHES (1 16 64 256 1024)
-#   DIR/bin/hjcd_ik_<robot>                 one per header in DIR/headers/hjcd/
+#   DIR/bin/hjcd_ik_<robot>[_kiln_tolerances]  one per header in DIR/headers/hjcd/ (and one whose
+#                                           refinement stops at kiln's 1 mm / 0.01 rad)
 # Usage: compile_peers.sh DIR [--only grid|gato|hjcd]   (env: ARCH=sm_90, JOBS=nproc, NVCC=nvcc)
 set -euo pipefail
 DIR="$(cd "${1:?usage: compile_peers.sh DIR [--only grid|gato|hjcd]}" && pwd)"; shift
@@ -44,6 +45,8 @@ if want hjcd && [ -d "$DIR/src/hjcd/src" ]; then
     [ -f "$hdr" ] || continue
     r="$(basename "$(dirname "$hdr")")"
     printf '%s\t%s\n' "hjcd_ik_${r}" "-std=c++17 -O3 -use_fast_math -Xptxas=-O3 -arch=$ARCH -I $(dirname "$hdr") -I $DIR/src/hjcd -I $DIR/src/hjcd/include $H/hjcd_ik_harness.cu" >> "$JOBLIST"
+    # The same, its refinement stopping at kiln's IK tolerances (1 mm, 0.01 rad): equal accuracy.
+    printf '%s\t%s\n' "hjcd_ik_${r}_kiln_tolerances" "-std=c++17 -O3 -use_fast_math -Xptxas=-O3 -arch=$ARCH -DHJCD_LM_POSITION_TOLERANCE=1e-3 -DHJCD_LM_ORIENTATION_TOLERANCE=1e-2 -I $(dirname "$hdr") -I $DIR/src/hjcd -I $DIR/src/hjcd/include $H/hjcd_ik_harness.cu" >> "$JOBLIST"
   done
 fi
 [ -s "$JOBLIST" ] || die "nothing to compile in $DIR (run build_all.sh first)"

@@ -23,13 +23,17 @@ done
 [ -n "$TI" ] || { [ -f "$DIR/data/ik_targets_iiwa14.bin" ] && TI="$DIR/data/ik_targets_iiwa14.bin"; } || true
 COMMIT="$(awk '$1 == "hjcd" { print $2 }' "$DIR/COMMITS")"
 mkdir -p "$DIR/results"
+# Each robot twice: HJCD-IK's own refinement (1e-8 m / 1e-8 rad), and stopping at kiln's 1 mm / 0.01 rad
+# (robot name suffixed _kiln_tolerances).
 for r in panda_kiln_arm iiwa14_kiln; do
-  BIN="$DIR/bin/hjcd_ik_$r"
-  [ -x "$BIN" ] || die "$BIN is missing: run compile_peers.sh $DIR --only hjcd"
   case "$r" in panda*) T="$TP" ;; *) T="$TI" ;; esac
-  for b in $BATCHES; do
-    if [ -n "$T" ]; then SRC=(--targets "$T"); else SRC=(--random "$RANDOM_N" --seed "$SEED"); fi
-    "$BIN" "${SRC[@]}" --batch "$b" --warmups "$WARMUPS" --commit "$COMMIT" --robot "$r" \
-      --out "$DIR/results/hjcd_q_${r}_B${b}.bin" | tee -a "$DIR/results/hjcd.jsonl"
+  for variant in "" _kiln_tolerances; do
+    BIN="$DIR/bin/hjcd_ik_$r$variant"
+    [ -x "$BIN" ] || die "$BIN is missing: run compile_peers.sh $DIR --only hjcd"
+    for b in $BATCHES; do
+      if [ -n "$T" ]; then SRC=(--targets "$T"); else SRC=(--random "$RANDOM_N" --seed "$SEED"); fi
+      "$BIN" "${SRC[@]}" --batch "$b" --warmups "$WARMUPS" --commit "$COMMIT" --robot "$r$variant" \
+        --out "$DIR/results/hjcd_q_$r${variant}_B${b}.bin" | tee -a "$DIR/results/hjcd.jsonl"
+    done
   done
 done
