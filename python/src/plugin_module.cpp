@@ -5,7 +5,7 @@
 
 #include <kiln/module.hpp>
 #include <kiln/placement.hpp>
-#include <kiln/version.h>
+#include <kiln/version.hpp>
 
 #include "bindings.hpp"
 #include "convert.hpp"
@@ -87,10 +87,7 @@ void bind_plugin_module(py::module_ &m) {
         for (const auto &id : module.report().interfaces) out.append(text(id));
         return out;
       })
-      .def_property_readonly("abi_version", [](const Module &module) {
-        return std::to_string(KILN_ABI_VERSION_MAJOR_OF(module.abi_version())) + "." +
-               std::to_string(KILN_ABI_VERSION_MINOR_OF(module.abi_version()));
-      })
+      .def_property_readonly("abi_version", [](const Module &module) { return abi_version_text(module.abi_version()); })
       .def_property_readonly("content_key", [](const Module &module) { return text(module.report().resolution.content_key); })
       .def_property_readonly("file", [](const Module &module) { return text(module.report().resolution.file); })
       .def(
