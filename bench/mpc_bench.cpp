@@ -65,7 +65,7 @@ struct Run {
 // T ticks from `start` (q, qd) with `budget` steps each; warm: the shifted warm start.
 Run run_ticks(const kiln_trajopt_v1 &api, kiln_instance *instance, const std::vector<float> &q_start, uint32_t ticks,
               uint32_t budget, bool warm, double dt) {
-  static const kiln_trajopt_common::Model model = kiln_trajopt_common::generated_model<Fk, Dyn>("the generated headers");
+  const kiln_trajopt_common::Model &model = kiln_trajopt_common::shared_generated_model<Fk, Dyn>();
   Batch b(kDof, kN, 1);
   b.track_poses.assign(size_t{kN} * 7, 0.0f);
   b.goal_kinds[0] = KILN_TRAJOPT_GOAL_TRACK;

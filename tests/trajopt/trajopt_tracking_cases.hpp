@@ -13,11 +13,6 @@
 
 namespace kiln::test::trajopt {
 
-inline const kiln_trajopt_common::Model &iiwa_model() {
-  static const kiln_trajopt_common::Model model = kiln_trajopt_common::generated_model<Fk, Dyn>("the generated headers");
-  return model;
-}
-
 // Knots 1..N of a minimum-jerk motion from `from` to `to` (N * dof).
 inline std::vector<double> minimum_jerk(const float *from, const std::vector<double> &to) {
   const uint32_t D = Dyn::kDof;
@@ -34,8 +29,9 @@ inline void track_minimum_jerk(Batch &b, float position_weight = 0, float orient
   const uint32_t D = Dyn::kDof;
   for (uint32_t i = 0; i < b.count; ++i) {
     const std::vector<double> goal(b.joint_goals.begin() + i * D, b.joint_goals.begin() + (i + 1) * D);
-    kiln_trajopt_common::track_joint_trajectory(iiwa_model(), b, i, minimum_jerk(b.q0.data() + i * D, goal),
-                                                position_weight, orientation_weight);
+    kiln_trajopt_common::track_joint_trajectory(kiln_trajopt_common::shared_generated_model<Fk, Dyn>(), b, i,
+                                                minimum_jerk(b.q0.data() + i * D, goal), position_weight,
+                                                orientation_weight);
   }
 }
 

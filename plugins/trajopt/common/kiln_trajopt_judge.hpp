@@ -87,8 +87,7 @@ inline Judged judge(const Model &model, const HostBatch &b, uint32_t i, const fl
 // The same with the generated headers Fk and Dyn.
 template <class Fk, class Dyn>
 Judged judge(const HostBatch &b, uint32_t i, const float *traj) {
-  static const Model model = generated_model<Fk, Dyn>("the generated headers");
-  return judge(model, b, i, traj);
+  return judge(shared_generated_model<Fk, Dyn>(), b, i, traj);
 }
 
 }  // namespace kiln_trajopt_common

@@ -68,6 +68,13 @@ Model generated_model(const std::string &description) {
   return m;
 }
 
+// The same, built once per pair of headers and kept (judging many trajectories builds no model each).
+template <class Fk, class Dyn>
+const Model &shared_generated_model() {
+  static const Model model = generated_model<Fk, Dyn>("the generated headers");
+  return model;
+}
+
 // A plugin's own model through its kiln.robotmodel/1 table. The table and the instance must outlive
 // the model. Throws std::runtime_error (with the plugin's message) when the plugin refuses a call or
 // has no dynamics: a trajectory's torques cannot be judged without them.
