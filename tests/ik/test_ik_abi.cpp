@@ -6,23 +6,12 @@
 #include <string>
 #include <vector>
 
-#include <kiln/ext/ik.h>
+#include "ik_abi_layout.h"
 
 extern "C" size_t kiln_ik_test_c_layout(size_t *out, size_t capacity);
 
 TEST_CASE("kiln.ik/1: struct layouts are fixed and the same from C and C++") {
-  const std::vector<size_t> cxx = {
-      sizeof(kiln_ik_options),    offsetof(kiln_ik_options, random_seed),
-      sizeof(kiln_ik_problem),    offsetof(kiln_ik_problem, targets),
-      offsetof(kiln_ik_problem, stream),
-      sizeof(kiln_ik_result),     offsetof(kiln_ik_result, q),
-      offsetof(kiln_ik_result, iterations),
-      sizeof(kiln_ik_info),       offsetof(kiln_ik_info, device_bytes),
-      offsetof(kiln_ik_info, source),
-      sizeof(kiln_ik_joint_info), offsetof(kiln_ik_joint_info, lower),
-      offsetof(kiln_ik_joint_info, name),
-      sizeof(kiln_ik_v1),         offsetof(kiln_ik_v1, solve),
-      offsetof(kiln_ik_options, flags), offsetof(kiln_ik_info, solve_flags)};
+  const std::vector<size_t> cxx = {KILN_IK_ABI_LAYOUT};
   // Appended later (append-only): options.flags (options grew from 32 to 40 bytes) and
   // info.solve_flags (info grew from 296 to 304); every earlier offset stays.
   const std::vector<size_t> expected = {40, 24, 48, 16, 40, 48, 8, 40, 304, 24, 232, 120, 8, 52, 72, 64, 32, 296};

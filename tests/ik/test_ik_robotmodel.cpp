@@ -17,6 +17,7 @@
 #include <kiln/ext/robotmodel.h>
 
 #include "ik_test_support.hpp"
+#include "robotmodel_abi_layout.h"
 #include "support/robotmodel_checks.hpp"
 
 extern "C" size_t kiln_robotmodel_test_c_layout(size_t *out, size_t capacity);
@@ -71,12 +72,7 @@ bool lists(const kiln_plugin_entry &entry, const char *id) {
 }  // namespace
 
 TEST_CASE("kiln.robotmodel/1: struct layouts are fixed and the same from C and C++") {
-  const std::vector<size_t> cxx = {sizeof(kiln_robotmodel_chain_info), offsetof(kiln_robotmodel_chain_info, gravity),
-                                   offsetof(kiln_robotmodel_chain_info, robot),
-                                   sizeof(kiln_robotmodel_joint),      offsetof(kiln_robotmodel_joint, origin_position),
-                                   offsetof(kiln_robotmodel_joint, lower),
-                                   offsetof(kiln_robotmodel_joint, name),
-                                   sizeof(kiln_robotmodel_v1),         offsetof(kiln_robotmodel_v1, rnea)};
+  const std::vector<size_t> cxx = {KILN_ROBOTMODEL_ABI_LAYOUT};
   const std::vector<size_t> expected = {392, 16, 136, 232, 32, 128, 168, 48, 40};  // LP64; append only
   std::vector<size_t> c(cxx.size());
   REQUIRE(kiln_robotmodel_test_c_layout(c.data(), c.size()) == cxx.size());

@@ -7,24 +7,12 @@
 #include <string>
 #include <vector>
 
-#include <kiln/ext/trajopt.h>
+#include "trajopt_abi_layout.h"
 
 extern "C" size_t kiln_trajopt_test_c_layout(size_t *out, size_t capacity);
 
 TEST_CASE("kiln.trajopt/1: struct layouts are fixed, the same from C and C++, and revision 1.1 only appends") {
-  const std::vector<size_t> cxx = {
-      sizeof(kiln_trajopt_options),    offsetof(kiln_trajopt_options, random_seed),
-      offsetof(kiln_trajopt_options, flags),
-      sizeof(kiln_trajopt_problem),    offsetof(kiln_trajopt_problem, q0),
-      offsetof(kiln_trajopt_problem, stream),
-      sizeof(kiln_trajopt_result),     offsetof(kiln_trajopt_result, q),
-      offsetof(kiln_trajopt_result, iterations),
-      sizeof(kiln_trajopt_info),       offsetof(kiln_trajopt_info, device_bytes),
-      offsetof(kiln_trajopt_info, source),
-      sizeof(kiln_trajopt_joint_info), offsetof(kiln_trajopt_joint_info, name),
-      sizeof(kiln_trajopt_v1),         offsetof(kiln_trajopt_v1, solve),
-      offsetof(kiln_trajopt_problem, track_poses), offsetof(kiln_trajopt_problem, track_weights),
-      offsetof(kiln_trajopt_result, within_limits), offsetof(kiln_trajopt_info, features)};
+  const std::vector<size_t> cxx = {KILN_TRAJOPT_ABI_LAYOUT};
   // Revision 1.1 appended track_poses and track_weights at the end of the problem (revision 1.0's
   // 88 bytes), within_limits at the end of the result (1.0's 96) and features at the end of the
   // info (1.0's 304); every earlier offset stays.
