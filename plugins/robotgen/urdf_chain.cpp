@@ -243,9 +243,32 @@ void check_inertials(const urdf::ModelInterface &model, const Chain &chain) {
   }
 }
 
-void refuse_xacro(const std::string &text, const std::string &path) {
+namespace {
+
+// The text outside XML comments: a URDF may keep xacro's ${...} in commented-out elements
+// (GATO's iiwa14.urdf does), which xacro left as they were and no parser reads.
+std::string without_comments(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t open = text.find("<!--", at);
+    if (open == std::string::npos) break;
+    out.append(text, at, open - at);
+    const std::size_t close = text.find("-->", open + 4);
+    if (close == std::string::npos) return out;  // an unclosed comment runs to the end
+    at = close + 3;
+  }
+  if (at < text.size()) out.append(text, at, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+void refuse_xacro(const std::string &whole_text, const std::string &path) {
   // xacro's output may keep the xmlns:xacro declaration: only macros or ${...}/$(...) left to
   // expand make it a xacro file still.
+  const std::string text = without_comments(whole_text);
   const bool macros = text.find("<xacro:") != std::string::npos;
   const bool expressions = text.find("xmlns:xacro") != std::string::npos &&
                            (text.find("${") != std::string::npos || text.find("$(") != std::string::npos);

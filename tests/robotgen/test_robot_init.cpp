@@ -236,6 +236,23 @@ TEST_CASE("kiln-urdf-fk: --max-joints and xacro files refused in a build's gener
                                                    " --base l0 --tip l16 --max-joints 16 --check");
   CHECK_MESSAGE(fits.exit_code == 0, fits.err);
   CHECK(contains(fits.out, "robot long\njoints 16\njoint j1 revolute\n"));
+  // xacro's ${...} left in commented-out elements (xacro keeps comments as they are): a URDF still.
+  kiln::test::write_text(dir / "commented.urdf",
+                         "<robot name=\"long\" xmlns:xacro=\"http://www.ros.org/wiki/xacro\">"
+                         "<!-- <safety_controller soft_lower_limit=\"${-118 * PI / 180}\"/> -->" +
+                             long_chain(2).substr(19));
+  const CommandResult commented = kiln::test::run_shell(
+      tool + " " + kiln::test::shell_quote((dir / "commented.urdf").string()) + " --base l0 --tip l2 --check");
+  CHECK_MESSAGE(commented.exit_code == 0, commented.err);
+  CHECK(contains(commented.out, "robot long\njoints 2\n"));
+  // The same expression outside a comment is still left to expand.
+  kiln::test::write_text(dir / "expr.urdf", "<robot name=\"long\" xmlns:xacro=\"http://www.ros.org/wiki/xacro\">"
+                                            "<!-- a comment --><link name=\"x${n}\"/>" +
+                                                long_chain(2).substr(19));
+  const CommandResult expr = kiln::test::run_shell(
+      tool + " " + kiln::test::shell_quote((dir / "expr.urdf").string()) + " --base l0 --tip l2 --check");
+  CHECK(expr.exit_code == 1);
+  CHECK(contains(expr.err, "is a xacro file"));
 }
 
 // The recipes robot init writes carry kiln-urdf-fk --check as their generator's check, so a
