@@ -76,9 +76,10 @@ const Model &shared_generated_model() {
 }
 
 // A plugin's own model through its kiln.robotmodel/1 table. The table and the instance must outlive
-// the model. Throws std::runtime_error (with the plugin's message) when the plugin refuses a call or
-// has no dynamics: a trajectory's torques cannot be judged without them.
-inline Model plugin_model(const kiln_robotmodel_v1 *api, const kiln_instance *instance) {
+// the model. Throws std::runtime_error (with the plugin's message) when the plugin refuses a call or,
+// unless `dynamics` is false (kinematics only: Model::rnea left empty), has no dynamics: a
+// trajectory's torques cannot be judged without them.
+inline Model plugin_model(const kiln_robotmodel_v1 *api, const kiln_instance *instance, bool dynamics = true) {
   char message[256] = "";
   const auto check = [&](kiln_status status, const char *what) {
     if (status != KILN_OK) throw std::runtime_error(std::string("kiln.robotmodel/1 ") + what + ": " + message);
@@ -86,7 +87,7 @@ inline Model plugin_model(const kiln_robotmodel_v1 *api, const kiln_instance *in
   kiln_robotmodel_chain_info chain{};
   chain.struct_size = sizeof chain;
   check(api->chain(instance, &chain, message, sizeof message), "chain");
-  if (chain.has_rnea == 0) {
+  if (dynamics && chain.has_rnea == 0) {
     throw std::runtime_error("kiln.robotmodel/1: the plugin's model has no dynamics (has_rnea 0): torques cannot be judged");
   }
   Model m;
@@ -109,6 +110,7 @@ inline Model plugin_model(const kiln_robotmodel_v1 *api, const kiln_instance *in
     if (api->fk(instance, q, count, poses, text, sizeof text) != KILN_OK)
       throw std::runtime_error(std::string("kiln.robotmodel/1 fk: ") + text);
   };
+  if (chain.has_rnea == 0) return m;
   m.rnea = [api, instance](const double *q, const double *qd, const double *qdd, uint32_t count, double *tau) {
     char text[256] = "";
     if (api->rnea(instance, q, qd, qdd, count, tau, text, sizeof text) != KILN_OK)
