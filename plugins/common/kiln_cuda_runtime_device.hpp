@@ -69,11 +69,43 @@ class CudaRuntimeDeviceBase {
   bool finished() noexcept { return cudaEventQuery(done_) != cudaErrorNotReady; }
   void *stream() const noexcept { return stream_; }
 
+  // [control-thread] A solve's device work as one CUDA graph (kiln_solver_instance.hpp: replayed
+  // while the work repeats, one launch instead of a copy, kernels and copies each). begin_capture:
+  // false when the stream cannot capture (nothing begun). end_capture: the graph instantiated
+  // (true), or nothing kept (the capture failed, or enqueued: false); either way no longer capturing
+  // and no graph kept from before.
+  bool begin_capture(void *stream) noexcept {
+    return cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  }
+  bool end_capture(void *stream, bool enqueued) noexcept {
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+    drop_graph();
+    bool kept = false;
+    if (ended == cudaSuccess && enqueued && graph != nullptr)
+      kept = cudaGraphInstantiate(&graph_, graph, 0) == cudaSuccess;
+    if (!kept) graph_ = nullptr;
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();  // a failed capture leaves no error for the next call to find
+    return kept;
+  }
+  bool has_graph() const noexcept { return graph_ != nullptr; }
+  kiln_status launch_graph(void *stream, kiln::plugin::Message &message) noexcept {
+    return check(cudaGraphLaunch(graph_, static_cast<cudaStream_t>(stream)), "solve: cudaGraphLaunch", message)
+               ? KILN_OK
+               : status_;
+  }
+  void drop_graph() noexcept {
+    if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
+    graph_ = nullptr;
+  }
+
   // [setup-thread] Waits for the stream, then frees whatever open got to; safe after a failed open.
   void close() noexcept {
-    if (stream_ != nullptr || done_ != nullptr || device_block_ != nullptr || pinned_block_ != nullptr) {
+    if (stream_ != nullptr || done_ != nullptr || device_block_ != nullptr || pinned_block_ != nullptr || graph_ != nullptr) {
       if (!in_context_) cudaSetDevice(ordinal_);  // else the host made the instance's context current
       if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+      drop_graph();
       if (done_ != nullptr) cudaEventDestroy(done_);
       if (stream_ != nullptr) cudaStreamDestroy(stream_);
       if (device_block_ != nullptr) cudaFree(device_block_);
@@ -116,6 +148,7 @@ class CudaRuntimeDeviceBase {
   int32_t priority_ = 0;     // of the streams open creates
   cudaStream_t stream_ = nullptr;
   cudaEvent_t done_ = nullptr;
+  cudaGraphExec_t graph_ = nullptr;  // the last solve's captured work, or none
   unsigned char *device_block_ = nullptr;
   unsigned char *pinned_block_ = nullptr;
   kiln_status status_ = KILN_OK;  // of the last failed call

@@ -28,7 +28,11 @@
 //   void prepare(Params &, const Problem &, const Result &, bool device_memory)  the kernels' pointers
 //       (and host-memory inputs staged where the solver reads them from host_);
 //   void solve_on_host(Params &); kiln_status enqueue_solve(Params &, const Problem &, const Result &,
-//       bool device_memory, void *stream, message)   copies up, launches, copies back;
+//       bool device_memory, void *stream, message)   copies up, launches, copies back (no host work:
+//       it may be captured into a graph and replayed);
+//   void stage(const Problem &)   host-memory inputs into host_ not staged by prepare (each solve);
+//   Params graph_key(const Params &, const Problem &, const Result &)   p as the device work of a
+//       host-memory solve sees it (equal keys: equal work, so a captured graph of it is replayed);
 //   void copy_outputs(const Result &pending, uint32_t count)   wait(): staging -> the caller's;
 //   static constexpr bool kHostSolvesInPlace   the host path writes the caller's buffers itself;
 //   kiln_status write_state(const SlotSnapshot &, buffer, capacity, size, message) const;
@@ -43,6 +47,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "kiln/ext/robotmodel.h"
 #include "kiln/ext/selftest.h"
@@ -198,7 +203,10 @@ class SolverInstance : public kiln::plugin::Instance {
                           bool record = true) noexcept {
     kiln_status status = require_idle(active(), in_flight_, "solve", "call activate first", message);
     if (status != KILN_OK) return status;
-    Params p{};
+    // Every byte zero, padding included: the graph key compares the bytes.
+    static_assert(std::is_trivially_copyable<Params>::value, "Params is compared and copied as bytes");
+    Params p;
+    std::memset(static_cast<void *>(&p), 0, sizeof p);
     if ((status = check_sizes(caller_problem, caller_result, message)) != KILN_OK) return status;
     // The plugin's revision of both structs, whatever the caller's: later fields zero (their defaults).
     Problem full_problem{};
@@ -316,27 +324,74 @@ class SolverInstance : public kiln::plugin::Instance {
   }
 
   // [control-thread] On the solve's stream: the solver's copies and kernels, the warm slots back
-  // (recording solves), the event.
+  // (recording solves), the event. A host-memory solve on the instance's own stream runs as a CUDA
+  // graph where the Device can capture one: captured when its work differs from the last solve's
+  // (graph_key, record), replayed while it repeats, as a control loop's solves do (one launch in
+  // place of a copy up, the kernels and the copies back). A stream that cannot capture, or a
+  // capture that fails, leaves the instance enqueueing directly.
   kiln_status enqueue(Params &p, const Problem &problem, const Result &result, bool device_memory, bool record,
                       Message &message) noexcept {
     void *stream = problem.stream != nullptr ? problem.stream : gpu_.stream();
     kiln_status s = gpu_.select("solve: selecting the device", message);
     if (s != KILN_OK) return s;
-    if ((s = self().enqueue_solve(p, problem, result, device_memory, stream, message)) != KILN_OK) return s;
-    if (record &&
-        (s = download_warm_slots(gpu_, host_.warm_q, host_.warm_valid, device_arrays_.warm_q, device_arrays_.warm_valid,
-                                 p.count, Kind::kSlotFloats, stream, message)) != KILN_OK)
-      return s;
+    if (!device_memory) self().stage(problem);
+    if constexpr (CapturesGraphs<Device>::value) {
+      if (!device_memory && problem.stream == nullptr && graphs_) {
+        GraphKey key;
+        std::memset(static_cast<void *>(&key), 0, sizeof key);
+        key.params = self().graph_key(p, problem, result);
+        key.record = record;
+        if (!gpu_.has_graph() || std::memcmp(&key, &graph_key_, sizeof key) != 0) {
+          graphs_ = gpu_.begin_capture(stream);
+          if (graphs_) {
+            Params captured = p;
+            const bool enqueued = enqueue_work(captured, problem, result, device_memory, record, stream, message) == KILN_OK;
+            graphs_ = gpu_.end_capture(stream, enqueued);
+            graph_key_ = key;
+          }
+#ifdef KILN_PLUGIN_TRACE_GRAPHS  // a measurement build's trace of what the solves run as
+          std::fprintf(stderr, "kiln plugin: solve of %u captured: %s\n", static_cast<unsigned>(p.count),
+                       graphs_ ? "replaying it" : "failed, enqueueing directly from now on");
+#endif
+        }
+        if (graphs_) {
+          if ((s = gpu_.launch_graph(stream, message)) != KILN_OK) return s;
+          return gpu_.record(stream, message);
+        }
+      }
+    }
+    if ((s = enqueue_work(p, problem, result, device_memory, record, stream, message)) != KILN_OK) return s;
     return gpu_.record(stream, message);
   }
+  // The device work of a solve: the solver's copies and kernels, the warm slots back.
+  kiln_status enqueue_work(Params &p, const Problem &problem, const Result &result, bool device_memory, bool record,
+                           void *stream, Message &message) noexcept {
+    kiln_status s = self().enqueue_solve(p, problem, result, device_memory, stream, message);
+    if (s != KILN_OK || !record) return s;
+    return download_warm_slots(gpu_, host_.warm_q, host_.warm_valid, device_arrays_.warm_q, device_arrays_.warm_valid,
+                               p.count, Kind::kSlotFloats, stream, message);
+  }
+
+  // Devices that offer begin_capture / end_capture / launch_graph (the CUDA runtime's).
+  template <class D, class = void>
+  struct CapturesGraphs : std::false_type {};
+  template <class D>
+  struct CapturesGraphs<D, std::void_t<decltype(&D::launch_graph)>> : std::true_type {};
+  struct GraphKey {
+    Params params;
+    bool record;
+  };
+  GraphKey graph_key_{};
+  bool graphs_ = true;  // false once the stream could not capture or a capture failed
 
   void release() noexcept {
     if (in_flight_ && on_device_) drain_on_device(gpu_);
     in_flight_ = false;
     snapshot_.clear();
     host_block_.reset();
-    if (on_device_) gpu_.close();
+    if (on_device_) gpu_.close();  // and its graph
     on_device_ = false;
+    graphs_ = true;
     device_arrays_ = Arrays{};
     host_ = Arrays{};
   }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "support/machine.hpp"
@@ -122,6 +123,47 @@ TEST_SUITE("gpu") {
             kiln::test::skip_if(kiln::test::no_gpu)) {
     Solver s(kPlugin, 0, 4u, std::nullopt);
     check_out_of_reach_within_limits(s);
+  }
+
+  // A controller's ticks on the instance's own stream run as a captured CUDA graph, replayed while
+  // the work repeats; on a caller's stream they are enqueued directly: the same plans, bit for bit,
+  // tick after tick, through a change of the batch size and of the outputs asked for.
+  TEST_CASE("trajopt gpu: ticks replayed from a captured graph equal ticks enqueued directly" *
+            kiln::test::skip_if(kiln::test::no_gpu)) {
+    Solver graphed(kPlugin, 0, 2u, std::nullopt), direct(kPlugin, 0, 2u, std::nullopt);
+    cudaStream_t stream = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+    Batch a = random_batch(2, 85, Goals::joint, 0.4), b = random_batch(2, 85, Goals::joint, 0.4);
+    track_minimum_jerk(a);
+    track_minimum_jerk(b);
+    for (Batch *batch : {&a, &b}) batch->options.seeds_per_target = 1, batch->options.max_iterations = 2;
+    const uint32_t D = Dyn::kDof;
+    for (uint32_t tick = 0; tick < 24; ++tick) {
+      CAPTURE(tick);
+      for (Batch *batch : {&a, &b}) {
+        batch->problem.count = tick >= 8 && tick < 12 ? 2 : 1;  // a change of shape, and back
+        batch->options.flags = tick > 0 ? KILN_TRAJOPT_SOLVE_WARM_SHIFT : 0;
+        batch->result.torques = tick >= 16 && tick < 20 ? nullptr : batch->torques.data();
+      }
+      b.problem.stream = stream;
+      std::string message;
+      REQUIRE_MESSAGE(graphed.solve(a, &message) == KILN_OK, message);
+      REQUIRE_MESSAGE(direct.solve(b, &message) == KILN_OK, message);
+      const size_t floats = size_t{a.problem.count} * (kN + 1) * D;
+      CHECK(std::memcmp(a.q.data(), b.q.data(), floats * sizeof(float)) == 0);
+      CHECK(std::memcmp(a.cost.data(), b.cost.data(), a.problem.count * sizeof(float)) == 0);
+      CHECK(std::memcmp(a.within_limits.data(), b.within_limits.data(), a.problem.count) == 0);
+      if (a.result.torques != nullptr) CHECK(std::memcmp(a.torques.data(), b.torques.data(), floats * sizeof(float)) == 0);
+      check_kept_within_limits(a, 0);
+      for (Batch *batch : {&a, &b}) {  // the plant follows knot 1 of problem 0; problem 1 starts over
+        const float *plan = batch->trajectory(0);
+        for (uint32_t j = 0; j < D; ++j) {
+          batch->qd0[j] = (plan[D + j] - plan[j]) / batch->dt[0];
+          batch->q0[j] = plan[D + j];
+        }
+      }
+    }
+    REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
   }
 
   TEST_CASE("trajopt gpu 1.1: tracking a reference, and the next tick from the shifted plan" *

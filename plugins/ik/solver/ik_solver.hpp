@@ -185,6 +185,13 @@ class IkSolver final : public kiln_plugin_common::SolverInstance<IkSolver<Device
   static constexpr bool kHostSolvesInPlace = false;  // into this->host_, copied out by wait()
   static void solve_on_host(const KernelParams &p) noexcept { solve_host(p); }
 
+  // [control-thread] prepare staged the host-memory inputs; p points at the staging, so it is what the
+  // device work depends on (equal keys enqueue equal work).
+  void stage(const kiln_ik_problem &) noexcept {}
+  KernelParams graph_key(const KernelParams &p, const kiln_ik_problem &, const kiln_ik_result &) const noexcept {
+    return p;
+  }
+
   // [control-thread] Copies up (host memory), one kernel, copies back: all on stream.
   kiln_status enqueue_solve(KernelParams &p, const kiln_ik_problem &problem, const kiln_ik_result &, bool device_memory,
                             void *stream, kiln::plugin::Message &message) noexcept {

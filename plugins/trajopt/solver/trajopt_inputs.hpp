@@ -167,34 +167,50 @@ inline void point_at(const Arrays &d, const kiln_trajopt_problem &pr, KernelPara
   p->iterations = d.iterations;
 }
 
-// Host-memory inputs: into pinned staging (so the caller may reuse them at once), then up.
-template <class Device>
-kiln_status stage_and_upload(Device &gpu, const kiln_trajopt_problem &pr, const Arrays &h, const Arrays &d, void *stream,
-                             KernelParams *, kiln::plugin::Message &message) {
+// Host-memory inputs and where each is staged and goes (absent inputs: from nullptr).
+struct InputItem {
+  const void *from;
+  void *staging;
+  void *device;
+  size_t bytes;
+};
+constexpr int kInputs = 9;
+inline void input_items(const kiln_trajopt_problem &pr, const Arrays &h, const Arrays &d, InputItem *out) {
   const size_t n = pr.count;
-  struct Item {
-    const void *from;
-    void *staging;
-    void *device;
-    size_t bytes;
-  };
-  const Item items[] = {{pr.q0, h.q0, d.q0, n * kDof * 4},
-                        {pr.qd0, h.qd0, d.qd0, n * kDof * 4},
-                        {pr.goal_kinds, h.goal_kinds, d.goal_kinds, n},
-                        {pr.pose_goals, h.pose_goals, d.pose_goals, n * KILN_TRAJOPT_POSE_SIZE * 4},
-                        {pr.joint_goals, h.joint_goals, d.joint_goals, n * kDof * 4},
-                        {pr.dt, h.dt, d.dt, n * 4},
-                        {pr.initial_trajectories, h.initial, d.initial, n * kVars * 4},
-                        {pr.track_poses, h.track_poses, d.track_poses, n * kN * KILN_TRAJOPT_POSE_SIZE * 4},
-                        {pr.track_weights, h.track_weights, d.track_weights, n * kN * 2 * 4}};
-  const char *what = "solve: copying the inputs to the device";
-  for (const Item &item : items)
+  const InputItem items[kInputs] = {{pr.q0, h.q0, d.q0, n * kDof * 4},
+                                    {pr.qd0, h.qd0, d.qd0, n * kDof * 4},
+                                    {pr.goal_kinds, h.goal_kinds, d.goal_kinds, n},
+                                    {pr.pose_goals, h.pose_goals, d.pose_goals, n * KILN_TRAJOPT_POSE_SIZE * 4},
+                                    {pr.joint_goals, h.joint_goals, d.joint_goals, n * kDof * 4},
+                                    {pr.dt, h.dt, d.dt, n * 4},
+                                    {pr.initial_trajectories, h.initial, d.initial, n * kVars * 4},
+                                    {pr.track_poses, h.track_poses, d.track_poses, n * kN * KILN_TRAJOPT_POSE_SIZE * 4},
+                                    {pr.track_weights, h.track_weights, d.track_weights, n * kN * 2 * 4}};
+  for (int i = 0; i < kInputs; ++i) out[i] = items[i];
+}
+
+// Host-memory inputs into pinned staging, so the caller may reuse them at once (host work: never
+// part of a captured graph).
+inline void stage(const kiln_trajopt_problem &pr, const Arrays &h) {
+  InputItem items[kInputs];
+  input_items(pr, h, Arrays{}, items);
+  for (const InputItem &item : items)
     if (item.from != nullptr) std::memcpy(item.staging, item.from, item.bytes);
+}
+
+// The staged inputs up to the device.
+template <class Device>
+kiln_status upload(Device &gpu, const kiln_trajopt_problem &pr, const Arrays &h, const Arrays &d, void *stream,
+                   kiln::plugin::Message &message) {
+  const size_t n = pr.count;
+  const char *what = "solve: copying the inputs to the device";
   // Small instances: the whole group (absent inputs' bytes too, which no kernel reads) in one copy.
   if (const size_t span = kiln_plugin_common::one_copy_span(d.q0, d.track_weights + n * kN * 2, h.q0,
                                                              h.track_weights + n * kN * 2))
     return gpu.to_device(d.q0, h.q0, span, stream, what, message);
-  for (const Item &item : items) {
+  InputItem items[kInputs];
+  input_items(pr, h, d, items);
+  for (const InputItem &item : items) {
     if (item.from == nullptr) continue;
     const kiln_status s = gpu.to_device(item.device, item.staging, item.bytes, stream, what, message);
     if (s != KILN_OK) return s;

@@ -130,13 +130,36 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
     solve_host(p, this->host_.scratch, this->host_.band, this->host_.best);
   }
 
-  // [control-thread] copies up (host memory), the two kernels, copies back.
+  // [control-thread] Host-memory inputs into the staging, before the device work is enqueued (or a
+  // captured graph of it replayed).
+  void stage(const kiln_trajopt_problem &problem) noexcept { inputs::stage(problem, this->host_); }
+  // What the device work of a host-memory solve depends on: p pointed at the device arrays, the
+  // outputs the caller left out (not copied back) as nullptr. Equal keys enqueue equal work.
+  KernelParams graph_key(const KernelParams &p, const kiln_trajopt_problem &problem,
+                         const kiln_trajopt_result &result) const noexcept {
+    KernelParams key = p;
+    inputs::point_at(this->device_arrays_, problem, &key);
+    const kiln_trajopt_result &r = result;
+    if (r.qd == nullptr) key.qd = nullptr;
+    if (r.torques == nullptr) key.torques = nullptr;
+    if (r.converged == nullptr) key.converged = nullptr;
+    if (r.position_error == nullptr) key.position_error = nullptr;
+    if (r.orientation_error == nullptr) key.orientation_error = nullptr;
+    if (r.position_violation == nullptr) key.position_violation = nullptr;
+    if (r.velocity_violation == nullptr) key.velocity_violation = nullptr;
+    if (r.torque_violation == nullptr) key.torque_violation = nullptr;
+    if (r.cost == nullptr) key.cost = nullptr;
+    if (r.iterations == nullptr) key.iterations = nullptr;
+    if (r.within_limits == nullptr) key.within_limits = nullptr;
+    return key;
+  }
+
+  // [control-thread] copies up (host memory, staged), the kernels, copies back.
   kiln_status enqueue_solve(KernelParams &p, const kiln_trajopt_problem &problem, const kiln_trajopt_result &result,
                             bool device_memory, void *stream, kiln::plugin::Message &message) noexcept {
     const Arrays &d = this->device_arrays_;
     kiln_status s = KILN_OK;
-    if (!device_memory &&
-        (s = inputs::stage_and_upload(this->gpu_, problem, this->host_, d, stream, &p, message)) != KILN_OK)
+    if (!device_memory && (s = inputs::upload(this->gpu_, problem, this->host_, d, stream, message)) != KILN_OK)
       return s;
     if (!device_memory) inputs::point_at(d, problem, &p);
     p.scratch = d.scratch;
