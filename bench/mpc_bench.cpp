@@ -5,7 +5,9 @@
 // fixed budget of Levenberg-Marquardt steps. Per budget: the latency of solve() from the call to
 // the outputs in host memory (copies included), p50 / p99 / max; the executed knot's tracking
 // error judged in double; the ticks whose plan kept every limit. Baseline in the same run: the
-// same ticks solved cold (no warm start), so the ratio shows what the warm start buys. Then IK:
+// same ticks solved cold (no warm start), so the ratio shows what the warm start buys, and the warm
+// ticks on a stream of the bench's (enqueued directly, not replayed from the plugin's captured
+// graph), so the ratio shows what the graph buys. Then IK:
 // one target per tick along a smooth joint motion (its tip poses by the plugin's own fk), warm
 // (the slot's last answer) against cold, at the interface's default tolerances (0.1 mm, 0.001 rad).
 // Prints figures; never fails a build.
@@ -35,6 +37,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include <kiln/ext/ik.h>
 #include <kiln/runtime.hpp>
@@ -125,7 +129,7 @@ struct Run {
 
 // T ticks from `start` (q, qd) with `budget` steps each; warm: the shifted warm start.
 Run run_ticks(const kiln_trajopt_v1 &api, kiln_instance *instance, const Setup &setup, const std::vector<float> &q_start,
-              uint32_t ticks, uint32_t budget, bool warm) {
+              uint32_t ticks, uint32_t budget, bool warm, void *stream = nullptr) {
   const Model &model = *setup.model;
   const uint32_t D = kDof;
   const double dt = setup.dt;
@@ -134,6 +138,7 @@ Run run_ticks(const kiln_trajopt_v1 &api, kiln_instance *instance, const Setup &
   b.options.seeds_per_target = 1;
   b.options.max_iterations = budget;
   b.point();
+  b.problem.stream = stream;
   Run run;
   char message[512] = "";
   for (uint32_t tick = 0; tick < ticks; ++tick) {
@@ -213,7 +218,8 @@ void print_json(const char *who, const std::string &plugin_id, const Setup &setu
 }
 
 // IK: T ticks of one target each; warm: seed 0 from the slot's last answer.
-Run run_ik_ticks(const kiln_ik_v1 &api, kiln_instance *instance, uint32_t ticks, bool warm, double dt) {
+Run run_ik_ticks(const kiln_ik_v1 &api, kiln_instance *instance, uint32_t ticks, bool warm, double dt,
+                 void *stream = nullptr) {
   const float mid[kDof] = {0.0f, 0.6f, 0.0f, -1.2f, 0.0f, 0.9f, 0.0f};
   kiln_ik_options options{};
   options.struct_size = sizeof options;
@@ -226,6 +232,7 @@ Run run_ik_ticks(const kiln_ik_v1 &api, kiln_instance *instance, uint32_t ticks,
   problem.memory = KILN_IK_MEMORY_HOST;
   problem.targets = target;
   problem.options = &options;
+  problem.stream = stream;
   kiln_ik_result result{};
   result.struct_size = sizeof result;
   result.q = q, result.position_error = &position_error, result.orientation_error = &orientation_error;
@@ -324,6 +331,19 @@ int main(int argc, char **argv) {
   api->info(instance.handle(), &info);
   setup.horizon = info.horizon;
   const std::string device = gpu ? devices.devices.front().name : "host";
+  // A stream of this process on the same device: solves given it are enqueued directly, the baseline
+  // of the graphs a plugin replays on its own stream (kiln_solver_instance.hpp).
+  void *direct_stream = nullptr;
+  if (gpu && !json) {
+    cudaStream_t stream = nullptr;
+    cudaError_t error = cudaSetDevice(0);
+    if (error == cudaSuccess) error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (error == cudaSuccess)
+      direct_stream = stream;
+    else
+      std::printf("the baseline without graphs FAILED: no stream of this process (%s: %s)\n", cudaGetErrorName(error),
+                  cudaGetErrorString(error));
+  }
   std::printf("kiln_bench_mpc: %s, %s, N = %u, dt %.3f s, batch %u, 1 seed, %u ticks per row, start %s, on %s\n",
               module.report().plugin_id.c_str(), model.robot.c_str(), setup.horizon, setup.dt, setup.batch, ticks,
               start_mode.c_str(), gpu ? device.c_str() : "the host path (no CUDA device)");
@@ -368,6 +388,16 @@ int main(int argc, char **argv) {
     const Run warm = run_ticks(*api, instance.handle(), setup, start, ticks, budget, true);
     print("warm (shifted plan)", budget, warm);
     if (json) print_json("trajopt-track-warm", module.report().plugin_id, setup, budget, warm, device);
+    if (direct_stream != nullptr) {
+      // The same warm ticks enqueued directly, not replayed from a captured graph.
+      const Run direct = run_ticks(*api, instance.handle(), setup, start, ticks, budget, true, direct_stream);
+      print("warm, no graph (baseline)", budget, direct);
+      if (json) print_json("trajopt-track-warm-direct", module.report().plugin_id, setup, budget, direct, device);
+      if (!warm.failed && !direct.failed)
+        std::printf("  ratio p50 no graph / graph %.2f, p99 %.2f\n",
+                    kiln_ik::swap_loop::percentile(direct.us, 0.5) / kiln_ik::swap_loop::percentile(warm.us, 0.5),
+                    kiln_ik::swap_loop::percentile(direct.us, 0.99) / kiln_ik::swap_loop::percentile(warm.us, 0.99));
+    }
     if (!cold) continue;
     const Run baseline = run_ticks(*api, instance.handle(), setup, start, ticks, budget, false);
     print("cold (baseline)", budget, baseline);
@@ -390,5 +420,13 @@ int main(int argc, char **argv) {
   const Run ik_cold = run_ik_ticks(*ik_api, ik_instance.handle(), ticks, false, setup.dt);
   print("IK warm (last answer)", 0, ik_warm, "error", "converged");
   print("IK cold (baseline)", 0, ik_cold, "error", "converged");
+  if (direct_stream != nullptr) {
+    const Run ik_direct = run_ik_ticks(*ik_api, ik_instance.handle(), ticks, true, setup.dt, direct_stream);
+    print("IK warm, no graph (baseline)", 0, ik_direct, "error", "converged");
+    if (!ik_warm.failed && !ik_direct.failed)
+      std::printf("  ratio p50 no graph / graph %.2f, p99 %.2f\n",
+                  kiln_ik::swap_loop::percentile(ik_direct.us, 0.5) / kiln_ik::swap_loop::percentile(ik_warm.us, 0.5),
+                  kiln_ik::swap_loop::percentile(ik_direct.us, 0.99) / kiln_ik::swap_loop::percentile(ik_warm.us, 0.99));
+  }
   return 0;
 }
