@@ -7,14 +7,18 @@
 #   bench/peers/build_all.sh --gato PATH --grid PATH --hjcd PATH --out DIR
 #        [--only gato|grid|hjcd] [--headers DIR] [--no-compile] [--arch sm_90]
 #        [--hjcd-codegen PATH]   (an A2R-Lab GRiD checkout whose GRiDCodeGenerator has X_warp)
+#        [--kiln-build DIR]      (a built kiln tree: kiln's side of the equal-work rows, below)
 #
 # Then bench/peers/run_all.sh DIR (or run_grid.sh / run_gato.sh / run_hjcd.sh DIR).
+# With --kiln-build, OUT/kiln/ also gets kiln's plugins for the same problems (TrajOpt built from
+# GATO's URDF for N = 32, 64, 128; IK plugins whose tip is HJCD-IK's end effector) and OUT/data/
+# the IK targets both solve: run_kiln.sh OUT KILN_BUILD/bench runs them, judge_ik.sh judges the IK.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 KILN="$(cd "$HERE/../.." && pwd)"
 . "$HERE/common.sh"
 
-GATO="" GRID="" HJCD="" OUT="" ONLY="" HEADERS="" COMPILE=1 ARCH="${ARCH:-sm_90}" HJCD_CODEGEN=""
+GATO="" GRID="" HJCD="" OUT="" ONLY="" HEADERS="" COMPILE=1 ARCH="${ARCH:-sm_90}" HJCD_CODEGEN="" KILN_BUILD=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --gato) GATO="$2"; shift 2 ;;
@@ -26,7 +30,8 @@ while [ $# -gt 0 ]; do
     --no-compile) COMPILE=0; shift ;;
     --arch) ARCH="$2"; shift 2 ;;
     --hjcd-codegen) HJCD_CODEGEN="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --kiln-build) KILN_BUILD="$(cd "$2" && pwd)"; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -46,7 +51,7 @@ rm -f "$OUT/urdf/panda_kiln.urdf.tmp"
 cp "$HERE"/grid_rnea_harness.cu "$HERE"/gato_mpc_harness.cu "$HERE"/hjcd_ik_harness.cu "$OUT/harness/"
 cp "$KILN/bench/rnea_kdl_file.hpp" "$OUT/harness/"
 cp "$HERE"/common.sh "$HERE"/compile_peers.sh "$HERE"/run_all.sh "$HERE"/run_grid.sh "$HERE"/run_gato.sh \
-   "$HERE"/run_hjcd.sh "$HERE"/run_on_gpu.sh "$OUT/"
+   "$HERE"/run_hjcd.sh "$HERE"/run_on_gpu.sh "$HERE"/run_kiln.sh "$HERE"/judge_ik.sh "$OUT/"
 
 set_commit() {  # set_commit NAME VALUE: one "NAME VALUE" line in OUT/COMMITS
   grep -v "^$1 " "$OUT/COMMITS" > "$OUT/COMMITS.tmp" || true
@@ -170,6 +175,32 @@ PYEOF
     done
   fi
   set_commit hjcd "$(peer_commit "$HJCD" "${HJCD_COMMIT:-}")"
+fi
+
+# ---- kiln's side of the equal-work rows (--kiln-build): the same robot models and targets.
+if [ -n "$KILN_BUILD" ]; then
+  CLI="$KILN_BUILD/src/kiln"
+  need_file "$CLI" "$KILN_BUILD is not a built kiln tree (no src/kiln)"
+  mkdir -p "$OUT/kiln" "$OUT/data"
+  if want gato && [ -n "$GATO" ]; then
+    # GATO's iiwa14 (its end effector is L7's origin: its generated FK adds no offset).
+    cp "$GATO/examples/iiwa_description/iiwa14.urdf" "$OUT/urdf/iiwa14_gato_kiln.urdf"
+    bash "$HERE/build_kiln_models.sh" "$KILN_BUILD" "$OUT/urdf/iiwa14_gato_kiln.urdf" iiwa_base L7 iiwa14_gato \
+      "$OUT/kiln" --arch "${ARCH#sm_}-real"
+  fi
+  if want hjcd; then
+    # HJCD-IK places the frame of the chain's last movable joint: lbr_iiwa_link_7, panda_link7.
+    for spec in "iiwa14 iiwa14.urdf lbr_iiwa_link_0 lbr_iiwa_link_7" "panda panda.urdf panda_link0 panda_link7"; do
+      set -- $spec
+      "$CLI" robot init "$KILN/plugins/ik/robots/$2" --base "$3" --tip "$4" --name "peers_$1" --ik -o "$OUT/kiln" --force > /dev/null
+      KILN_DEVICE="sm_${ARCH#sm_}" KILN_CACHE_DIR="$OUT/kiln/store" "$CLI" build "$OUT/kiln/ik-peers_$1.json" > "$OUT/kiln/ik-$1.build.log" 2>&1 ||
+        { tail -20 "$OUT/kiln/ik-$1.build.log" >&2; die "building kiln's IK plugin for $1 failed"; }
+      cp "$(find "$OUT/kiln/store" -name "libkiln_ik_peers_$1.so" | head -1)" "$OUT/kiln/ik_$1.so"
+      "$KILN_BUILD/bench/kiln_bench_ik_peers" targets --plugin "$OUT/kiln/ik_$1.so" --count 1000 --seed 20261206 \
+        --out "$OUT/data/ik_targets_$1.bin" > /dev/null 2>> "$OUT/kiln/targets.log"
+    done
+  fi
+  note "kiln's side in $OUT/kiln (run: bash $OUT/run_kiln.sh $OUT $KILN_BUILD/bench)"
 fi
 
 if [ "$COMPILE" = 1 ]; then

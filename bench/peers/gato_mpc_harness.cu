@@ -9,6 +9,7 @@
 //        -DBATCH=16 bench/peers/gato_mpc_harness.cu -o gato_mpc_N64_B16
 // Run:
 //   gato_mpc_N64_B16 [--steps S] [--dt 0.01] [--sim-dt 0.001] [--warmups W] [--commit C] [--traj FILE]
+//                    [--start-q Q1,...,Q7]   (start at rest there; default q = 0, as GATO's benchmark)
 // Prints one JSON line (fields: README.md beside this file); --traj writes the closed-loop joint and
 // end-effector trajectory as CSV.
 //
@@ -38,6 +39,12 @@ constexpr uint32_t B = BATCH;
 constexpr uint32_t NK = KNOT_POINTS;
 constexpr uint32_t NX = gato::constants::STATE_SIZE, NU = gato::constants::CONTROL_SIZE;
 constexpr uint32_t TRAJ = gato::constants::TRAJ_SIZE;
+
+// The limits of GATO's iiwa14 model (examples/iiwa_description/iiwa14.urdf, joints A1..A7): GATO's
+// cost keeps positions inside them by barrier; velocity and effort limits are not in its cost
+// (vel_lim_cost, ctrl_lim_cost 0), so the harness counts the steps that exceed them.
+constexpr double kVelocityLimit[7] = {1.48353, 1.48353, 1.74533, 1.309, 2.26893, 2.35619, 2.35619};
+constexpr double kEffortLimit[7] = {320, 320, 176, 176, 110, 40, 40};
 
 // End-effector position of one configuration with GATO's own generated kinematics.
 __global__ void ee_pos_kernel(Real *d_out, const Real *d_q, const grid::robotModel<Real> *model) {
@@ -71,6 +78,7 @@ int main(int argc, char **argv) {
   int steps = 300, warmups = 3;
   double dt = 0.01, sim_dt = 0.001;
   std::string commit = "unknown", traj_path;
+  std::vector<double> start_q;  // --start-q: the start position (at rest); GATO's benchmark: q = 0
   // GATO's DEFAULT_SOLVER_PARAMS (python/bsqp/config.py)
   double max_sqp = 1, kkt_tol = 1e-3, max_pcg = 200, pcg_tol = 1e-4, solve_ratio = 1.0, mu = 10.0, q_cost = 2.0,
          qd_cost = 1e-2, u_cost = 2e-6, N_cost = 50.0, q_lim_cost = 0.01, vel_lim_cost = 0, ctrl_lim_cost = 0,
@@ -88,6 +96,14 @@ int main(int argc, char **argv) {
     else if (k == "--sim-dt") sim_dt = std::atof(v);
     else if (k == "--commit") commit = v;
     else if (k == "--traj") traj_path = v;
+    else if (k == "--start-q") {  // Q1,...,Q7 (rad)
+      for (const char *c = v; *c != '\0';) {
+        char *end = nullptr;
+        start_q.push_back(std::strtod(c, &end));
+        if (end == c) break;
+        c = *end == ',' ? end + 1 : end;
+      }
+    }
     else if (k == "--max-sqp-iters") max_sqp = std::atof(v);
     else if (k == "--max-pcg-iters") max_pcg = std::atof(v);
     else if (k == "--pcg-tol") pcg_tol = std::atof(v);
@@ -132,6 +148,10 @@ int main(int argc, char **argv) {
 
   // Start: IIWA14_START_CONFIGS['zero'] with zero velocity; warm start = x0 at every knot, u = 0.
   std::vector<Real> x(NX, 0), xu(TRAJ, 0), xu_b(TRAJ * B), xs_b(NX * B), ref_b(6 * NK * B);
+  if (!start_q.empty()) {
+    if (start_q.size() != 7) { std::fprintf(stderr, "gato_mpc_harness: --start-q needs 7 joint positions\n"); return 64; }
+    for (int j = 0; j < 7; ++j) x[j] = (Real)start_q[j];
+  }
   auto warm_start = [&]() {
     std::fill(xu.begin(), xu.end(), 0);
     for (uint32_t k = 0; k < NK; ++k) std::copy(x.begin(), x.end(), xu.begin() + k * (NX + NU));
@@ -163,7 +183,8 @@ int main(int argc, char **argv) {
   }
   gpuErrchk(cudaMemcpy(xu.data(), d_xu, TRAJ * sizeof(Real), cudaMemcpyDeviceToHost));
 
-  std::vector<double> t_host_us, t_event_us, err_m, sqp_iters, pcg_iters;
+  std::vector<double> t_host_us, t_event_us, err_m, err_aligned_m, sqp_iters, pcg_iters;
+  int over_velocity = 0, over_effort = 0;  // executed steps beyond a velocity / effort limit
   FILE *traj = traj_path.empty() ? nullptr : std::fopen(traj_path.c_str(), "w");
   if (traj) std::fprintf(traj, "step,t,ee_x,ee_y,ee_z,ref_x,ref_y,ref_z%s\n", ",q1,q2,q3,q4,q5,q6,q7");
   const int nsub = std::max(1, (int)std::lround(dt / sim_dt));
@@ -171,6 +192,9 @@ int main(int argc, char **argv) {
   for (int s = 0; s < steps; ++s) {
     // apply the current plan's first control for one knot interval (nsub integrator steps)
     std::vector<Real> u(xu.begin() + NX, xu.begin() + NX + NU);
+    bool effort_over = false;
+    for (uint32_t j = 0; j < NU && j < 7; ++j) effort_over |= std::abs((double)u[j]) > kEffortLimit[j] * (1 + 1e-4);
+    over_effort += effort_over;
     gpuErrchk(cudaMemcpy(d_u, u.data(), NU * sizeof(Real), cudaMemcpyHostToDevice));
     for (int i = 0; i < nsub; ++i) {
       gpuErrchk(cudaMemcpy(d_x, x.data(), NX * sizeof(Real), cudaMemcpyHostToDevice));
@@ -205,6 +229,14 @@ int main(int argc, char **argv) {
     const Real *r = &fig8[6 * (offset + 1)];
     const double e = std::sqrt((ee[0] - r[0]) * (ee[0] - r[0]) + (ee[1] - r[1]) * (ee[1] - r[1]) + (ee[2] - r[2]) * (ee[2] - r[2]));
     err_m.push_back(e);
+    // The same against the reference at the state's own time (knot `offset`): kiln_bench_mpc's
+    // executed-knot error (GATO's own compares with the next knot's reference, one dt ahead).
+    const Real *ra = &fig8[6 * offset];
+    err_aligned_m.push_back(std::sqrt((ee[0] - ra[0]) * (ee[0] - ra[0]) + (ee[1] - ra[1]) * (ee[1] - ra[1]) +
+                                      (ee[2] - ra[2]) * (ee[2] - ra[2])));
+    bool velocity_over = false;
+    for (uint32_t j = 0; j < 7 && 7 + j < NX; ++j) velocity_over |= std::abs((double)x[7 + j]) > kVelocityLimit[j] * (1 + 1e-4);
+    over_velocity += velocity_over;
     if (traj) {
       std::fprintf(traj, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f", s, t_sim, ee[0], ee[1], ee[2], r[0], r[1], r[2]);
       for (int j = 0; j < grid::NUM_JOINTS; ++j) std::fprintf(traj, ",%.6f", x[j]);
@@ -215,15 +247,17 @@ int main(int argc, char **argv) {
     if (!finite) break;
   }
   if (traj) std::fclose(traj);
-  std::printf("{\"peer\":\"gato\",\"commit\":\"%s\",\"robot\":\"iiwa14(gato)\",\"precision\":\"%s\",\"batch\":%u,\"N\":%u,"
+  std::printf("{\"peer\":\"gato\",\"commit\":\"%s\",\"robot\":\"iiwa14(gato)\",\"start\":\"%s\",\"precision\":\"%s\",\"batch\":%u,\"N\":%u,"
               "\"dt\":%g,\"sim_dt\":%g,\"steps\":%zu,\"max_sqp_iters\":%g,\"max_pcg_iters\":%g,\"pcg_tol\":%g,"
               "\"q_cost\":%g,\"qd_cost\":%g,\"u_cost\":%g,\"N_cost\":%g,\"q_lim_cost\":%g,\"mu\":%g,\"rho\":%g,"
               "\"solve_us_median\":%.3f,\"solve_us_mean\":%.3f,\"solve_us_p95\":%.3f,\"solve_event_us_median\":%.3f,"
               "\"sqp_iters_mean\":%.3f,\"pcg_iters_mean\":%.3f,\"track_err_m_mean\":%.6f,\"track_err_m_median\":%.6f,"
-              "\"track_err_m_max\":%.6f,\"track_err_m_final\":%.6f}\n",
-              commit.c_str(), sizeof(Real) == 8 ? "fp64" : "fp32", B, NK, dt, sim_dt, err_m.size(), max_sqp, max_pcg,
+              "\"track_err_m_max\":%.6f,\"track_err_m_final\":%.6f,\"track_err_aligned_m_median\":%.6f,"
+              "\"track_err_aligned_m_mean\":%.6f,\"executed_over_velocity\":%d,\"executed_over_effort\":%d}\n",
+              commit.c_str(), start_q.empty() ? "zero" : "given", sizeof(Real) == 8 ? "fp64" : "fp32", B, NK, dt, sim_dt, err_m.size(), max_sqp, max_pcg,
               pcg_tol, q_cost, qd_cost, u_cost, N_cost, q_lim_cost, mu, rho, median(t_host_us), mean(t_host_us),
               pct(t_host_us, 0.95), median(t_event_us), mean(sqp_iters), mean(pcg_iters), mean(err_m), median(err_m),
-              err_m.empty() ? 0 : *std::max_element(err_m.begin(), err_m.end()), err_m.empty() ? 0 : err_m.back());
+              err_m.empty() ? 0 : *std::max_element(err_m.begin(), err_m.end()), err_m.empty() ? 0 : err_m.back(),
+              median(err_aligned_m), mean(err_aligned_m), over_velocity, over_effort);
   return 0;
 }
