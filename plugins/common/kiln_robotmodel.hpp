@@ -104,6 +104,7 @@ struct Model {
     copy_model_name(full.base_link, Fk::kBaseLink);
     copy_model_name(full.tip_link, Fk::kTipLink);
     copy_model_name(full.source, Fk::kSource);
+    copy_model_name(full.model_fingerprint, Fk::kModelFingerprint);
     write_up_to_size(info, full);
     return KILN_OK;
   }

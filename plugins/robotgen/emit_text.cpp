@@ -122,6 +122,8 @@ void open_chain_struct(std::ostringstream &s, const Chain &chain, const std::str
   s << "  static constexpr const char *kRobot = " << quoted(chain.robot) << ";\n";
   s << "  static constexpr const char *kBaseLink = " << quoted(chain.base) << ";\n";
   s << "  static constexpr const char *kTipLink = " << quoted(chain.tip) << ";\n";
+  s << "  // The model this was generated from: the URDF as parsed, the chain, the generators.\n";
+  s << "  static constexpr const char *kModelFingerprint = " << quoted(chain.model_fingerprint) << ";\n";
   s << "  // Joint types: 0 revolute, 1 continuous, 2 prismatic (" << joint_types_note << ").\n";
   s << "  static constexpr int kRevolute = 0, kContinuous = 1, kPrismatic = 2;\n";
 }

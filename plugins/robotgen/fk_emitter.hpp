@@ -9,7 +9,7 @@
 
 namespace kiln::robotgen {
 
-constexpr const char *kFkGeneratorVersion = "kiln-urdf-fk 3";
+constexpr const char *kFkGeneratorVersion = "kiln-urdf-fk 4";
 
 std::string emit_fk_header(const Chain &chain, const std::string &ns);
 

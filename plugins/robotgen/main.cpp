@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "fk_emitter.hpp"
+#include "model_fingerprint.hpp"
 #include "rnea_emitter.hpp"
 #include "urdf_chain.hpp"
 
@@ -86,7 +87,8 @@ bool valid_namespace(const std::string &name) {
   return true;
 }
 
-// --check's report, a line per fact: "robot NAME", "joints N", then "joint NAME KIND" per joint.
+// --check's report, a line per fact: "robot NAME", "joints N", then "joint NAME KIND" per joint
+// (main adds "fingerprint xxh128:...").
 // A name is printed with its line breaks replaced, so every fact stays one line.
 void print_chain(const kiln::robotgen::Chain &chain) {
   const auto one_line = [](std::string text) {
@@ -122,6 +124,9 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--check", check, "write nothing: check the chain and print the robot's name and joints");
   app.add_flag("--dynamics-check", check_dynamics, "with --check: check the inertials and limits the dynamics need");
+  bool model_text = false;
+  app.add_flag("--model-text", model_text,
+               "with --check: also print the canonical model text the fingerprint digests (a line per link and joint)");
   app.set_version_flag("--version", kiln::robotgen::kFkGeneratorVersion);
   CLI11_PARSE(app, argc, argv);
 
@@ -130,6 +135,7 @@ int main(int argc, char **argv) {
       throw GeneratorError("--check writes nothing: pass it without -o and --dynamics");
     }
     if (check_dynamics && !check) throw GeneratorError("--dynamics-check goes with --check");
+    if (model_text && !check) throw GeneratorError("--model-text goes with --check");
     if (!check && output.empty() && dynamics.empty()) {
       throw GeneratorError("nothing to write: pass -o FILE and/or --dynamics FILE (or --check)");
     }
@@ -148,11 +154,15 @@ int main(int argc, char **argv) {
     if (!model) {
       throw GeneratorError("'" + input + "' is not a valid URDF (the parser's reason is printed above)");
     }
-    const kiln::robotgen::Chain chain = kiln::robotgen::extract_chain(*model, source, base, tip);
+    kiln::robotgen::Chain chain = kiln::robotgen::extract_chain(*model, source, base, tip);
     if (max_joints > 0) kiln::robotgen::check_joint_count(chain, max_joints);
+    const std::array<double, 3> gravity_vector{gravity[0], gravity[1], gravity[2]};
+    chain.model_fingerprint = kiln::robotgen::model_fingerprint(*model, base, tip);
     if (check) {
       if (check_dynamics) kiln::robotgen::check_inertials(*model, chain);
       print_chain(chain);
+      std::cout << "fingerprint " << chain.model_fingerprint << '\n';
+      if (model_text) std::cout << kiln::robotgen::canonical_model_text(*model, base, tip);
       return 0;
     }
     // Both headers are composed before either is written: a refusal leaves neither behind.
@@ -160,7 +170,7 @@ int main(int argc, char **argv) {
     if (!output.empty()) fk_text = kiln::robotgen::emit_fk_header(chain, ns);
     if (!dynamics.empty()) {
       kiln::robotgen::check_inertials(*model, chain);
-      dynamics_text = kiln::robotgen::emit_rnea_header(chain, dynamics_ns, {gravity[0], gravity[1], gravity[2]});
+      dynamics_text = kiln::robotgen::emit_rnea_header(chain, dynamics_ns, gravity_vector);
     }
     if (!output.empty()) write_file(output, fk_text);
     if (!dynamics.empty()) write_file(dynamics, dynamics_text);

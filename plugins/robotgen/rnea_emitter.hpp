@@ -12,7 +12,7 @@
 
 namespace kiln::robotgen {
 
-constexpr const char *kRneaGeneratorVersion = "kiln-urdf-rnea 1";
+constexpr const char *kRneaGeneratorVersion = "kiln-urdf-rnea 2";
 
 // gravity: the acceleration of gravity in the base frame (m/s^2), the default of rnea().
 std::string emit_rnea_header(const Chain &chain, const std::string &ns, const std::array<double, 3> &gravity);

@@ -13,6 +13,6 @@
       offsetof(kiln_robotmodel_chain_info, robot), sizeof(kiln_robotmodel_joint),               \
       offsetof(kiln_robotmodel_joint, origin_position), offsetof(kiln_robotmodel_joint, lower), \
       offsetof(kiln_robotmodel_joint, name), sizeof(kiln_robotmodel_v1),                        \
-      offsetof(kiln_robotmodel_v1, rnea)
+      offsetof(kiln_robotmodel_v1, rnea), offsetof(kiln_robotmodel_chain_info, model_fingerprint)
 
 #endif

@@ -73,12 +73,39 @@ bool lists(const kiln_plugin_entry &entry, const char *id) {
 
 TEST_CASE("kiln.robotmodel/1: struct layouts are fixed and the same from C and C++") {
   const std::vector<size_t> cxx = {KILN_ROBOTMODEL_ABI_LAYOUT};
-  const std::vector<size_t> expected = {392, 16, 136, 232, 32, 128, 168, 48, 40};  // LP64; append only
+  // LP64; append only: 1.1 appended model_fingerprint after 1.0's 392-byte chain info.
+  const std::vector<size_t> expected = {456, 16, 136, 232, 32, 128, 168, 48, 40, 392};
   std::vector<size_t> c(cxx.size());
   REQUIRE(kiln_robotmodel_test_c_layout(c.data(), c.size()) == cxx.size());
   CHECK(c == cxx);
   CHECK(cxx == expected);
   CHECK(std::string(KILN_ROBOTMODEL_INTERFACE_ID) == "kiln.robotmodel/1");
+}
+
+// 1.1: the model's fingerprint; the same for the two forms of the iiwa14 plugin (one URDF, one
+// chain), another for the Panda; a 1.0 host's smaller struct is not written past.
+TEST_CASE("kiln.robotmodel/1 1.1: chain_info.model_fingerprint tells plugins of one robot model from another") {
+  std::vector<std::string> prints;
+  for (const Plugin &p : kPlugins) {
+    CAPTURE(std::string(p.name));
+    Model m(p.file, p.archs);
+    REQUIRE(m.model != nullptr);
+    const std::string print = chain_info(m.model, m.instance.handle()).model_fingerprint;
+    CHECK(print.size() == 7 + 32);
+    CHECK(print.rfind("xxh128:", 0) == 0);
+    CHECK(print.find_first_not_of("0123456789abcdef", 7) == std::string::npos);
+    prints.push_back(print);
+    kiln_robotmodel_chain_info old{};
+    old.struct_size = offsetof(kiln_robotmodel_chain_info, model_fingerprint);
+    std::memset(old.model_fingerprint, 'x', sizeof old.model_fingerprint);
+    char message[256] = "";
+    REQUIRE(m.model->chain(m.instance.handle(), &old, message, sizeof message) == KILN_OK);
+    CHECK(old.model_fingerprint[0] == 'x');
+    CHECK(old.model_fingerprint[sizeof old.model_fingerprint - 1] == 'x');
+    CHECK(old.dof == 7);
+  }
+  CHECK(prints[0] == prints[2]);  // iiwa14, nvcc form and split form
+  CHECK(prints[0] != prints[1]);  // iiwa14, Panda
 }
 
 TEST_CASE("ik robotmodel: every IK plugin offers kiln.robotmodel/1 and describes the chain kiln.ik/1 solves for") {

@@ -222,6 +222,55 @@ TEST_CASE("kiln robot init: what a plugin cannot take is refused before anything
   }
 }
 
+// The model fingerprint (kiln.robotmodel/1 1.1, kModelFingerprint in both headers): the URDF as
+// parsed and the chain; not comments, element order or visuals, nor the gravity (beside it in
+// chain_info: the FK header, which carries it, does not depend on the gravity).
+TEST_CASE("kiln-urdf-fk: the model fingerprint follows the model, not the file's form") {
+  TempDir dir;
+  const std::string tool = kiln::test::shell_quote(KILN_URDF_FK_PATH);
+  const auto fingerprint = [&](const std::string &name, const std::string &text, const std::string &args) {
+    kiln::test::write_text(dir / name, text);
+    const CommandResult run = kiln::test::run_shell(tool + " " + kiln::test::shell_quote((dir / name).string()) +
+                                                    " --check " + args);
+    REQUIRE_MESSAGE(run.exit_code == 0, run.err);
+    const std::size_t at = run.out.find("fingerprint ");
+    REQUIRE(at != std::string::npos);
+    return run.out.substr(at + 12, run.out.find('\n', at) - at - 12);
+  };
+  const auto replaced = [](std::string text, const std::string &from, const std::string &to) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  const std::string base = long_chain(2), chain = "--base l0 --tip l2";
+  const std::string print = fingerprint("a.urdf", base, chain);
+  CHECK(print.rfind("xxh128:", 0) == 0);
+  CHECK(print.size() == 7 + 32);
+  // The same model written otherwise: a comment and blanks, the base link moved to the end, a visual.
+  CHECK(fingerprint("b.urdf", replaced(base, "<link name=\"l0\"/>", "<!-- the base -->\n   <link   name=\"l0\" />"), chain) == print);
+  CHECK(fingerprint("c.urdf", replaced(replaced(base, "<link name=\"l0\"/>", ""), "</robot>", "<link name=\"l0\"/></robot>"),
+                    chain) == print);
+  CHECK(fingerprint("d.urdf", replaced(base, "<link name=\"l1\">", "<link name=\"l1\"><visual><geometry><box size=\"1 1 1\"/></geometry></visual>"),
+                    chain) == print);
+  // Another model: a mass, a joint's origin, the chain's tip.
+  CHECK(fingerprint("e.urdf", replaced(base, "<mass value=\"1\"/>", "<mass value=\"1.5\"/>"), chain) != print);
+  CHECK(fingerprint("f.urdf", replaced(base, "xyz=\"0 0 0.1\"", "xyz=\"0 0 0.2\""), chain) != print);
+  CHECK(fingerprint("g.urdf", base, "--base l0 --tip l1") != print);
+  CHECK(fingerprint("h.urdf", base, chain + " --gravity 0 0 -1.62") == print);
+  // --model-text: what is digested, a line per link and joint (a diff names what differs).
+  const CommandResult text = kiln::test::run_shell(tool + " " + kiln::test::shell_quote((dir / "a.urdf").string()) +
+                                                   " " + chain + " --check --model-text");
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "chain l0 -> l2\n"));
+  CHECK(contains(text.out, "\nlink l1 inertial xyz 0 0 0 rpy 0 0 0 mass 1 inertia 0.01 0 0 0.01 0 0.01\n"));
+  CHECK(contains(text.out, "\njoint j2 revolute l1 -> l2 xyz 0 0 0.10000000000000001 rpy 0 0 0 axis 0 0 1 limit -1 1 effort 10 velocity 1\n"));
+  // The headers carry it.
+  const CommandResult header = kiln::test::run_shell(tool + " " + kiln::test::shell_quote((dir / "a.urdf").string()) +
+                                                     " " + chain + " -o " + kiln::test::shell_quote((dir / "fk.cuh").string()));
+  REQUIRE(header.exit_code == 0);
+  CHECK(contains(kiln::test::read_text(dir / "fk.cuh"), "kModelFingerprint = \"" + print + "\";"));
+}
+
 TEST_CASE("kiln-urdf-fk: --max-joints and xacro files refused in a build's generator step, nothing written") {
   TempDir dir;
   kiln::test::write_text(dir / "long.urdf", long_chain(17));
