@@ -31,8 +31,9 @@
 //       bool device_memory, void *stream, message)   copies up, launches, copies back (no host work:
 //       it may be captured into a graph and replayed);
 //   void stage(const Problem &)   host-memory inputs into host_ not staged by prepare (each solve);
-//   Params graph_key(const Params &, const Problem &, const Result &)   p as the device work of a
-//       host-memory solve sees it (equal keys: equal work, so a captured graph of it is replayed);
+//   void graph_key(Params &key, const Params &p, const Problem &, const Result &)   key := p's bytes
+//       as the device work of a host-memory solve sees them (equal keys: equal work, so a captured
+//       graph of it is replayed);
 //   void copy_outputs(const Result &pending, uint32_t count)   wait(): staging -> the caller's;
 //   static constexpr bool kHostSolvesInPlace   the host path writes the caller's buffers itself;
 //   kiln_status write_state(const SlotSnapshot &, buffer, capacity, size, message) const;
@@ -339,7 +340,7 @@ class SolverInstance : public kiln::plugin::Instance {
       if (!device_memory && problem.stream == nullptr && graphs_) {
         GraphKey key;
         std::memset(static_cast<void *>(&key), 0, sizeof key);
-        key.params = self().graph_key(p, problem, result);
+        self().graph_key(key.params, p, problem, result);
         key.record = record;
         if (!gpu_.has_graph() || std::memcmp(&key, &graph_key_, sizeof key) != 0) {
           graphs_ = gpu_.begin_capture(stream);
@@ -347,7 +348,7 @@ class SolverInstance : public kiln::plugin::Instance {
             Params captured = p;
             const bool enqueued = enqueue_work(captured, problem, result, device_memory, record, stream, message) == KILN_OK;
             graphs_ = gpu_.end_capture(stream, enqueued);
-            graph_key_ = key;
+            std::memcpy(static_cast<void *>(&graph_key_), &key, sizeof key);
           }
 #ifdef KILN_PLUGIN_TRACE_GRAPHS  // a measurement build's trace of what the solves run as
           std::fprintf(stderr, "kiln plugin: solve of %u captured: %s\n", static_cast<unsigned>(p.count),

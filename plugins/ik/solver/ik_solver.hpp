@@ -188,8 +188,8 @@ class IkSolver final : public kiln_plugin_common::SolverInstance<IkSolver<Device
   // [control-thread] prepare staged the host-memory inputs; p points at the staging, so it is what the
   // device work depends on (equal keys enqueue equal work).
   void stage(const kiln_ik_problem &) noexcept {}
-  KernelParams graph_key(const KernelParams &p, const kiln_ik_problem &, const kiln_ik_result &) const noexcept {
-    return p;
+  void graph_key(KernelParams &key, const KernelParams &p, const kiln_ik_problem &, const kiln_ik_result &) const noexcept {
+    std::memcpy(static_cast<void *>(&key), &p, sizeof p);
   }
 
   // [control-thread] Copies up (host memory), one kernel, copies back: all on stream.

@@ -135,9 +135,9 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
   void stage(const kiln_trajopt_problem &problem) noexcept { inputs::stage(problem, this->host_); }
   // What the device work of a host-memory solve depends on: p pointed at the device arrays, the
   // outputs the caller left out (not copied back) as nullptr. Equal keys enqueue equal work.
-  KernelParams graph_key(const KernelParams &p, const kiln_trajopt_problem &problem,
-                         const kiln_trajopt_result &result) const noexcept {
-    KernelParams key = p;
+  void graph_key(KernelParams &key, const KernelParams &p, const kiln_trajopt_problem &problem,
+                 const kiln_trajopt_result &result) const noexcept {
+    std::memcpy(static_cast<void *>(&key), &p, sizeof p);  // the bytes, padding included
     inputs::point_at(this->device_arrays_, problem, &key);
     const kiln_trajopt_result &r = result;
     if (r.qd == nullptr) key.qd = nullptr;
@@ -151,7 +151,6 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
     if (r.cost == nullptr) key.cost = nullptr;
     if (r.iterations == nullptr) key.iterations = nullptr;
     if (r.within_limits == nullptr) key.within_limits = nullptr;
-    return key;
   }
 
   // [control-thread] copies up (host memory, staged), the kernels, copies back.
