@@ -9,6 +9,7 @@
 
 #include "fk_emitter.hpp"
 #include "rnea_emitter.hpp"
+#include "urdf_chain.hpp"
 
 namespace kiln::robotgen {
 
@@ -26,18 +27,6 @@ std::string pose_text(const urdf::Pose &pose) {
   pose.rotation.getRPY(roll, pitch, yaw);
   return "xyz " + exact(pose.position.x) + " " + exact(pose.position.y) + " " + exact(pose.position.z) + " rpy " +
          exact(roll) + " " + exact(pitch) + " " + exact(yaw);
-}
-
-const char *joint_type(int type) {
-  switch (type) {
-    case urdf::Joint::REVOLUTE: return "revolute";
-    case urdf::Joint::CONTINUOUS: return "continuous";
-    case urdf::Joint::PRISMATIC: return "prismatic";
-    case urdf::Joint::FLOATING: return "floating";
-    case urdf::Joint::PLANAR: return "planar";
-    case urdf::Joint::FIXED: return "fixed";
-    default: return "unknown";
-  }
 }
 
 }  // namespace
@@ -61,7 +50,7 @@ std::string canonical_model_text(const urdf::ModelInterface &model, const std::s
   const std::map<std::string, urdf::JointSharedPtr> joints(model.joints_.begin(), model.joints_.end());
   for (const auto &[name, joint] : joints) {
     if (!joint) continue;
-    s << "joint " << name << " " << joint_type(joint->type) << " " << joint->parent_link_name << " -> "
+    s << "joint " << name << " " << urdf_type_name(joint->type) << " " << joint->parent_link_name << " -> "
       << joint->child_link_name << " " << pose_text(joint->parent_to_joint_origin_transform) << " axis "
       << exact(joint->axis.x) << " " << exact(joint->axis.y) << " " << exact(joint->axis.z);
     if (joint->limits) {

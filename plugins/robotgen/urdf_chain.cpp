@@ -11,18 +11,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-const char *urdf_type_name(int type) {
-  switch (type) {
-    case urdf::Joint::REVOLUTE: return "revolute";
-    case urdf::Joint::CONTINUOUS: return "continuous";
-    case urdf::Joint::PRISMATIC: return "prismatic";
-    case urdf::Joint::FLOATING: return "floating";
-    case urdf::Joint::PLANAR: return "planar";
-    case urdf::Joint::FIXED: return "fixed";
-    default: return "unknown";
-  }
-}
-
 std::string link_list(const urdf::ModelInterface &model) {
   std::vector<std::string> names;
   for (const auto &entry : model.links_) names.push_back(entry.first);
@@ -93,6 +81,18 @@ void snap(Transform &transform) {
 bool is_identity(const Transform &transform) {
   const Transform identity;
   return transform.R == identity.R && transform.t == identity.t;
+}
+
+const char *urdf_type_name(int type) {
+  switch (type) {
+    case urdf::Joint::REVOLUTE: return "revolute";
+    case urdf::Joint::CONTINUOUS: return "continuous";
+    case urdf::Joint::PRISMATIC: return "prismatic";
+    case urdf::Joint::FLOATING: return "floating";
+    case urdf::Joint::PLANAR: return "planar";
+    case urdf::Joint::FIXED: return "fixed";
+    default: return "unknown";
+  }
 }
 
 const char *kind_name(JointKind kind) {

@@ -42,6 +42,8 @@ void snap(Transform &transform);
 
 enum class JointKind { revolute = 0, continuous = 1, prismatic = 2 };
 const char *kind_name(JointKind kind);
+// The URDF's name of a urdf::Joint type ("fixed", "floating", ...; "unknown" for another value).
+const char *urdf_type_name(int type);
 
 // A rigid body's mass properties in its own (joint) frame: mass, centre of mass, and the
 // rotational inertia about the centre of mass (row-major, symmetric).
