@@ -34,11 +34,12 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Geometry>
+
 #include <kiln/ext/ik.h>
 #include <kiln/ext/robotmodel.h>
 #include <kiln/runtime.hpp>
 
-#include "bench_stats.hpp"
 #include "bench_store.hpp"
 #include "kiln_trajopt_model.hpp"
 
@@ -103,12 +104,9 @@ Answers read_answers(const std::string &path) {
   return a;
 }
 
-// The angle (rad) between two unit quaternions (w x y z).
+// The angle (rad) between two quaternions (w x y z), as the TrajOpt judge measures it.
 double angle_between(const double *a, const double *b) {
-  double dot = 0, na = 0, nb = 0;
-  for (int k = 0; k < 4; ++k) dot += a[k] * b[k], na += a[k] * a[k], nb += b[k] * b[k];
-  const double c = std::min(1.0, std::abs(dot) / std::sqrt(na * nb));
-  return 2 * std::acos(c);
+  return Eigen::Quaterniond(a[0], a[1], a[2], a[3]).angularDistance(Eigen::Quaterniond(b[0], b[1], b[2], b[3]));
 }
 
 double percentile(std::vector<double> v, double p) {
