@@ -79,15 +79,21 @@ void figure_eight(double t, float *pose) {
   std::copy(out, out + 7, pose);
 }
 
-// How far (mm) the tip at q is from the figure eight's start.
-double tip_error_mm(const Model &model, const std::vector<float> &q) {
+// How far (mm) the tip at joint vector q (kDof floats) is from the position of pose `want`, by the
+// model's FK in double.
+double tip_distance_mm(const Model &model, const float *q, const float *want) {
   double joints[kDof], pose[7];
-  float want[7];
   for (uint32_t j = 0; j < kDof; ++j) joints[j] = q[j];
   model.fk(joints, 1, pose);
-  figure_eight(0.0, want);
   return 1e3 * std::sqrt((pose[0] - want[0]) * (pose[0] - want[0]) + (pose[1] - want[1]) * (pose[1] - want[1]) +
                          (pose[2] - want[2]) * (pose[2] - want[2]));
+}
+
+// How far (mm) the tip at q is from the figure eight's start.
+double tip_error_mm(const Model &model, const std::vector<float> &q) {
+  float want[7];
+  figure_eight(0.0, want);
+  return tip_distance_mm(model, q.data(), want);
 }
 
 // Every problem of b tracks the figure eight from tick + 1 on.
@@ -118,13 +124,18 @@ Batch tracking_batch(const Setup &setup) {
 
 struct Run {
   std::vector<double> us;
-  double worst_error_mm = 0, sum_error_mm = 0;
-  std::vector<double> errors_mm;
+  std::vector<double> errors_mm;  // one per tick
   uint32_t within = 0, ticks = 0;
   // The executed step (knot 0 -> 1) against the model's limits: velocity (q_1 - q_0) / dt, knot 0's torque.
   uint32_t executed_over_velocity = 0, executed_over_torque = 0;
   bool failed = false;
   std::string message;
+  double mean_error_mm() const {
+    double sum = 0;
+    for (double e : errors_mm) sum += e;
+    return errors_mm.empty() ? 0 : sum / static_cast<double>(errors_mm.size());
+  }
+  double worst_error_mm() const { return errors_mm.empty() ? 0 : *std::max_element(errors_mm.begin(), errors_mm.end()); }
 };
 
 // T ticks from `start` (q, qd) with `budget` steps each; warm: the shifted warm start.
@@ -153,15 +164,7 @@ Run run_ticks(const kiln_trajopt_v1 &api, kiln_instance *instance, const Setup &
       return run;
     }
     const float *plan = b.trajectory(0);
-    double q1[kDof], pose[7];
-    for (uint32_t j = 0; j < D; ++j) q1[j] = plan[D + j];
-    model.fk(q1, 1, pose);
-    const float *want = b.track_poses.data();
-    const double error = std::sqrt((pose[0] - want[0]) * (pose[0] - want[0]) + (pose[1] - want[1]) * (pose[1] - want[1]) +
-                                   (pose[2] - want[2]) * (pose[2] - want[2]));
-    run.worst_error_mm = std::max(run.worst_error_mm, 1e3 * error);
-    run.sum_error_mm += 1e3 * error;
-    run.errors_mm.push_back(1e3 * error);
+    run.errors_mm.push_back(tip_distance_mm(model, plan + D, b.track_poses.data()));  // knot 1 against its reference
     const kiln_trajopt_common::Judged judged = kiln_trajopt_common::judge(model, b, 0, plan);
     run.within += judged.velocity_violation <= 0 && judged.torque_violation <= 0 && judged.position_violation <= 0 ? 1 : 0;
     bool over_velocity = false, over_torque = false;
@@ -193,7 +196,7 @@ void print(const char *who, uint32_t budget, const Run &r, const char *error = "
   namespace sc = kiln_ik::swap_loop;
   std::printf("%-32s p50 %8.1f us  p99 %8.1f us  max %8.1f us  %s mean %.3f mm worst %.3f mm  %s %u/%u\n",
               label.c_str(), sc::percentile(r.us, 0.5), sc::percentile(r.us, 0.99),
-              *std::max_element(r.us.begin(), r.us.end()), error, r.sum_error_mm / r.ticks, r.worst_error_mm, good,
+              *std::max_element(r.us.begin(), r.us.end()), error, r.mean_error_mm(), r.worst_error_mm(), good,
               r.within, r.ticks);
 }
 
@@ -205,7 +208,6 @@ void print_json(const char *who, const std::string &plugin_id, const Setup &setu
     std::printf("{\"solver\":\"kiln\",\"row\":\"%s\",\"failed\":true}\n", who);
     return;
   }
-  std::vector<double> errors = r.errors_mm;
   std::printf("{\"solver\":\"kiln\",\"row\":\"%s\",\"plugin\":\"%s\",\"device\":\"%s\",\"batch\":%u,\"N\":%u,"
               "\"dt\":%g,\"start\":\"%s\",\"budget\":%u,\"last_knot_weight\":%g,\"ticks\":%u,\"solve_us_median\":%.3f,"
               "\"solve_us_p95\":%.3f,\"solve_us_p99\":%.3f,\"solve_us_max\":%.3f,\"track_err_mm_median\":%.4f,"
@@ -213,8 +215,8 @@ void print_json(const char *who, const std::string &plugin_id, const Setup &setu
               "\"executed_over_velocity\":%u,\"executed_over_torque\":%u}\n",
               who, plugin_id.c_str(), device.c_str(), setup.batch, setup.horizon, setup.dt, setup.start.c_str(), budget,
               setup.last_knot_weight, r.ticks, sc::percentile(r.us, 0.5), sc::percentile(r.us, 0.95),
-              sc::percentile(r.us, 0.99), *std::max_element(r.us.begin(), r.us.end()), sc::percentile(errors, 0.5),
-              r.sum_error_mm / r.ticks, r.worst_error_mm, r.within, r.executed_over_velocity, r.executed_over_torque);
+              sc::percentile(r.us, 0.99), *std::max_element(r.us.begin(), r.us.end()), sc::percentile(r.errors_mm, 0.5),
+              r.mean_error_mm(), r.worst_error_mm(), r.within, r.executed_over_velocity, r.executed_over_torque);
 }
 
 // IK: T ticks of one target each; warm: seed 0 from the slot's last answer.
@@ -256,8 +258,7 @@ Run run_ik_ticks(const kiln_ik_v1 &api, kiln_instance *instance, uint32_t ticks,
       run.message = message;
       return run;
     }
-    run.worst_error_mm = std::max(run.worst_error_mm, 1e3 * position_error);
-    run.sum_error_mm += 1e3 * position_error;
+    run.errors_mm.push_back(1e3 * position_error);
     run.within += converged;
     ++run.ticks;
   }
@@ -405,7 +406,7 @@ int main(int argc, char **argv) {
     if (!warm.failed && !baseline.failed)
       std::printf("  ratio p99 cold / warm %.2f; knot-1 error mean cold / warm %.2f\n",
                   kiln_ik::swap_loop::percentile(baseline.us, 0.99) / kiln_ik::swap_loop::percentile(warm.us, 0.99),
-                  baseline.sum_error_mm / std::max(warm.sum_error_mm, 1e-9));
+                  baseline.mean_error_mm() / std::max(warm.mean_error_mm(), 1e-9));
   }
   if (!ik) return 0;
 
