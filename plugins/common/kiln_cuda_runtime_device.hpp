@@ -72,8 +72,8 @@ class CudaRuntimeDeviceBase {
   // [control-thread] A solve's device work as one CUDA graph (kiln_solver_instance.hpp: replayed
   // while the work repeats, one launch instead of a copy, kernels and copies each). begin_capture:
   // false when the stream cannot capture (nothing begun). end_capture: the graph instantiated
-  // (true), or nothing kept (the capture failed, or enqueued: false); either way no longer capturing
-  // and no graph kept from before.
+  // (true), or nothing kept (the capture failed, or the work did not enqueue: `enqueued` false);
+  // either way no longer capturing and no graph kept from before.
   bool begin_capture(void *stream) noexcept {
     return cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeThreadLocal) == cudaSuccess;
   }

@@ -136,10 +136,9 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
   // What the device work of a host-memory solve depends on: p pointed at the device arrays, the
   // outputs the caller left out (not copied back) as nullptr. Equal keys enqueue equal work.
   void graph_key(KernelParams &key, const KernelParams &p, const kiln_trajopt_problem &problem,
-                 const kiln_trajopt_result &result) const noexcept {
+                 const kiln_trajopt_result &r) const noexcept {
     std::memcpy(static_cast<void *>(&key), &p, sizeof p);  // the bytes, padding included
     inputs::point_at(this->device_arrays_, problem, &key);
-    const kiln_trajopt_result &r = result;
     if (r.qd == nullptr) key.qd = nullptr;
     if (r.torques == nullptr) key.torques = nullptr;
     if (r.converged == nullptr) key.converged = nullptr;
