@@ -76,6 +76,23 @@ struct DeviceReport {
 // Throws UsageError naming the text and the form.
 DeviceIdentity parse_declared_device(std::string_view text);
 
+// A robot model a plugin was generated from (kiln-urdf-fk): the fingerprint of the URDF as parsed,
+// with the chain and the generators' versions, and the chain it was cut to.
+struct RobotModel {
+  std::string fingerprint;  // "xxh128:<32 hex digits>", as kiln-urdf-fk --check prints it
+  std::string chain;        // "<base link> -> <tip link>"
+  friend bool operator==(const RobotModel &a, const RobotModel &b) {
+    return a.fingerprint == b.fingerprint && a.chain == b.chain;
+  }
+  friend bool operator!=(const RobotModel &a, const RobotModel &b) { return !(a == b); }
+};
+
+// The canonical texts of the robot models a plugin file was generated from (its .kiln.model
+// section), in the order identity.json records their fingerprints: what kiln-urdf-fk --check
+// --model-text prints for the same URDF and chain. Empty for a file not generated from one.
+// IntegrityError naming the file for a damaged section; IoError when it cannot be read.
+std::vector<std::string> robot_model_texts(const std::string &plugin_file);
+
 // What an artifact records beside itself (identity.json) and checks at load.
 struct ArtifactIdentity {
   int key_schema = 0;
@@ -83,6 +100,9 @@ struct ArtifactIdentity {
   std::uint32_t abi_version = 0;   // plugin ABI (major << 16 | minor); 0 for device images
   std::vector<Arch> archs;         // empty: host-only code
   int cuda_toolkit_version = 0;    // CUDA version that wrote any PTX (e.g. 13000)
+  // The robot models its code was generated from, backed by the file's own .kiln.model section
+  // (ordered by fingerprint; empty: none). A host that requires a model checks it before dlopen.
+  std::vector<RobotModel> models;
   // Provenance (nvcc version, host compiler, generator hashes...): keys the build, not checked.
   std::map<std::string, std::string> provenance;
 };

@@ -49,11 +49,24 @@ struct RuntimeOptions {
   static RuntimeOptions from_environment();
 };
 
+// The robot model a plugin must have been generated from.
+struct ModelRequirement {
+  // "xxh128:<32 hex digits>": what kiln-urdf-fk --check prints for the robot's URDF and chain (a
+  // generated header's kModelFingerprint). Empty: no requirement.
+  std::string fingerprint;
+  // Optional: the canonical text it digests (kiln-urdf-fk --check --model-text), so that a
+  // refusal names the first link or joint where the plugin's model and this one differ.
+  std::string text;
+};
+
 struct LoadOptions {
   // Index into the effective devices (declared or live) to check against; -1: the first.
   int device = -1;
   // Lowest plugin ABI accepted (same major as kiln's); 0: kiln's default (major.0).
   std::uint32_t abi_required = 0;
+  // A plugin whose recorded robot models do not include this one (or that records none) is
+  // refused before its code is loaded: IncompatibleError, field "robot_model".
+  ModelRequirement model;
 };
 
 struct PublishRequest {

@@ -1,5 +1,6 @@
 #include "emit_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -102,6 +103,28 @@ std::string sincos_helper(const std::string &hd_macro, const std::string &type, 
   s << "    c = std::cos(a);\n";
   s << "#endif\n";
   s << "  }\n";
+  return s.str();
+}
+
+std::string model_record(const Chain &chain) {
+  if (chain.model_text.empty()) return "";
+  std::ostringstream s;
+  s << "\n// The model this header was generated from, kept in the plugin file itself (section .kiln.model):\n";
+  s << "// kiln records its fingerprint in the plugin's identity and, when a host requires another model,\n";
+  s << "// names the first line where the two differ.\n";
+  s << "#if !defined(__CUDA_ARCH__) && !defined(KILN_MODEL_RECORD)\n";
+  s << "#define KILN_MODEL_RECORD\n";
+  s << "namespace {\n";
+  s << "__attribute__((used, section(\".kiln.model\"))) constexpr char kiln_model_record[] =\n";
+  std::size_t start = 0;
+  while (start < chain.model_text.size()) {
+    const std::size_t end = std::min(chain.model_text.find('\n', start), chain.model_text.size() - 1) + 1;
+    s << "    " << quoted(chain.model_text.substr(start, end - start)) << "\n";
+    start = end;
+  }
+  s << "    ;\n";
+  s << "}  // namespace\n";
+  s << "#endif\n";
   return s.str();
 }
 

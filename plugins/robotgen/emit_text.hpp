@@ -41,6 +41,11 @@ std::string namespaced_body(const std::string &hd_macro, const std::string &ns, 
                             const std::string &body);
 
 // The first line of a generated header: generator, URDF, robot, chain and joint count.
+// The model's canonical text as a static array in section .kiln.model of every object that
+// includes the header (once per translation unit; none in device code): kiln reads it from the
+// built plugin to record and check the model's fingerprint. "" when chain.model_text is empty.
+std::string model_record(const Chain &chain);
+
 std::string provenance_line(const std::string &generator, const std::string &source, const std::string &robot,
                             const std::string &base, const std::string &tip, std::size_t joints);
 

@@ -267,6 +267,7 @@ std::string emit_fk_header(const Chain &chain, const std::string &ns) {
   h << "#endif\n";
   h << "#define KILN_FK_CHAIN_TAG " << tag << "\n\n";
   h << namespaced_body("KILN_FK_HD", ns, tag, body);
+  h << model_record(chain);
   return h.str();
 }
 

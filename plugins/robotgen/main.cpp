@@ -157,12 +157,13 @@ int main(int argc, char **argv) {
     kiln::robotgen::Chain chain = kiln::robotgen::extract_chain(*model, source, base, tip);
     if (max_joints > 0) kiln::robotgen::check_joint_count(chain, max_joints);
     const std::array<double, 3> gravity_vector{gravity[0], gravity[1], gravity[2]};
+    chain.model_text = kiln::robotgen::canonical_model_text(*model, base, tip);
     chain.model_fingerprint = kiln::robotgen::model_fingerprint(*model, base, tip);
     if (check) {
       if (check_dynamics) kiln::robotgen::check_inertials(*model, chain);
       print_chain(chain);
       std::cout << "fingerprint " << chain.model_fingerprint << '\n';
-      if (model_text) std::cout << kiln::robotgen::canonical_model_text(*model, base, tip);
+      if (model_text) std::cout << chain.model_text;
       return 0;
     }
     // Both headers are composed before either is written: a refusal leaves neither behind.

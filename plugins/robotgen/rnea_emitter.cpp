@@ -361,6 +361,7 @@ std::string emit_rnea_header(const Chain &chain, const std::string &ns, const st
   h << "#endif\n";
   h << "#define KILN_RNEA_CHAIN_TAG " << tag << "\n\n";
   h << namespaced_body("KILN_RNEA_HD", ns, tag, body);
+  h << model_record(chain);
   return h.str();
 }
 

@@ -80,6 +80,7 @@ struct Chain {
   Transform exact_tip_offset;           // the same, snapped at kDynamicsSnap only
   std::vector<std::string> tip_folded;  // fixed joints folded into tip_offset
   std::string model_fingerprint;        // of the model it came from (model_fingerprint.hpp); "" when not set
+  std::string model_text;               // the canonical text that fingerprint digests; "" when not set
 };
 
 // The chain base -> tip of `model`; `source` names the URDF in messages. Refuses unknown links

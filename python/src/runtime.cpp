@@ -358,17 +358,22 @@ void bind_runtime(py::module_ &m) {
       .def(
           "load",
           [](const Runtime &runtime, const std::string &consumer, const std::string &name, int device,
-             const std::optional<std::string> &content_key) {
+             const std::optional<std::string> &content_key, const std::string &model_fingerprint,
+             const std::string &model_text) {
             LoadOptions options;
             options.device = device;
+            options.model = {model_fingerprint, model_text};
             py::gil_scoped_release release;
             if (content_key) return runtime.load_entry(consumer, name, *content_key, options);
             return runtime.load(consumer, name, options);
           },
           py::arg("consumer"), py::arg("name"), py::arg("device") = -1, py::kw_only(),
-          py::arg("content_key") = py::none(),
+          py::arg("content_key") = py::none(), py::arg("model_fingerprint") = "", py::arg("model_text") = "",
           "Resolve, check against the device (-1: the first), verify, dlopen and bind: a kiln.Module. "
-          "content_key= loads that entry of the consumer even when no manifest names it.")
+          "content_key= loads that entry of the consumer even when no manifest names it. model_fingerprint= "
+          "(\"xxh128:...\", as kiln-urdf-fk --check prints it) refuses a plugin generated from another robot model "
+          "(kiln.IncompatibleError); model_text= (--check --model-text) lets the refusal name the first differing "
+          "link or joint.")
       .def(
           "publish",
           [](Runtime &runtime, const std::string &consumer, const std::string &name, const py::object &artifact,

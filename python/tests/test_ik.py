@@ -25,6 +25,21 @@ def ik(module):
         yield solver
 
 
+def test_required_robot_model(runtime, module):
+    """The plugin records the model it was generated from; a host requiring another is refused."""
+    models = runtime.resolve("kiln-ik", "iiwa14")["identity"]["models"]
+    assert len(models) == 1
+    assert models[0]["fingerprint"].startswith("xxh128:")
+    loaded = runtime.load("kiln-ik", "iiwa14", model_fingerprint=models[0]["fingerprint"])
+    assert loaded.report["resolution"]["identity"]["models"] == models
+    other = "xxh128:" + "0" * 32
+    with pytest.raises(kiln.IncompatibleError) as refused:
+        runtime.load("kiln-ik", "iiwa14", model_fingerprint=other)
+    assert refused.value.reasons[0]["field"] == "robot_model"
+    assert models[0]["fingerprint"] in refused.value.reasons[0]["recorded"]
+    assert refused.value.reasons[0]["current"] == other
+
+
 def random_q(ik, count, seed=7):
     joints = ik.joints()
     lower = np.array([j["lower"] for j in joints])

@@ -71,7 +71,7 @@ nlohmann::json to_json(const ArtifactIdentity &artifact) {
   for (const auto &arch : artifact.archs) archs.push_back(arch.to_string());
   nlohmann::json provenance = nlohmann::json::object();
   for (const auto &[key, value] : artifact.provenance) provenance[key] = value;
-  return nlohmann::json{
+  nlohmann::json json{
       {"key_schema", artifact.key_schema},
       {"artifact_schema", artifact.artifact_schema},
       {"abi_version", artifact.abi_version},
@@ -79,6 +79,13 @@ nlohmann::json to_json(const ArtifactIdentity &artifact) {
       {"cuda_toolkit_version", artifact.cuda_toolkit_version},
       {"provenance", std::move(provenance)},
   };
+  // Only where there are some: the records of plugins not generated from a robot model read as before.
+  if (!artifact.models.empty()) {
+    nlohmann::json models = nlohmann::json::array();
+    for (const auto &model : artifact.models) models.push_back({{"fingerprint", model.fingerprint}, {"chain", model.chain}});
+    json["models"] = std::move(models);
+  }
+  return json;
 }
 
 nlohmann::json to_json(const Reason &reason) {
@@ -126,6 +133,24 @@ ArtifactIdentity artifact_identity_from_json(const nlohmann::json &json,
       artifact.archs.push_back(Arch::parse(archs[i].get<std::string>()));
     } catch (const UsageError &error) {
       malformed(source, field, std::string("is not an arch: ") + error.what());
+    }
+  }
+
+  const auto models = json.find("models");
+  if (models != json.end() && !models->is_null()) {
+    if (!models->is_array()) malformed(source, "models", "is not an array of robot models");
+    for (std::size_t i = 0; i < models->size(); ++i) {
+      const nlohmann::json &item = (*models)[i];
+      const std::string field = "models[" + std::to_string(i) + "]";
+      if (!item.is_object()) malformed(source, field, "is not an object: " + support::describe_json(item));
+      RobotModel model;
+      for (auto [name, value] : {std::pair<const char *, std::string *>{"fingerprint", &model.fingerprint},
+                                 std::pair<const char *, std::string *>{"chain", &model.chain}}) {
+        const auto found = item.find(name);
+        if (found == item.end() || !found->is_string()) malformed(source, field + "." + name, "is not a string");
+        *value = found->get<std::string>();
+      }
+      artifact.models.push_back(std::move(model));
     }
   }
 

@@ -52,6 +52,7 @@ struct Produced {
   std::vector<ArtifactImage> images;   // kind "images"
   std::vector<ArtifactKernel> kernels; // kind "images"
   std::vector<UnitReport> units;
+  std::vector<RobotModel> models;      // what its .kiln.model section holds (identity.json)
   std::map<std::string, std::string> provenance;  // added to identity.json's provenance
   bool settled_on_existing = false;    // settle() said an intact entry has the content key: nothing was made
 };

@@ -445,6 +445,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
               [](const Arch &a, const Arch &b) { return a.to_string() < b.to_string(); });
   }
   artifact_identity.cuda_toolkit_version = produced.cuda_toolkit_version;
+  artifact_identity.models = produced.models;
   for (const auto &[field, value] : identity.fields()) artifact_identity.provenance[field] = value;
   for (const auto &[field, value] : records) artifact_identity.provenance[field] = value;
   for (const auto &[field, value] : produced.provenance) artifact_identity.provenance[field] = value;

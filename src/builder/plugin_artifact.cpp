@@ -7,6 +7,7 @@
 
 #include "builder/backend.hpp"
 #include "artifact/elf.hpp"
+#include "artifact/model_record.hpp"
 #include "artifact/plugin_file.hpp"
 #include "artifact/stamp.hpp"
 #include "files/digest.hpp"
@@ -23,6 +24,7 @@ FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, c
   };
   std::string bytes = files::read_file(artifact);
   artifact::FileStamp stamp;
+  std::vector<RobotModel> models;
   try {
     const artifact::ElfFacts elf = artifact::read_elf(bytes, artifact.string());
     // The stamp first: a file without one is "not a kiln plugin", the clearest reason there is.
@@ -30,6 +32,7 @@ FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, c
     artifact::check_stamp_abi(stamp, artifact.string());
     const std::vector<std::string> problems = artifact::unload_rule_problems(elf);
     if (!problems.empty()) refuse(artifact::describe_unload_problems(name, problems));
+    for (auto &record : artifact::read_model_records(bytes, artifact.string())) models.push_back(std::move(record.model));
   } catch (const AbiError &error) {  // not a shared object, no stamp (no KILN_PLUGIN), another ABI
     refuse(name + " is not a kiln plugin this kiln can load: " + error.what() +
            "\n(a plugin defines KILN_PLUGIN(...) from kiln/plugin.hpp and compiles against kiln's abi/ headers)");
@@ -39,7 +42,7 @@ FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, c
   artifact::write_stamp_key(bytes, stamp, content_key);
   boost::filesystem::remove(artifact);
   files::write_staging_file(artifact, bytes, 0755);
-  return {files::digest_hex(bytes), bytes.size(), stamp.abi_version};
+  return {files::digest_hex(bytes), bytes.size(), stamp.abi_version, std::move(models)};
 }
 
 void describe_plugin(Produced &produced, const Recipe &recipe, const FinishedPlugin &plugin, int cuda_toolkit_version) {
@@ -49,6 +52,7 @@ void describe_plugin(Produced &produced, const Recipe &recipe, const FinishedPlu
   produced.size = plugin.size;
   produced.abi_version = plugin.abi_version;
   produced.cuda_toolkit_version = cuda_toolkit_version;
+  produced.models = plugin.models;
 }
 
 }  // namespace kiln::builder

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <boost/filesystem/path.hpp>
 
@@ -17,6 +18,7 @@ struct FinishedPlugin {
   std::string bytes_digest;  // XXH3-128 of the stamped file
   std::uint64_t size = 0;
   std::uint32_t abi_version = 0;  // the newest plugin ABI its stamp offers
+  std::vector<RobotModel> models;  // the robot models its .kiln.model section holds
 };
 
 // Checks the build stamp with its ABI and the unload rules (one export, no gnu-unique, no

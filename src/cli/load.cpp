@@ -7,6 +7,7 @@
 #include <kiln/version.hpp>
 
 #include "report_json.hpp"
+#include "robot_tool.hpp"
 #include "verbs.hpp"
 
 namespace kiln::cli {
@@ -16,7 +17,34 @@ struct LoadArgs {
   std::string consumer;
   std::string name;
   int device = -1;
+  std::string model_urdf, base, tip;  // --model URDF --base --tip: the robot the plugin must fit
+  std::string model_fingerprint;      // --model-fingerprint: the same, as kiln-urdf-fk --check printed it
 };
+
+// The robot model the plugin must have been generated from: the URDF's, through kiln-urdf-fk
+// (its text too, so that a refusal names the first differing link or joint), or a fingerprint.
+ModelRequirement required_model(const LoadArgs &args) {
+  ModelRequirement model;
+  if (!args.model_fingerprint.empty()) {
+    if (!args.model_urdf.empty()) {
+      throw UsageError("--model and --model-fingerprint both name the robot: pass one of them");
+    }
+    model.fingerprint = args.model_fingerprint;
+    return model;
+  }
+  if (args.model_urdf.empty()) {
+    if (!args.base.empty() || !args.tip.empty()) throw UsageError("--base and --tip go with --model URDF");
+    return model;
+  }
+  if (args.base.empty() || args.tip.empty()) {
+    throw UsageError("--model " + args.model_urdf + " needs the chain the plugin was generated for: --base LINK --tip LINK");
+  }
+  const ChainCheck check = check_chain(find_data_dir(), args.model_urdf, args.base, args.tip, {"--model-text"},
+                                       "--model " + args.model_urdf);
+  model.fingerprint = check.fingerprint;
+  model.text = check.model_text;
+  return model;
+}
 
 int load_images(const Flags &flags, const LoadArgs &args) {
   Runtime runtime = make_runtime(flags);
@@ -34,6 +62,7 @@ int load_images(const Flags &flags, const LoadArgs &args) {
 }
 
 int load(const Flags &flags, const LoadArgs &args) {
+  const ModelRequirement model = required_model(args);  // a bad --model is refused before anything loads
   std::string kind;
   {
     // Which kind of artifact, from a Runtime of its own: the timed load starts cold, as a fresh
@@ -41,10 +70,17 @@ int load(const Flags &flags, const LoadArgs &args) {
     Runtime probe = make_runtime(flags);
     kind = probe.resolve(args.consumer, args.name).kind;
   }
-  if (kind == kKindImages) return load_images(flags, args);
+  if (kind == kKindImages) {
+    if (!model.fingerprint.empty()) {
+      throw UsageError(args.consumer + "/" + args.name + " holds device images, which record no robot model: "
+                       "--model and --model-fingerprint apply to plugins");
+    }
+    return load_images(flags, args);
+  }
   Runtime runtime = make_runtime(flags);
   LoadOptions options;
   options.device = args.device;
+  options.model = model;
   Module module = runtime.load(args.consumer, args.name, options);
   const LoadReport &report = module.report();
   std::string text = "loaded " + args.consumer + "/" + args.name + " (" + report.plugin_id + " " + report.plugin_version +
@@ -52,6 +88,10 @@ int load(const Flags &flags, const LoadArgs &args) {
   text += "  file     " + report.resolution.file + "\n";
   text += "  device   " + (report.device ? report.device->name + " " + report.device->arch_name() : std::string("none")) +
           ": " + (report.compatibility.how.empty() ? std::string("-") : report.compatibility.how) + "\n";
+  for (const auto &robot : report.resolution.identity.models) {
+    text += "  model    " + robot.fingerprint + " (" + robot.chain + ")" +
+            (robot.fingerprint == model.fingerprint ? ": the required one" : "") + "\n";
+  }
   text += "  interfaces";
   for (const auto &id : report.interfaces) text += " " + id;
   text += "\n  timings (ms): resolve " + fixed(report.timings.resolve_ms) + ", check " + fixed(report.timings.check_ms) +
@@ -71,6 +111,14 @@ Verb add_load(CLI::App &app, const Flags &flags) {
   command->add_option("name", args->name, "artifact name, e.g. iiwa14")->required();
   command->add_option("--device", args->device, "device index to check against (default: the first; device images: "
                                                 "every visible device)");
+  command->add_option("--model", args->model_urdf, "refuse (exit 4) a plugin not generated from this URDF's chain "
+                                                   "(with --base and --tip); the refusal names the first differing "
+                                                   "link or joint");
+  command->add_option("--base", args->base, "with --model: the chain's base link");
+  command->add_option("--tip", args->tip, "with --model: the chain's tip link");
+  command->add_option("--model-fingerprint", args->model_fingerprint,
+                      "refuse (exit 4) a plugin not generated from this model (xxh128:..., as kiln-urdf-fk --check "
+                      "prints it)");
   return {command, [&flags, args] { return load(flags, *args); }};
 }
 

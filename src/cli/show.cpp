@@ -12,7 +12,13 @@ namespace {
 
 using nlohmann::json;
 
-int show(const Flags &flags, const std::string &consumer, const std::string &name) {
+struct ShowArgs {
+  std::string consumer, name;
+  bool model_text = false;
+};
+
+int show(const Flags &flags, const ShowArgs &args) {
+  const std::string &consumer = args.consumer, &name = args.name;
   Runtime runtime = make_runtime(flags);
   const Resolution resolution = runtime.resolve(consumer, name);
   json checks = json::array();
@@ -22,6 +28,15 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
   for (const auto &arch : resolution.identity.archs) text += " " + arch.to_string();
   if (resolution.identity.archs.empty()) text += " none (host only)";
   text += "\n";
+  for (const auto &model : resolution.identity.models) text += "  model " + model.fingerprint + " (" + model.chain + ")\n";
+  json model_texts = nullptr;
+  if (args.model_text) {  // what the fingerprints digest, from the file itself: for comparing two models
+    model_texts = json::array();
+    for (const std::string &model : robot_model_texts(resolution.file)) {
+      model_texts.push_back(model);
+      text += model;
+    }
+  }
   std::vector<DeviceImage> offered;  // images artifacts: what choose_image needs
   if (resolution.kind == kKindImages) {
     text += "  kind images, cuda_toolkit_version " + std::to_string(resolution.identity.cuda_toolkit_version) + "\n";
@@ -60,18 +75,23 @@ int show(const Flags &flags, const std::string &consumer, const std::string &nam
     for (const auto &reason : compatibility.reasons) text += "\n    " + reason.to_string();
     text += "\n";
   }
-  emit(flags, {{"resolution", kiln::to_json(resolution)}, {"checks", checks}}, text);
+  json out = {{"resolution", kiln::to_json(resolution)}, {"checks", checks}};
+  if (args.model_text) out["model_texts"] = model_texts;
+  emit(flags, out, text);
   return 0;
 }
 
 }  // namespace
 
 Verb add_show(CLI::App &app, const Flags &flags) {
-  auto args = std::make_shared<std::pair<std::string, std::string>>();
+  auto args = std::make_shared<ShowArgs>();
   CLI::App *command = app.add_subcommand("show", "an artifact's entry, identity and fit on each device");
-  command->add_option("consumer", args->first, "consumer namespace, e.g. kiln-ik")->required();
-  command->add_option("name", args->second, "artifact name, e.g. iiwa14")->required();
-  return {command, [&flags, args] { return show(flags, args->first, args->second); }};
+  command->add_option("consumer", args->consumer, "consumer namespace, e.g. kiln-ik")->required();
+  command->add_option("name", args->name, "artifact name, e.g. iiwa14")->required();
+  command->add_flag("--model-text", args->model_text,
+                    "also print the robot model text each fingerprint digests (compare it with kiln-urdf-fk --check "
+                    "--model-text of a URDF)");
+  return {command, [&flags, args] { return show(flags, *args); }};
 }
 
 }  // namespace kiln::cli

@@ -5,6 +5,7 @@
 
 #include "artifact/identity_json.hpp"
 #include "artifact/arch_claims.hpp"
+#include "artifact/model_record.hpp"
 #include "artifact/plugin_file.hpp"
 #include "files/files.hpp"
 #include "store/layout.hpp"
@@ -27,12 +28,15 @@ std::string entry_file_disagreement(const boost::filesystem::path &entry_dir, co
     return error.what();
   }
   // The archs identity.json records are a claim the file's fat binaries must back: an entry
-  // recording sm_80 for a file of sm_90 code would be chosen for a GPU it cannot run on.
+  // recording sm_80 for a file of sm_90 code would be chosen for a GPU it cannot run on. Its
+  // robot models, one the file's .kiln.model section must back: else a host requiring its robot's
+  // model would load a plugin generated from another.
   const boost::filesystem::path identity_file = entry_dir / store::kIdentityFile;
   try {
     const ArtifactIdentity identity = artifact::parse_artifact_identity(
         files::read_file(identity_file, files::FileOrigin::store, files::kMaxJsonFileBytes), identity_file.string());
     artifact::check_recorded_archs(bytes, stamp, identity.archs, file);
+    artifact::check_recorded_models(bytes, identity.models, file);
   } catch (const IntegrityError &error) {
     return error.what();
   }

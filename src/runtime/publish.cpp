@@ -7,8 +7,9 @@
 #include <kiln/runtime.hpp>
 #include <kiln/version.hpp>
 
-#include "artifact/identity_json.hpp"
 #include "artifact/arch_claims.hpp"
+#include "artifact/identity_json.hpp"
+#include "artifact/model_record.hpp"
 #include "artifact/plugin_file.hpp"
 #include "artifact/stamp.hpp"
 #include "runtime/state.hpp"
@@ -81,6 +82,8 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
   identity.abi_version = stamp.abi_version;
   identity.archs = archs;
   identity.cuda_toolkit_version = request.cuda_toolkit_version != 0 ? request.cuda_toolkit_version : CUDA_VERSION;
+  // The robot models, from the file's own .kiln.model section (the key covers its bytes).
+  for (auto &record : artifact::read_model_records(bytes, source.string())) identity.models.push_back(std::move(record.model));
   identity.provenance = request.provenance;
   identity.provenance["published_from"] = fs::absolute(source).string();
   identity.provenance["stamp_archs"] = stamp.archs;

@@ -13,6 +13,7 @@
 #include "support/elapsed.hpp"
 #include "device/discover.hpp"
 #include "load/loader.hpp"
+#include "load/model_check.hpp"
 #include "runtime/state.hpp"
 #include "store/layout.hpp"
 #include "remote/config.hpp"
@@ -62,6 +63,7 @@ Module load_from_report(const std::shared_ptr<Runtime::State> &state, load::Repo
                                 (report.device ? report.device->label() : std::string("this host")),
                             report.compatibility.reasons);
   }
+  load::check_required_model(r, options.model);
   if (!report.device && !r.identity.archs.empty()) {
     state->log(LogLevel::warning, what() + ": no CUDA device (" + state->devices().detail +
                                       "); its device code was not checked and only host-side calls will work");

@@ -26,6 +26,7 @@
 #include <kiln/recipe.hpp>
 #include <kiln/runtime.hpp>
 
+#include "artifact/model_record.hpp"
 #include "ik/ik_solve_check.hpp"
 #include "support/fixtures.hpp"
 
@@ -296,6 +297,12 @@ TEST_CASE("ik recipes: build on miss through the CLI, for declared sm_90 and sm_
     const auto identity = nlohmann::json::parse(read_text(entry / "identity.json"));
     CHECK(identity["archs"] == nlohmann::json::array({build.arch}));
     CHECK(identity["provenance"].contains("generator.fk-chain"));
+    // The robot model the generator wrote into the plugin is recorded with it.
+    const auto models = kiln::robot_model_texts((entry / ("libkiln_ik_" + build.robot + ".so")).string());
+    REQUIRE(models.size() == 1);
+    REQUIRE(identity.contains("models"));
+    CHECK(identity["models"] == nlohmann::json::array({{{"fingerprint", kiln::artifact::model_fingerprint_of(models[0])},
+                                                        {"chain", kiln::artifact::model_chain_of(models[0])}}}));
     MESSAGE(build.robot << " for " << build.arch << ": built in " << build.out["seconds"].get<double>() << " s");
   }
   CHECK(calls.compiles == static_cast<int>(store.builds().size()));  // one unit per build, never twice
