@@ -100,11 +100,11 @@ struct ArtifactIdentity {
   std::uint32_t abi_version = 0;   // plugin ABI (major << 16 | minor); 0 for device images
   std::vector<Arch> archs;         // empty: host-only code
   int cuda_toolkit_version = 0;    // CUDA version that wrote any PTX (e.g. 13000)
+  // Provenance (nvcc version, host compiler, generator hashes...): keys the build, not checked.
+  std::map<std::string, std::string> provenance;
   // The robot models its code was generated from, backed by the file's own .kiln.model section
   // (ordered by fingerprint; empty: none). A host that requires a model checks it before dlopen.
   std::vector<RobotModel> models;
-  // Provenance (nvcc version, host compiler, generator hashes...): keys the build, not checked.
-  std::map<std::string, std::string> provenance;
 };
 
 // What the running kiln requires.

@@ -1,6 +1,7 @@
 #include "builder/keys.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 #include <boost/filesystem/operations.hpp>
@@ -66,6 +67,27 @@ std::map<std::string, std::string> BuildIdentity::fields() const {
     out["jit_toolchain"] = jit_toolchain;
   }
   for (const auto &[name, digest] : generators) out["generator." + name] = digest;
+  for (const auto &[name, value] : environment) out["env." + name] = value;  // none set: the keys of old
+  return out;
+}
+
+std::map<std::string, std::string> toolchain_environment(const std::string &backend) {
+  // nvcc's own (its manual, "NVCC environment variables"), then the GNU toolchain's search paths.
+  static const char *const kNvcc[] = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",    "CPATH",
+                                      "C_INCLUDE_PATH",     "CPLUS_INCLUDE_PATH", "LIBRARY_PATH", "GCC_EXEC_PREFIX",
+                                      "COMPILER_PATH"};
+  // What CMake reads when it configures: compilers, flags, archs, the build type, package search.
+  static const char *const kCmake[] = {"CC",       "CXX",        "CUDACXX",          "CUDAHOSTCXX",       "CFLAGS",
+                                       "CXXFLAGS", "CUDAFLAGS",  "LDFLAGS",          "CUDAARCHS",         "CMAKE_BUILD_TYPE",
+                                       "CMAKE_PREFIX_PATH", "CMAKE_TOOLCHAIN_FILE", "CMAKE_CUDA_ARCHITECTURES"};
+  std::map<std::string, std::string> out;
+  const auto take = [&out](const char *name) {
+    if (const char *value = std::getenv(name); value != nullptr && *value != '\0') out[name] = value;
+  };
+  for (const char *name : kNvcc) take(name);
+  if (backend == "cmake") {
+    for (const char *name : kCmake) take(name);
+  }
   return out;
 }
 
@@ -139,6 +161,7 @@ BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &arch
   identity.archs = archs;
   identity.toolchain = toolchain;
   identity.abi_headers = abi_headers_digest(abi_dir);
+  identity.environment = toolchain.environment;
   add_generators(recipe, identity, tools);
   return identity;
 }

@@ -26,9 +26,17 @@ struct BuildIdentity {
   CmakeIdentity cmake;                            // cmake backend: the cmake configuring and building
   std::string jit_toolchain;                      // nvrtc backend: "nvrtc=13.0;nvjitlink=13.0;nvfatbin=none"
   std::map<std::string, std::string> generators;  // name -> tool digest or identity string
+  // nvcc, cmake: the environment variables the toolchain reads that change what it produces
+  // (toolchain_environment), those set: name -> value. A build inherits kiln's environment, so
+  // NVCC_APPEND_FLAGS=-DX or a CPATH header must key it like a flag in the recipe.
+  std::map<std::string, std::string> environment;
 
   std::map<std::string, std::string> fields() const;  // flat, for provenance and comparison
 };
+
+// The variables of this process's environment that nvcc, the host compiler and linker (and for
+// the cmake backend, CMake) read and that change their output, with their values, those set.
+std::map<std::string, std::string> toolchain_environment(const std::string &backend);
 
 // path relative to base (path itself when it has no relative form): how recipe files are named in keys.
 std::string relative_to(const std::string &path, const std::string &base);

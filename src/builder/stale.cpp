@@ -23,6 +23,7 @@ std::string display_name(const std::string &field) {
       {"kiln_version", "kiln"},            {"nvcc_version", "nvcc"},                {"cmake_version", "cmake"}};
   if (const auto it = names.find(field); it != names.end()) return it->second;
   if (field.compare(0, 10, "generator.") == 0) return "generator " + field.substr(10);
+  if (field.compare(0, 4, "env.") == 0) return "environment variable " + field.substr(4);
   return field;
 }
 
@@ -43,11 +44,16 @@ Reason nvcc_reason(const std::map<std::string, std::string> &recorded, const Inp
 std::vector<Reason> stale_reasons(const std::map<std::string, std::string> &recorded, const BuildIdentity &identity,
                                   const InputRecords &records, const std::string &input_key) {
   std::vector<Reason> reasons;
-  for (const auto &[field, value] : identity.fields()) {
+  const std::map<std::string, std::string> current = identity.fields();
+  for (const auto &[field, value] : current) {
     const std::string was = value_in(recorded, field);
     if (was == value) continue;
     reasons.push_back(field == "nvcc_version" ? nvcc_reason(recorded, records, was, value)
                                               : Reason{display_name(field), was, value, ""});
+  }
+  // A toolchain variable set for the recorded build and unset now.
+  for (auto it = recorded.lower_bound("env."); it != recorded.end() && it->first.compare(0, 4, "env.") == 0; ++it) {
+    if (current.count(it->first) == 0) reasons.push_back({display_name(it->first), it->second, "(unset)", ""});
   }
 
   std::set<std::string> inputs;

@@ -167,6 +167,7 @@ std::string ToolchainIdentity::digest() const {
       .add_field("nvcc_version", nvcc_version)
       .add_field("host_cxx_path", host_cxx_path)
       .add_field("host_cxx_version", host_cxx_version);
+  for (const auto &[name, value] : environment) hasher.add_field("env." + name, value);
   return hasher.hex();
 }
 

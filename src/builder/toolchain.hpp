@@ -5,6 +5,7 @@
 // and in memory per process, so an unchanged toolchain spawns no process on later calls.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,13 +37,18 @@ struct ToolchainIdentity {
   // The compute capabilities nvcc builds SASS for (`--list-gpu-code`: 75, 80, ... 121); empty
   // where nvcc cannot list them. Checked against a build's archs, not part of the identity.
   std::vector<int> gpu_codes;
+  // The variables of the environment the build inherits that change what the toolchain produces
+  // (toolchain_environment in keys.hpp), those set. Read at every build, never remembered.
+  std::map<std::string, std::string> environment;
 
-  // XXH3-128 (32 hex digits) over the four identifying fields, each length-prefixed.
+  // XXH3-128 (32 hex digits) over the four identifying fields, each length-prefixed, and the
+  // environment's variables (none set: the digest of the four alone). It keys units, objects
+  // and content: a variable set must never be served another's object.
   std::string digest() const;
   friend bool operator==(const ToolchainIdentity &a, const ToolchainIdentity &b) {
     return a.nvcc_path == b.nvcc_path && a.nvcc_version == b.nvcc_version && a.host_cxx_path == b.host_cxx_path &&
            a.host_cxx_version == b.host_cxx_version && a.nvcc_release == b.nvcc_release &&
-           a.gpu_codes == b.gpu_codes;
+           a.gpu_codes == b.gpu_codes && a.environment == b.environment;
   }
   friend bool operator!=(const ToolchainIdentity &a, const ToolchainIdentity &b) { return !(a == b); }
 };

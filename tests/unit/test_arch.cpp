@@ -170,7 +170,7 @@ TEST_CASE("artifact identity JSON round trip") {
 
 TEST_CASE("artifact identity JSON: malformed records name the file and the field") {
   const auto good = kiln::artifact::to_json(kiln::ArtifactIdentity{
-      1, 1, 0, Arch::parse_list("sm_90"), 13000, {}});
+      1, 1, 0, Arch::parse_list("sm_90"), 13000, {}, {}});
   struct Row {
     const char *field;
     nlohmann::json value;  // null: remove the field

@@ -140,6 +140,7 @@ class CmakeBackend final : public Backend {
     const fs::path cache = remember ? context_.toolchain_cache : fs::path();  // empty: remember nothing
     cmake_ = identify_cmake(cache);  // first: no cmake is "no toolchain", whatever else is there
     toolchain_ = identify_toolchain(cache);
+    toolchain_.environment = toolchain_environment(recipe.backend);
     return cmake_build_identity(recipe, archs, toolchain_, cmake_, context_.abi_dir, tool_digest_memo(context_, remember));
   }
 

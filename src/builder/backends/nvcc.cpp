@@ -189,6 +189,7 @@ class NvccBackend final : public Backend {
 
   BuildIdentity identity(const Recipe &recipe, const std::vector<Arch> &archs, bool remember) override {
     toolchain_ = identify_toolchain(remember ? context_.toolchain_cache : fs::path());  // empty: remember nothing
+    toolchain_.environment = toolchain_environment(recipe.backend);
     require_supported_archs(archs, toolchain_.gpu_codes,
                             "nvcc " + (toolchain_.nvcc_release.empty() ? toolchain_.nvcc_version : toolchain_.nvcc_release) +
                                 " (" + toolchain_.nvcc_path + ")",
