@@ -82,8 +82,7 @@ std::string first_model_difference(std::string_view a, std::string_view b, const
       const auto shown = [](std::string_view text) {
         return text.empty() ? std::string("(no such line)") : "\"" + std::string(text) + "\"";
       };
-      return "line " + std::to_string(line) + ": " + a_name + " " + shown(a_line) + ", " + b_name + " " +
-             shown(b_line);
+      return "line " + std::to_string(line) + ": " + a_name + " " + shown(a_line) + ", " + b_name + " " + shown(b_line);
     }
     a.remove_prefix(std::min(a_end + 1, a.size()));
     b.remove_prefix(std::min(b_end + 1, b.size()));
@@ -111,7 +110,8 @@ namespace kiln {
 
 std::vector<std::string> robot_model_texts(const std::string &plugin_file) {
   std::vector<std::string> texts;
-  for (auto &record : artifact::read_model_records(files::read_file(plugin_file, files::FileOrigin::input), plugin_file)) {
+  for (auto &record :
+       artifact::read_model_records(files::read_file(plugin_file, files::FileOrigin::input), plugin_file)) {
     texts.push_back(std::move(record.text));
   }
   return texts;

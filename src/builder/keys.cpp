@@ -82,7 +82,7 @@ std::map<std::string, std::string> toolchain_environment(const std::string &back
                                        "CMAKE_PREFIX_PATH", "CMAKE_TOOLCHAIN_FILE", "CMAKE_CUDA_ARCHITECTURES"};
   std::map<std::string, std::string> out;
   const auto take = [&out](const char *name) {
-    if (const char *value = std::getenv(name); value != nullptr && *value != '\0') out[name] = value;
+    if (const char *value = ::secure_getenv(name); value != nullptr && *value != '\0') out[name] = value;
   };
   for (const char *name : kNvcc) take(name);
   if (backend == "cmake") {

@@ -59,8 +59,7 @@ ProgramResult run_program(const std::vector<std::string> &argv) {
   }
   ::close(pipe_fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 }
@@ -88,7 +87,8 @@ DataDir find_data_dir() {
     root = (exe.parent_path() / ".." / "share" / "kiln").lexically_normal();
     why = "the kiln executable's ../share/kiln";
   }
-  DataDir data{root, root / "templates", root / "plugins", (root / ".." / ".." / "bin" / "kiln-urdf-fk").lexically_normal()};
+  DataDir data{root, root / "templates", root / "plugins",
+               (root / ".." / ".." / "bin" / "kiln-urdf-fk").lexically_normal()};
   if (fs::exists(root / "kiln-data.json")) {  // a build tree: the data stays where the sources and the build are
     json layout;
     try {

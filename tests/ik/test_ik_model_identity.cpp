@@ -34,10 +34,10 @@ struct Checked {
 Checked check_model(const fs::path &urdf, const std::string &chain) {
   const std::size_t arrow = chain.find(" -> ");
   REQUIRE(arrow != std::string::npos);
-  const auto result = kiln::test::run_shell(
-      kiln::test::shell_quote(KILN_URDF_FK_PATH) + " " + kiln::test::shell_quote(urdf.string()) + " --base " +
-      kiln::test::shell_quote(chain.substr(0, arrow)) + " --tip " + kiln::test::shell_quote(chain.substr(arrow + 4)) +
-      " --check --model-text");
+  const auto result =
+      kiln::test::run_shell(kiln::test::shell_quote(KILN_URDF_FK_PATH) + " " + kiln::test::shell_quote(urdf.string()) +
+                            " --base " + kiln::test::shell_quote(chain.substr(0, arrow)) + " --tip " +
+                            kiln::test::shell_quote(chain.substr(arrow + 4)) + " --check --model-text");
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   Checked checked;
   const std::size_t print = result.out.find("fingerprint ");
@@ -81,8 +81,9 @@ TEST_CASE("model identity: a generated plugin holds its model's text, which dige
   CHECK(kiln::robot_model_texts(KILN_TEST_PLUGIN_HOST_ONLY).empty());  // not generated from a URDF
 }
 
-TEST_CASE("model identity: publish records the file's models; a required model loads its plugin and refuses "
-          "another, naming both fingerprints and the first differing joint") {
+TEST_CASE(
+    "model identity: publish records the file's models; a required model loads its plugin and refuses "
+    "another, naming both fingerprints and the first differing joint") {
   kiln::test::TempDir dir;
   kiln::Runtime runtime(kiln::test::store_options(dir));
   const kiln::PublishResult published = kiln::test::publish_plugin(runtime, KILN_IK_PLUGIN_IIWA14, "iiwa14");
@@ -92,8 +93,7 @@ TEST_CASE("model identity: publish records the file's models; a required model l
   const std::string chain = identity["models"][0]["chain"];
   const Checked iiwa = check_model(kRobots / "iiwa14.urdf", chain);
   CHECK(identity["models"][0]["fingerprint"] == iiwa.fingerprint);
-  CHECK(runtime.resolve("tests", "iiwa14").identity.models ==
-        std::vector<kiln::RobotModel>{{iiwa.fingerprint, chain}});
+  CHECK(runtime.resolve("tests", "iiwa14").identity.models == std::vector<kiln::RobotModel>{{iiwa.fingerprint, chain}});
 
   kiln::LoadOptions options;
   options.model = {iiwa.fingerprint, iiwa.text};
@@ -134,8 +134,9 @@ TEST_CASE("model identity: publish records the file's models; a required model l
   CHECK(contains(bad, "'md5:1234' is not a model fingerprint"));
 }
 
-TEST_CASE("model identity: kiln load --model refuses another robot's plugin (exit 4) and loads its own; kiln show "
-          "prints the model and its text") {
+TEST_CASE(
+    "model identity: kiln load --model refuses another robot's plugin (exit 4) and loads its own; kiln show "
+    "prints the model and its text") {
   kiln::test::TempDir dir;
   const auto env = kiln::test::cli_env(dir / "cache");
   auto result = kiln::test::run_kiln(
@@ -145,15 +146,14 @@ TEST_CASE("model identity: kiln load --model refuses another robot's plugin (exi
   const std::string base = chain.substr(0, chain.find(" -> ")), tip = chain.substr(chain.find(" -> ") + 4);
   const Checked iiwa = check_model(kRobots / "iiwa14.urdf", chain);
 
-  result = kiln::test::run_kiln({"load", "tests", "iiwa14", "--model", (kRobots / "iiwa14.urdf").string(), "--base",
-                                 base, "--tip", tip},
-                                env);
+  result = kiln::test::run_kiln(
+      {"load", "tests", "iiwa14", "--model", (kRobots / "iiwa14.urdf").string(), "--base", base, "--tip", tip}, env);
   CHECK_MESSAGE(result.exit_code == 0, result.err);
   CHECK(contains(result.out, "model    " + iiwa.fingerprint + " (" + chain + "): the required one"));
 
   const fs::path changed = changed_urdf(dir, "lbr_iiwa_joint_2", "effort=\"300\"", "effort=\"330\"");
-  result = kiln::test::run_kiln({"load", "tests", "iiwa14", "--model", changed.string(), "--base", base, "--tip", tip},
-                                env);
+  result =
+      kiln::test::run_kiln({"load", "tests", "iiwa14", "--model", changed.string(), "--base", base, "--tip", tip}, env);
   CHECK(result.exit_code == 4);
   CHECK(contains(result.err, iiwa.fingerprint));
   CHECK(contains(result.err, check_model(changed, chain).fingerprint));

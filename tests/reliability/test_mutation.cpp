@@ -73,7 +73,7 @@ class Bench {
   Bench(std::string backend, const std::string &fixture, const std::string &recipe_name)
       : backend_(std::move(backend)), recipe_name_(recipe_name) {
     dir_ = tmp_.path() / "checkout";
-    copy_tree(kFixtures / fixture, dir_);
+    kiln::test::copy_tree(kFixtures / fixture, dir_);
     env_ = kiln::test::cli_env(tmp_.path() / "cache");
     env_["KILN_JOBS"] = "2";
   }
@@ -138,7 +138,8 @@ class Bench {
     const Built now = build(extra, args);
     if (!now.ok) return;
     (now.outcome == "hit" ? hits_ : misses_) += 1;
-    CHECK_MESSAGE(now.outcome == "hit", backend_ << ": " << what << ": outcome " << now.outcome << " where a hit was due");
+    CHECK_MESSAGE(now.outcome == "hit",
+                  backend_ << ": " << what << ": outcome " << now.outcome << " where a hit was due");
     CHECK_MESSAGE(now.content_key == last_.content_key, backend_ << ": " << what << ": another content key");
     check_marker(what, now);
     last_ = now;
@@ -152,6 +153,17 @@ class Bench {
     CHECK_MESSAGE(now.outcome == "hit", backend_ << ": back to " << what << ": outcome " << now.outcome);
     CHECK_MESSAGE(now.content_key == state.content_key, backend_ << ": back to " << what << ": another content key");
     last_ = now;
+  }
+
+  // An environment variable set for one build: a miss whose artifact carries marker `field` =
+  // `value`; unset again, a hit on `before`.
+  void env_must_miss(const std::string &what, const Env &set, const std::string &field, const std::string &value,
+                     const Built &before) {
+    const std::string previous = marker.empty() ? "" : marker.at(field);
+    if (!marker.empty()) marker[field] = value;
+    must_miss(what, set);
+    if (!marker.empty()) marker[field] = previous;
+    back_to("without " + what, before);
   }
 
   const Built &last() const { return last_; }
@@ -169,21 +181,11 @@ class Bench {
   }
 
  private:
-  static void copy_tree(const fs::path &from, const fs::path &to) {
-    fs::create_directories(to);
-    for (fs::directory_iterator it(from), end; it != end; ++it) {
-      if (fs::is_directory(it->path())) {
-        copy_tree(it->path(), to / it->path().filename());
-      } else {
-        fs::copy_file(it->path(), to / it->path().filename());
-      }
-    }
-  }
-
   void check_marker(const std::string &what, const Built &built) const {
     if (marker.empty() || !built.ok) return;
     std::string expected = "kiln-mutation";
-    for (const auto &field : {"host", "header", "define", "flag", "env", "cpath"}) expected += std::string(" ") + field + "=" + marker.at(field);
+    for (const auto &field : {"host", "header", "define", "flag", "env", "cpath"})
+      expected += std::string(" ") + field + "=" + marker.at(field);
     CHECK_MESSAGE(marker_of(built.artifact) == expected,
                   backend_ << ": " << what << ": the artifact kiln returned was built from other inputs");
   }
@@ -305,26 +307,18 @@ TEST_SUITE("mutation") {
     // NVCC_PREPEND_FLAGS and its host compiler from NVCC_CCBIN; the host compiler takes include
     // directories from CPATH. Each changes the artifact (its marker says so).
     const Built before_env = bench.last();
-    bench.marker["env"] = "7";
-    bench.must_miss("NVCC_APPEND_FLAGS=-DMUTATION_ENV=7", {{"NVCC_APPEND_FLAGS", "-DMUTATION_ENV=7"}});
-    bench.marker["env"] = "0";
-    bench.back_to("no NVCC_APPEND_FLAGS", before_env);
+    bench.env_must_miss("NVCC_APPEND_FLAGS=-DMUTATION_ENV=7", {{"NVCC_APPEND_FLAGS", "-DMUTATION_ENV=7"}}, "env", "7",
+                        before_env);
 
-    bench.marker["env"] = "8";
-    bench.must_miss("NVCC_PREPEND_FLAGS=-DMUTATION_ENV=8", {{"NVCC_PREPEND_FLAGS", "-DMUTATION_ENV=8"}});
-    bench.marker["env"] = "0";
-    bench.back_to("no NVCC_PREPEND_FLAGS", before_env);
+    bench.env_must_miss("NVCC_PREPEND_FLAGS=-DMUTATION_ENV=8", {{"NVCC_PREPEND_FLAGS", "-DMUTATION_ENV=8"}}, "env", "8",
+                        before_env);
 
     write_script(tools / "ccbin-g++", "exec '" + real_cxx.string() + "' -DMUTATION_ENV=9 \"$@\"\n");
-    bench.marker["env"] = "9";
-    bench.must_miss("NVCC_CCBIN (another host compiler for nvcc)", {{"NVCC_CCBIN", (tools / "ccbin-g++").string()}});
-    bench.marker["env"] = "0";
-    bench.back_to("no NVCC_CCBIN", before_env);
+    bench.env_must_miss("NVCC_CCBIN (another host compiler for nvcc)", {{"NVCC_CCBIN", (tools / "ccbin-g++").string()}},
+                        "env", "9", before_env);
 
-    bench.marker["cpath"] = "1";
-    bench.must_miss("CPATH naming a directory with a header the source includes", {{"CPATH", cpath_dir(bench).string()}});
-    bench.marker["cpath"] = "0";
-    bench.back_to("no CPATH", before_env);
+    bench.env_must_miss("CPATH naming a directory with a header the source includes",
+                        {{"CPATH", cpath_dir(bench).string()}}, "cpath", "1", before_env);
 
     bench.must_miss("the archs (--arch sm_80)", {}, {"--arch", "sm_80"});
     bench.back_to("the recipe's archs", before_env);
@@ -355,15 +349,11 @@ TEST_SUITE("mutation") {
     // The toolchain's environment, as for nvcc recipes: nvcc compiles plugin.cu (CUDA), its
     // host compiler reads CPATH.
     const Built before_env = bench.last();
-    bench.marker["env"] = "7";
-    bench.must_miss("NVCC_APPEND_FLAGS=-DMUTATION_ENV=7", {{"NVCC_APPEND_FLAGS", "-DMUTATION_ENV=7"}});
-    bench.marker["env"] = "0";
-    bench.back_to("no NVCC_APPEND_FLAGS", before_env);
+    bench.env_must_miss("NVCC_APPEND_FLAGS=-DMUTATION_ENV=7", {{"NVCC_APPEND_FLAGS", "-DMUTATION_ENV=7"}}, "env", "7",
+                        before_env);
 
-    bench.marker["cpath"] = "1";
-    bench.must_miss("CPATH naming a directory with a header the source includes", {{"CPATH", cpath_dir(bench).string()}});
-    bench.marker["cpath"] = "0";
-    bench.back_to("no CPATH", before_env);
+    bench.env_must_miss("CPATH naming a directory with a header the source includes",
+                        {{"CPATH", cpath_dir(bench).string()}}, "cpath", "1", before_env);
 
     bench.must_miss("the archs (--arch sm_80)", {}, {"--arch", "sm_80"});
     bench.back_to("the recipe's archs", before_env);

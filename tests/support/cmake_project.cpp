@@ -11,20 +11,6 @@
 #include "builder/toolchain.hpp"
 
 namespace kiln::test {
-namespace {
-
-void copy_tree(const fs::path &from, const fs::path &to) {
-  fs::create_directories(to);
-  for (fs::directory_iterator it(from), end; it != end; ++it) {
-    if (fs::is_directory(it->status())) {
-      copy_tree(it->path(), to / it->path().filename());
-    } else {
-      fs::copy_file(it->path(), to / it->path().filename());
-    }
-  }
-}
-
-}  // namespace
 
 CmakeProjectDir::CmakeProjectDir()
     : cmake_(std::string("KILN_CMAKE"), (dir_ / "src" / "recipes" / "cmake-wrapper.sh").string()),

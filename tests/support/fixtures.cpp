@@ -54,6 +54,17 @@ ScopedEnv::~ScopedEnv() {
   }
 }
 
+void copy_tree(const fs::path &from, const fs::path &to) {
+  fs::create_directories(to);
+  for (fs::directory_iterator it(from), end; it != end; ++it) {
+    if (fs::is_directory(it->status())) {
+      copy_tree(it->path(), to / it->path().filename());
+    } else {
+      fs::copy_file(it->path(), to / it->path().filename());
+    }
+  }
+}
+
 std::string read_text(const fs::path &file) {
   std::ifstream in(file.string(), std::ios::binary);
   std::stringstream buffer;

@@ -61,6 +61,9 @@ std::string shell_quote(const std::string &text);
 // Runs a shell command line, capturing stdout and stderr.
 CommandResult run_shell(const std::string &command);
 
+// A copy of the directory tree `from` (regular files and directories) at `to`.
+void copy_tree(const fs::path &from, const fs::path &to);
+
 std::string read_text(const fs::path &file);
 void write_text(const fs::path &file, const std::string &text);
 
