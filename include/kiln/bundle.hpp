@@ -22,6 +22,13 @@ struct ExportRequest {
   std::vector<std::string> names;
   std::string output;       // the bundle file written (replaced atomically; never partial)
   std::string signing_key;  // a PATH.key from generate_keypair; empty: unsigned
+  // The release version of every consumer/name the bundle carries, signed with it: a store that
+  // accepted a higher one from the same signer refuses this bundle. 0: the creation time in
+  // seconds since the epoch (increasing from one export to the next on one machine).
+  std::uint64_t release_version = 0;
+  // When the bundle expires: a duration from now ("90d", "12h", "30m", "3600s") or a UTC time
+  // "2027-01-31T23:59:59Z"; empty: a year. An import after it is refused (allow_expired).
+  std::string expires;
 };
 
 // One entry of a bundle.
@@ -33,6 +40,7 @@ struct BundleEntry {
   std::string input_key;  // empty for published artifacts
   std::uint64_t bytes = 0;  // of its files
   std::string status;     // import: "added", "already present" or "downgraded"; export: "exported"
+  std::uint64_t release_version = 0;  // 0: unversioned (an older kiln's bundle)
 };
 
 struct ExportReport {
@@ -41,6 +49,8 @@ struct ExportReport {
   std::uint64_t content_bytes = 0;  // of every file carried, uncompressed
   std::uint64_t bundle_bytes = 0;   // of the bundle file
   std::string signed_by;            // key id; empty when unsigned
+  std::uint64_t release_version = 0;
+  std::string expires;              // UTC
 };
 
 struct ImportRequest {
@@ -52,9 +62,14 @@ struct ImportRequest {
   // With no trusted key: import an unsigned bundle (or a signed one, its signature unchecked).
   // With any trusted key it changes nothing: an unsigned bundle is refused (IntegrityError).
   bool allow_unsigned = false;
-  // Point a name at the entry of a bundle created before the bundle that set its current
-  // record (a replayed older bundle). Without it such an import is refused, nothing written.
+  // Point a name at an older release: a release version lower than the highest this store
+  // accepted from the same signer (or the same version for other bytes), or a bundle created
+  // before the one that set the name's current record. Without it such an import is refused,
+  // nothing written. A person's rollback; the store keeps its highest version.
   bool allow_downgrade = false;
+  // Import a bundle past its expiry (plus a clock skew of 5 minutes): for a robot whose clock is
+  // known to be wrong. Without it an expired bundle is refused, nothing written.
+  bool allow_expired = false;
 };
 
 struct ImportReport {
@@ -64,6 +79,8 @@ struct ImportReport {
   std::string signed_by;   // key id of the signature verified; empty when unsigned or not checked
   bool signature_verified = false;
   std::uint64_t verified_bytes = 0;  // bytes read and checked against the index
+  std::string expires;               // the bundle's expiry (UTC); empty for an older kiln's bundle
+  bool expired = false;              // past it, imported with allow_expired
 };
 
 struct KeyPair {

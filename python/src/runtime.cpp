@@ -508,22 +508,26 @@ void bind_runtime(py::module_ &m) {
       .def(
           "export_bundle",
           [](const Runtime &runtime, const std::string &consumer, const py::object &output,
-             const std::vector<std::string> &names, const py::object &sign) {
+             const std::vector<std::string> &names, const py::object &sign, std::uint64_t release,
+             const std::string &expires) {
             ExportRequest request;
             request.consumer = consumer;
             request.names = names;
             request.output = fs_path(output, "output");
             if (!sign.is_none()) request.signing_key = fs_path(sign, "sign");
+            request.release_version = release;
+            request.expires = expires;
             return released([&] { return kiln::to_json(runtime.export_bundle(request)); });
           },
           py::arg("consumer"), py::arg("output"), py::arg("names") = std::vector<std::string>{}, py::kw_only(),
-          py::arg("sign") = py::none(),
+          py::arg("sign") = py::none(), py::arg("release") = 0u, py::arg("expires") = "",
           "Write artifacts of consumer (names: default every one) into one bundle file, as `kiln export` (sign= a "
-          "PATH.key of kiln.generate_keypair): {bundle, entries, bundle_bytes, signed_by}.")
+          "PATH.key of kiln.generate_keypair; release= the release version, default the time in seconds; expires= "
+          "'90d' or a UTC time, default a year): {bundle, entries, bundle_bytes, signed_by, release_version, expires}.")
       .def(
           "import_bundle",
           [](Runtime &runtime, const py::object &bundle, const py::object &into, const py::object &trust,
-             bool allow_unsigned, bool allow_downgrade) {
+             bool allow_unsigned, bool allow_downgrade, bool allow_expired) {
             ImportRequest request;
             request.bundle = fs_path(bundle, "bundle");
             if (!into.is_none()) request.into = fs_path(into, "into");
@@ -536,10 +540,11 @@ void bind_runtime(py::module_ &m) {
             }
             request.allow_unsigned = allow_unsigned;
             request.allow_downgrade = allow_downgrade;
+            request.allow_expired = allow_expired;
             return released([&] { return kiln::to_json(runtime.import_bundle(request)); });
           },
           py::arg("bundle"), py::kw_only(), py::arg("into") = py::none(), py::arg("trust") = py::none(),
-          py::arg("allow_unsigned") = false, py::arg("allow_downgrade") = false,
+          py::arg("allow_unsigned") = false, py::arg("allow_downgrade") = false, py::arg("allow_expired") = false,
           "Bring a bundle's artifacts in, verified, all or nothing, as `kiln import`: into= a store directory "
           "(default the writable cache), trust= PATH.pub or a list of them: {store_root, entries, signed_by ...}.")
       .def("__repr__", [](const Runtime &runtime) {

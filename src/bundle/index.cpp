@@ -70,15 +70,20 @@ std::string serialize_index(const Index &index) {
   json entries = json::array();
   for (const auto &entry : index.entries) {
     json records = json::array(), files = json::array();
-    for (const auto &record : entry.records) records.push_back({{"name", record.name}, {"input_key", record.input_key}});
+    for (const auto &record : entry.records) {
+      json item = {{"name", record.name}, {"input_key", record.input_key}};
+      if (record.version != 0) item["version"] = record.version;
+      records.push_back(std::move(item));
+    }
     for (const auto &file : entry.files) {
       files.push_back({{"name", file.name}, {"size", file.size}, {"mode", file.mode}, {"blake2b", file.blake2b}});
     }
     entries.push_back({{"consumer", entry.consumer}, {"content_key", entry.content_key}, {"kind", entry.kind},
                        {"records", records}, {"files", files}});
   }
-  const json root = {{"format", kFormat}, {"version", kFormatVersion}, {"created", index.created},
-                     {"kiln_version", index.kiln_version}, {"entries", entries}};
+  json root = {{"format", kFormat}, {"version", kFormatVersion}, {"created", index.created},
+               {"kiln_version", index.kiln_version}, {"entries", entries}};
+  if (!index.expires.empty()) root["expires"] = index.expires;
   return support::dump_json(root, 1) + "\n";
 }
 
@@ -95,6 +100,10 @@ Index parse_index(std::string_view content, const std::string &bundle) {
   // Compared as text against the creation time of the bundle that set a name (replays): only the
   // one form kiln writes orders correctly that way.
   if (!is_utc_timestamp(index.created)) corrupt(bundle, kIndexMember, "\"created\" is not a UTC time of the form 2026-01-31T23:59:59Z");
+  if (root.contains("expires")) {  // older kilns wrote none
+    index.expires = text(root, "expires", bundle, "the index");
+    if (!is_utc_timestamp(index.expires)) corrupt(bundle, kIndexMember, "\"expires\" is not a UTC time of the form 2026-01-31T23:59:59Z");
+  }
   index.kiln_version = text(root, "kiln_version", bundle, "the index");
   std::set<std::pair<std::string, std::string>> keys, names;
   for (const json &item : list(root, "entries", bundle, "the index", kMaxEntries)) {
@@ -114,6 +123,11 @@ Index parse_index(std::string_view content, const std::string &bundle) {
       IndexRecord record{text(record_json, "name", bundle, at + " record"), text(record_json, "input_key", bundle, at + " record")};
       if (!store::is_valid_name(record.name)) corrupt(bundle, kIndexMember, at + ": artifact name \"" + record.name.substr(0, 80) + "\" is not a plain name");
       if (!record.input_key.empty() && !store::is_valid_key(record.input_key)) corrupt(bundle, kIndexMember, at + ": input_key is not 32 lower-case hex digits");
+      if (record_json.contains("version")) {  // older kilns wrote none
+        const auto release = support::checked_integer<std::uint64_t>(record_json["version"], 1);
+        if (!release) corrupt(bundle, kIndexMember, at + " record " + record.name + ": version is not a positive integer");
+        record.version = *release;
+      }
       if (!names.insert({entry.consumer, record.name}).second) corrupt(bundle, kIndexMember, "names " + entry.consumer + "/" + record.name + " twice");
       entry.records.push_back(std::move(record));
     }

@@ -36,6 +36,9 @@ struct IndexFile {
 struct IndexRecord {  // a manifest record naming the entry
   std::string name;
   std::string input_key;  // empty for published artifacts
+  // The release version of consumer/name this bundle carries (release_versions.hpp): a store
+  // refuses a lower one from the same signer. 0: unversioned (a remote entry, an older kiln's bundle).
+  std::uint64_t version = 0;
 };
 
 struct IndexEntry {
@@ -48,6 +51,7 @@ struct IndexEntry {
 
 struct Index {
   std::string created;  // UTC ISO-8601
+  std::string expires;  // UTC ISO-8601, the same form; empty: none (a remote entry, an older kiln's bundle)
   std::string kiln_version;
   std::vector<IndexEntry> entries;
 };

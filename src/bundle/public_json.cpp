@@ -13,7 +13,7 @@ json entries_json(const std::vector<BundleEntry> &entries) {
   for (const auto &entry : entries) {
     out.push_back({{"consumer", entry.consumer}, {"name", entry.name},           {"content_key", entry.content_key},
                    {"kind", entry.kind},         {"input_key", entry.input_key}, {"bytes", entry.bytes},
-                   {"status", entry.status}});
+                   {"status", entry.status},     {"release_version", entry.release_version}});
   }
   return out;
 }
@@ -27,7 +27,9 @@ json to_json(const ExportReport &report) {
           {"entries", entries_json(report.entries)},
           {"content_bytes", report.content_bytes},
           {"bundle_bytes", report.bundle_bytes},
-          {"signed_by", key_id(report.signed_by)}};
+          {"signed_by", key_id(report.signed_by)},
+          {"release_version", report.release_version},
+          {"expires", report.expires}};
 }
 
 json to_json(const ImportReport &report) {
@@ -36,7 +38,9 @@ json to_json(const ImportReport &report) {
           {"entries", entries_json(report.entries)},
           {"verified_bytes", report.verified_bytes},
           {"signature_verified", report.signature_verified},
-          {"signed_by", key_id(report.signed_by)}};
+          {"signed_by", key_id(report.signed_by)},
+          {"expires", report.expires.empty() ? json(nullptr) : json(report.expires)},
+          {"expired", report.expired}};
 }
 
 }  // namespace kiln

@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -19,6 +21,7 @@
 #include "bundle/hash.hpp"
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
+#include "bundle/release_versions.hpp"
 #include "artifact/identity_json.hpp"
 #include "load/entry_checks.hpp"
 #include "store/entry.hpp"
@@ -335,6 +338,21 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
   VerifiedBundle verified;
   verified.index = parse_index(index_text, request.bundle);
   const Index &index = verified.index;
+  // Expired metadata is refused (a frozen robot must not take an old release as current), with
+  // a clock skew allowed; older kilns' bundles carry no expiry.
+  report.expires = index.expires;
+  if (const auto expires = parse_utc(index.expires)) {
+    const std::int64_t now = std::time(nullptr);
+    if (now > *expires + kClockSkewSeconds) {
+      report.expired = true;
+      if (!request.allow_expired) {
+        refuse("expired at " + index.expires + " (this machine's clock says " + format_utc(now) + ", " +
+                   std::to_string(kClockSkewSeconds / 60) + " minutes of clock skew allowed)",
+               "ask for a newer bundle, or pass --allow-expired if this machine's clock is known to be wrong");
+      }
+      if (log) log(LogLevel::warning, "bundle " + request.bundle + " expired at " + index.expires + ": imported anyway (--allow-expired)");
+    }
+  }
   std::map<std::string, Expected> expected;
   std::uint64_t declared = 0;
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
@@ -400,16 +418,57 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   VerifiedBundle verified = verify_bundle(target, request, log, report);
   const Index &index = verified.index;
   auto &stagings = verified.stagings;
+  std::vector<std::vector<std::string>> before(index.entries.size());
+  std::vector<std::vector<bool>> downgrades(index.entries.size());
+  for (std::size_t e = 0; e < index.entries.size(); ++e) downgrades[e].resize(index.entries[e].records.size());
+
+  // Release versions: each signer's releases of a name only move forward (release_versions.hpp).
+  // The locks are held through the commit, so two imports cannot interleave their checks and
+  // their names; consumers in name order, so two imports never wait on each other in a circle.
+  const std::string signer = report.signature_verified ? report.signed_by : "unsigned";
+  std::map<std::string, std::unique_ptr<ReleaseVersions>> versions;
+  for (const auto &entry : index.entries) {
+    bool versioned = false;
+    for (const auto &record : entry.records) versioned = versioned || record.version != 0;
+    if (versioned && !versions.count(entry.consumer)) versions[entry.consumer] = nullptr;
+  }
+  for (auto &[consumer, state] : versions) {
+    state = std::make_unique<ReleaseVersions>(store::ConsumerLayout(target.writable().root(), consumer));
+  }
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    const IndexEntry &entry = index.entries[e];
+    for (std::size_t r = 0; r < entry.records.size(); ++r) {
+      const IndexRecord &record = entry.records[r];
+      if (record.version == 0) continue;
+      ReleaseVersions &state = *versions.at(entry.consumer);
+      if (const auto highest = state.highest(signer, record.name)) {
+        // An older release of the same bytes changes nothing the robot runs: not a rollback.
+        const bool older = record.version < highest->version && highest->content_key != entry.content_key;
+        const bool reused = record.version == highest->version && highest->content_key != entry.content_key;
+        if ((older || reused) && !request.allow_downgrade) {
+          Refusal(request.bundle)(
+              "carries release " + std::to_string(record.version) + " of " + entry.consumer + "/" + record.name +
+                  " (entry " + entry.content_key + "), but this store accepted release " +
+                  std::to_string(highest->version) + (reused ? " for entry " + highest->content_key : "") +
+                  " from " + (signer == "unsigned" ? std::string("unsigned bundles") : "key " + signer) + " on " +
+                  highest->accepted + (reused ? ": a release version reused for other bytes" : ": a replayed older release"),
+              "import a newer release, or pass --allow-downgrade to roll the name back on purpose");
+        }
+        if (older || reused) downgrades[e][r] = true;
+      }
+      state.accept(signer, record.name, {record.version, entry.content_key, format_utc(std::time(nullptr))});
+    }
+  }
+
   // What the target's manifests name now (read before anything commits: a damaged manifest is
   // refused while nothing has changed yet).
   // A name whose current record an import wrote from a bundle created later than this one is
   // rolled back by it: a replayed old bundle, refused unless asked for (nothing is written yet).
-  std::vector<std::vector<std::string>> before(index.entries.size());
-  std::vector<std::vector<bool>> downgrades(index.entries.size());
   for (std::size_t e = 0; e < index.entries.size(); ++e) {
     const IndexEntry &entry = index.entries[e];
     const auto manifest = target.writable().manifest(entry.consumer);
-    for (const auto &record : entry.records) {
+    for (std::size_t r = 0; r < entry.records.size(); ++r) {
+      const IndexRecord &record = entry.records[r];
       std::string key;
       bool downgrade = false;
       if (manifest) {
@@ -429,9 +488,12 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
         }
       }
       before[e].push_back(key);
-      downgrades[e].push_back(downgrade);
+      downgrades[e][r] = downgrades[e][r] || downgrade;
     }
   }
+  // Every check passed: the versions are recorded before anything is committed, so a crash from
+  // here on leaves a store that knows this release (importing it again completes the job).
+  for (auto &[consumer, state] : versions) state->save();
 
   // 5. The whole bundle verified: commit every entry in one batch (one flush for all staged
   // files, one for all renames; an intact one already there is kept), then the bykey pointers
@@ -459,7 +521,8 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
       const bool record_changed = before[e][r] != entry.content_key + "/" + record.input_key + "/" + entry.kind;
       if (record_changed && changed) changed(entry.consumer, record.name);
       const char *status = downgrades[e][r] ? "downgraded" : fresh[e] || record_changed ? "added" : "already present";
-      report.entries.push_back({entry.consumer, record.name, entry.content_key, entry.kind, record.input_key, bytes, status});
+      report.entries.push_back(
+          {entry.consumer, record.name, entry.content_key, entry.kind, record.input_key, bytes, status, record.version});
       if (downgrades[e][r] && log) {
         log(LogLevel::warning, entry.consumer + "/" + record.name + " rolled back to " + entry.content_key +
                                    " from a bundle created " + index.created + " (--allow-downgrade)");

@@ -19,6 +19,7 @@
 #include "bundle/hash.hpp"
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
+#include "bundle/release_versions.hpp"
 #include "artifact/identity_json.hpp"
 #include "load/entry_checks.hpp"
 #include "files/digest.hpp"
@@ -178,10 +179,12 @@ class BundleFile {
 };
 
 // The index of `carried` (signed with `key` when given) and their files, into `output`.
+// expires empty: none (a remote cache's entry, which its inputs name, not a release).
 void write_carried(const std::vector<Carried> &carried, const fs::path &output, const SecretKey *key,
-                   ExportReport &report) {
+                   ExportReport &report, std::int64_t created, const std::string &expires = "") {
   Index index;
-  index.created = store::utc_now_iso8601();
+  index.created = format_utc(created);
+  index.expires = expires;
   index.kiln_version = kVersion;
   for (const auto &item : carried) {
     index.entries.push_back(item.entry);
@@ -213,7 +216,7 @@ ExportReport write_entry_bundle(const Resolution &resolution, const std::string 
   report.bundle = output;
   std::vector<Carried> carried{carry(resolution)};
   carried.front().entry.records.push_back({resolution.name, resolution.input_key});
-  write_carried(carried, fs::path(output), key ? &*key : nullptr, report);
+  write_carried(carried, fs::path(output), key ? &*key : nullptr, report, std::time(nullptr));
   return report;
 }
 
@@ -225,6 +228,10 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
   if (fs::is_directory(output)) throw UsageError("bundle file " + output.string() + " is a directory: pass -o FILE");
   std::optional<SecretKey> key;  // read first: a bad key is refused before any work
   if (!request.signing_key.empty()) load_secret(key.emplace(), request.signing_key);
+  const std::int64_t created = std::time(nullptr);
+  const std::string expires = expiry_of(request.expires, created);
+  const std::uint64_t release_version =
+      request.release_version != 0 ? request.release_version : static_cast<std::uint64_t>(created);
 
   std::vector<std::string> names = request.names;
   if (names.empty()) {
@@ -241,6 +248,8 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
 
   ExportReport report;
   report.bundle = output.string();
+  report.release_version = release_version;
+  report.expires = expires;
   std::vector<Carried> carried;
   std::map<std::string, std::size_t> by_key;  // content key -> carried index
   for (const auto &name : names) {
@@ -254,13 +263,13 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
     bool named = false;
     for (const auto &record : target.entry.records) named = named || record.name == name;
     if (named) continue;  // --name given twice
-    target.entry.records.push_back({name, resolution->input_key});
+    target.entry.records.push_back({name, resolution->input_key, release_version});
     std::uint64_t bytes = 0;
     for (const auto &file : target.entry.files) bytes += file.size;
     report.entries.push_back({request.consumer, name, resolution->content_key, resolution->kind, resolution->input_key,
-                              bytes, "exported"});
+                              bytes, "exported", release_version});
   }
-  write_carried(carried, output, key ? &*key : nullptr, report);
+  write_carried(carried, output, key ? &*key : nullptr, report, created, expires);
   if (log) {
     log(LogLevel::info, "exported " + std::to_string(report.entries.size()) + " artifact(s) of " + request.consumer +
                             " to " + output.string() + (key ? ", signed by " + key->key_id : ", unsigned"));

@@ -16,6 +16,7 @@ int run_export(const Flags &flags, const ExportRequest &request) {
   for (const auto &entry : report.entries) {
     text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "\n";
   }
+  text += "  release " + std::to_string(report.release_version) + ", expires " + report.expires + "\n";
   text += "  " + std::to_string(report.bundle_bytes) + " bytes (" + std::to_string(report.content_bytes) +
           " uncompressed), " + (report.signed_by.empty() ? "unsigned" : "signed by " + report.signed_by) + "\n";
   emit(flags, kiln::to_json(report), text);
@@ -31,6 +32,12 @@ Verb add_export(CLI::App &app, const Flags &flags) {
   command->add_option("--name", request->names, "artifact name (repeat; default: every artifact of the consumer)");
   command->add_option("-o,--output", request->output, "bundle file to write")->required();
   command->add_option("--sign", request->signing_key, "secret key (PATH.key of kiln keygen) to sign the bundle with");
+  command->add_option("--release", request->release_version,
+                      "release version of every name carried (a store refuses a lower one from the same signer); "
+                      "default: the time in seconds since 1970");
+  command->add_option("--expires", request->expires,
+                      "when the bundle expires: a duration (90d, 12h, 30m, 3600s) or a UTC time 2027-01-31T23:59:59Z; "
+                      "default: a year");
   return {command, [&flags, request] { return run_export(flags, *request); }};
 }
 

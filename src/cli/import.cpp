@@ -14,8 +14,10 @@ int run_import(const Flags &flags, const ImportRequest &request) {
   const ImportReport report = runtime.import_bundle(request);
   std::string text = "imported " + report.bundle + " into " + report.store_root + "\n";
   for (const auto &entry : report.entries) {
-    text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "  " + entry.status + "\n";
+    text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "  " + entry.status +
+            (entry.release_version != 0 ? "  release " + std::to_string(entry.release_version) : std::string()) + "\n";
   }
+  if (report.expired) text += "  EXPIRED at " + report.expires + " (--allow-expired)\n";
   text += "  " + std::to_string(report.verified_bytes) + " bytes verified, " +
           (report.signature_verified ? "signed by " + report.signed_by : std::string("signature not checked")) + "\n";
   emit(flags, kiln::to_json(report), text);
@@ -35,7 +37,10 @@ Verb add_import(CLI::App &app, const Flags &flags) {
   command->add_flag("--allow-unsigned", request->allow_unsigned,
                     "with no --trust key: import a bundle without checking a signature (only from a source you trust)");
   command->add_flag("--allow-downgrade", request->allow_downgrade,
-                    "let a bundle created before the one that set a name's current record roll that name back");
+                    "roll a name back on purpose: accept a release older than the one this store accepted from the "
+                    "same signer (or a bundle created before the one that set the name)");
+  command->add_flag("--allow-expired", request->allow_expired,
+                    "import a bundle past its expiry (a robot whose clock is known to be wrong)");
   return {command, [&flags, request] { return run_import(flags, *request); }};
 }
 

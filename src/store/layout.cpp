@@ -65,6 +65,8 @@ ConsumerLayout::ConsumerLayout(fs::path store_root, std::string consumer)
 fs::path ConsumerLayout::dir() const { return store_root_ / "consumers" / consumer_; }
 fs::path ConsumerLayout::manifest() const { return dir() / "manifest.json"; }
 fs::path ConsumerLayout::manifest_lock() const { return dir() / "manifest.lock"; }
+fs::path ConsumerLayout::versions() const { return dir() / "versions.json"; }
+fs::path ConsumerLayout::versions_lock() const { return dir() / "versions.lock"; }
 fs::path ConsumerLayout::entries() const { return dir() / "store"; }
 fs::path ConsumerLayout::entry(const std::string &content_key) const {
   if (!is_valid_key(content_key)) {

@@ -37,6 +37,8 @@ class ConsumerLayout {
   fs::path dir() const;                                 // <store>/consumers/<consumer>
   fs::path manifest() const;                            // .../manifest.json
   fs::path manifest_lock() const;                       // .../manifest.lock
+  fs::path versions() const;                            // .../versions.json (bundle/release_versions.hpp)
+  fs::path versions_lock() const;                       // .../versions.lock
   fs::path entries() const;                             // .../store
   fs::path entry(const std::string &content_key) const; // .../store/<content_key>
   fs::path bykey_dir() const;                           // .../bykey

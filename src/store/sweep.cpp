@@ -62,13 +62,15 @@ int sweep_staging(const ConsumerLayout &layout, std::chrono::seconds lockless_gr
   return removed;
 }
 
-int sweep_manifest_temps(const ConsumerLayout &layout) {
-  const std::string prefix = files::atomic_temp_prefix(layout.manifest().filename().string());
+// The temps of a file of the consumer's directory written under `lock` (manifest.json under
+// manifest.lock, versions.json under versions.lock).
+int sweep_temps_of(const ConsumerLayout &layout, const fs::path &file, const fs::path &lock_file) {
+  const std::string prefix = files::atomic_temp_prefix(file.filename().string());
   bool any = false;
   for (const auto &name : files::names_in(layout.dir())) any = any || starts_with(name, prefix);
   if (!any) return 0;
-  const auto lock = files::FileLock::try_acquire(layout.manifest_lock());
-  return lock ? files::remove_dead_temps(layout.manifest()) : 0;
+  const auto lock = files::FileLock::try_acquire(lock_file);
+  return lock ? files::remove_dead_temps(file) : 0;
 }
 
 int sweep_bykey_temps(const ConsumerLayout &layout) {
@@ -140,7 +142,8 @@ SweepCounts sweep_leftovers(const ConsumerLayout &layout, std::chrono::seconds l
   counts.staging_dirs = sweep_staging(layout, lockless_grace, v2_grace);
   // A lock we cannot open (permissions, a non-file under its name): leave those temps.
   try {
-    counts.temps += sweep_manifest_temps(layout);
+    counts.temps += sweep_temps_of(layout, layout.manifest(), layout.manifest_lock());
+    counts.temps += sweep_temps_of(layout, layout.versions(), layout.versions_lock());
   } catch (const Error &) {
   }
   try {

@@ -36,7 +36,8 @@ struct SweepCounts {
 //    is dead. It keeps the lock while removing. Held ones are live and stay, whatever the pid
 //    in their name; lock-less ones go once older than `lockless_grace` (`v2_grace` for
 //    this kiln's .staging-v2-* directories).
-//  - .manifest.json.tmp-*, when it can take manifest.lock (every manifest writer holds it);
+//  - .manifest.json.tmp-*, when it can take manifest.lock (every manifest writer holds it), and
+//    .versions.json.tmp-* when it can take versions.lock (the import's release versions);
 //  - bykey/.<input_key>.tmp-*, when it can take locks/<input_key>.lock (a build writes its
 //    pointer under that lock);
 //    in both cases only temps untouched for files::kTempWriteBound (files.hpp), since a writer that

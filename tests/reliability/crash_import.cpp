@@ -117,6 +117,12 @@ void check_imported(const Workspace &t) {
     CHECK(store::read_entry_meta(t.store() / "consumers" / "crash" / "store" / entry.content_key).digest ==
           entry.digest);
   }
+  // The release the store accepted, kept apart from the manifest (bundle/release_versions.hpp).
+  const auto versions = nlohmann::json::parse(kiln::test::read_text(t.store() / "consumers" / "crash" / "versions.json"));
+  REQUIRE(versions["signers"].size() == 1);
+  for (const auto &entry : source().entries) {
+    CHECK(versions["signers"].begin().value()[entry.name]["content_key"] == entry.content_key);
+  }
 }
 
 // One more import changes nothing: every entry already present, the manifest not rewritten.
@@ -143,7 +149,7 @@ std::vector<Named> names(bool into) {
 
 Scenario import_scenario(bool into) {
   const std::vector<std::string> points = with_file_points(
-      {"import.after_extract", "staging.after_fsync", "staging.after_rename", "import.after_entry",
+      {"import.after_extract", "import.after_versions", "staging.after_fsync", "staging.after_rename", "import.after_entry",
        "import.after_bykey", "import.before_manifest", "manifest.locked", "import.after_manifest"});
   Scenario s;
   s.title = into ? "import a signed bundle --into a fresh directory"

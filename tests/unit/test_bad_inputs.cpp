@@ -156,7 +156,10 @@ std::vector<kiln::test::Member> exported_members(World &w) {
   kiln::RuntimeOptions options;
   options.cache_dir = w.cache.string();
   options.declared_device = "sm_90";
-  kiln::Runtime(options).export_bundle({"tests", {}, w.file("exported.kbundle").string(), ""});
+  kiln::ExportRequest request;
+  request.consumer = "tests";
+  request.output = w.file("exported.kbundle").string();
+  kiln::Runtime(options).export_bundle(request);
   w.args = {"import", w.file("hostile.kbundle").string(), "--allow-unsigned", "--into", w.file("into").string()};
   w.names = w.file("hostile.kbundle").string();
   return kiln::test::read_members(w.file("exported.kbundle"));
