@@ -158,7 +158,7 @@ int main(int argc, char **argv) {
     if (max_joints > 0) kiln::robotgen::check_joint_count(chain, max_joints);
     const std::array<double, 3> gravity_vector{gravity[0], gravity[1], gravity[2]};
     chain.model_text = kiln::robotgen::canonical_model_text(*model, base, tip);
-    chain.model_fingerprint = kiln::robotgen::model_fingerprint(*model, base, tip);
+    chain.model_fingerprint = kiln::robotgen::model_fingerprint(chain.model_text);
     if (check) {
       if (check_dynamics) kiln::robotgen::check_inertials(*model, chain);
       print_chain(chain);

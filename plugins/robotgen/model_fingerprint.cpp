@@ -68,8 +68,7 @@ std::string canonical_model_text(const urdf::ModelInterface &model, const std::s
   return s.str();
 }
 
-std::string model_fingerprint(const urdf::ModelInterface &model, const std::string &base, const std::string &tip) {
-  const std::string text = canonical_model_text(model, base, tip);
+std::string model_fingerprint(const std::string &text) {
   const XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
   char hex[40];
   std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(hash.high64),

@@ -17,6 +17,7 @@ namespace kiln::robotgen {
 // comparing two models: the first differing line names the link or joint).
 std::string canonical_model_text(const urdf::ModelInterface &model, const std::string &base, const std::string &tip);
 
-std::string model_fingerprint(const urdf::ModelInterface &model, const std::string &base, const std::string &tip);
+// "xxh128:<32 hex digits>" of that text.
+std::string model_fingerprint(const std::string &canonical_text);
 
 }  // namespace kiln::robotgen

@@ -15,14 +15,20 @@ constexpr std::string_view kTextHeader = "kiln-model 1\n";
 // Far above any robot's text (a line per link and joint, some 200 bytes each).
 constexpr std::uint64_t kMaxSectionBytes = 16u << 20;
 
-std::string models_text(const std::vector<RobotModel> &models) {
+}  // namespace
+
+std::string describe_models(const std::vector<RobotModel> &models) {
   if (models.empty()) return "none";
   std::string text;
   for (const auto &model : models) text += (text.empty() ? "" : ", ") + model.fingerprint + " (" + model.chain + ")";
   return text;
 }
 
-}  // namespace
+std::vector<RobotModel> read_models(std::string_view bytes, const std::string &file) {
+  std::vector<RobotModel> models;
+  for (auto &record : read_model_records(bytes, file)) models.push_back(std::move(record.model));
+  return models;
+}
 
 std::string model_fingerprint_of(std::string_view text) { return "xxh128:" + files::digest_hex(text); }
 
@@ -92,14 +98,13 @@ std::string first_model_difference(std::string_view a, std::string_view b, const
 }
 
 void check_recorded_models(std::string_view bytes, const std::vector<RobotModel> &recorded, const std::string &file) {
-  std::vector<RobotModel> held;
-  for (auto &record : read_model_records(bytes, file)) held.push_back(std::move(record.model));
+  const std::vector<RobotModel> held = read_models(bytes, file);
   std::vector<RobotModel> claimed = recorded;
   std::sort(claimed.begin(), claimed.end(),
             [](const RobotModel &a, const RobotModel &b) { return a.fingerprint < b.fingerprint; });
   if (claimed != held) {
-    throw IntegrityError(file + ": its entry records the robot model(s) " + models_text(claimed) +
-                         " but the file was generated from " + models_text(held) +
+    throw IntegrityError(file + ": its entry records the robot model(s) " + describe_models(claimed) +
+                         " but the file was generated from " + describe_models(held) +
                          "; the record is wrong or the file was replaced: rebuild or republish the artifact");
   }
 }

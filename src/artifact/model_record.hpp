@@ -25,6 +25,11 @@ struct ModelRecord {
 // texts.
 std::vector<ModelRecord> read_model_records(std::string_view bytes, const std::string &file);
 
+// The models of read_model_records without their texts (what identity.json records).
+std::vector<RobotModel> read_models(std::string_view bytes, const std::string &file);
+// "xxh128:... (base -> tip), ..." for messages; "none" for no model.
+std::string describe_models(const std::vector<RobotModel> &models);
+
 // "xxh128:<32 hex digits>" of a canonical model text (what kiln-urdf-fk --check prints).
 std::string model_fingerprint_of(std::string_view text);
 // The "chain <base> -> <tip>" line's value of a canonical model text; empty when there is none.

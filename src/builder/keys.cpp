@@ -67,7 +67,9 @@ std::map<std::string, std::string> BuildIdentity::fields() const {
     out["jit_toolchain"] = jit_toolchain;
   }
   for (const auto &[name, digest] : generators) out["generator." + name] = digest;
-  for (const auto &[name, value] : environment) out["env." + name] = value;  // none set: the keys of old
+  // The toolchain's environment (nvcc, cmake; toolchain_environment): a build inherits kiln's, so
+  // NVCC_APPEND_FLAGS=-DX or a CPATH header keys it like a flag in the recipe. None set: the keys of old.
+  for (const auto &[name, value] : toolchain.environment) out["env." + name] = value;
   return out;
 }
 
@@ -161,7 +163,6 @@ BuildIdentity build_identity(const Recipe &recipe, const std::vector<Arch> &arch
   identity.archs = archs;
   identity.toolchain = toolchain;
   identity.abi_headers = abi_headers_digest(abi_dir);
-  identity.environment = toolchain.environment;
   add_generators(recipe, identity, tools);
   return identity;
 }

@@ -26,10 +26,6 @@ struct BuildIdentity {
   CmakeIdentity cmake;                            // cmake backend: the cmake configuring and building
   std::string jit_toolchain;                      // nvrtc backend: "nvrtc=13.0;nvjitlink=13.0;nvfatbin=none"
   std::map<std::string, std::string> generators;  // name -> tool digest or identity string
-  // nvcc, cmake: the environment variables the toolchain reads that change what it produces
-  // (toolchain_environment), those set: name -> value. A build inherits kiln's environment, so
-  // NVCC_APPEND_FLAGS=-DX or a CPATH header must key it like a flag in the recipe.
-  std::map<std::string, std::string> environment;
 
   std::map<std::string, std::string> fields() const;  // flat, for provenance and comparison
 };

@@ -32,7 +32,7 @@ FinishedPlugin finish_plugin_artifact(const boost::filesystem::path &artifact, c
     artifact::check_stamp_abi(stamp, artifact.string());
     const std::vector<std::string> problems = artifact::unload_rule_problems(elf);
     if (!problems.empty()) refuse(artifact::describe_unload_problems(name, problems));
-    for (auto &record : artifact::read_model_records(bytes, artifact.string())) models.push_back(std::move(record.model));
+    models = artifact::read_models(bytes, artifact.string());
   } catch (const AbiError &error) {  // not a shared object, no stamp (no KILN_PLUGIN), another ABI
     refuse(name + " is not a kiln plugin this kiln can load: " + error.what() +
            "\n(a plugin defines KILN_PLUGIN(...) from kiln/plugin.hpp and compiles against kiln's abi/ headers)");

@@ -12,6 +12,7 @@
 #include "store/names.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
+#include "support/utc_time.hpp"
 
 namespace kiln::bundle {
 namespace {
@@ -47,17 +48,6 @@ const json &list(const json &object, const char *key, const std::string &bundle,
 bool is_hash(const std::string &text) {
   unsigned char ignored[kHashBytes];
   return from_hex(text, ignored, sizeof ignored);
-}
-
-// "YYYY-MM-DDTHH:MM:SSZ", digits where strftime's %Y-%m-%dT%H:%M:%SZ writes them.
-bool is_utc_timestamp(const std::string &text) {
-  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:ddZ";
-  if (text.size() != sizeof kShape - 1) return false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const bool digit = text[i] >= '0' && text[i] <= '9';
-    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i]) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -99,10 +89,10 @@ Index parse_index(std::string_view content, const std::string &bundle) {
   index.created = text(root, "created", bundle, "the index");
   // Compared as text against the creation time of the bundle that set a name (replays): only the
   // one form kiln writes orders correctly that way.
-  if (!is_utc_timestamp(index.created)) corrupt(bundle, kIndexMember, "\"created\" is not a UTC time of the form 2026-01-31T23:59:59Z");
+  if (!support::is_utc_time(index.created)) corrupt(bundle, kIndexMember, "\"created\" is not a UTC time of the form 2026-01-31T23:59:59Z");
   if (root.contains("expires")) {  // older kilns wrote none
     index.expires = text(root, "expires", bundle, "the index");
-    if (!is_utc_timestamp(index.expires)) corrupt(bundle, kIndexMember, "\"expires\" is not a UTC time of the form 2026-01-31T23:59:59Z");
+    if (!support::is_utc_time(index.expires)) corrupt(bundle, kIndexMember, "\"expires\" is not a UTC time of the form 2026-01-31T23:59:59Z");
   }
   index.kiln_version = text(root, "kiln_version", bundle, "the index");
   std::set<std::pair<std::string, std::string>> keys, names;

@@ -25,10 +25,12 @@
 #include "artifact/identity_json.hpp"
 #include "load/entry_checks.hpp"
 #include "store/entry.hpp"
+#include "store/manifest.hpp"
 #include "files/files.hpp"
 #include "files/unique_fd.hpp"
 #include "support/fault_point.hpp"
 #include "support/typed_errors.hpp"
+#include "support/utc_time.hpp"
 
 namespace kiln::bundle {
 namespace {
@@ -341,12 +343,12 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
   // Expired metadata is refused (a frozen robot must not take an old release as current), with
   // a clock skew allowed; older kilns' bundles carry no expiry.
   report.expires = index.expires;
-  if (const auto expires = parse_utc(index.expires)) {
+  if (const auto expires = support::parse_utc_time(index.expires)) {
     const std::int64_t now = std::time(nullptr);
     if (now > *expires + kClockSkewSeconds) {
       report.expired = true;
       if (!request.allow_expired) {
-        refuse("expired at " + index.expires + " (this machine's clock says " + format_utc(now) + ", " +
+        refuse("expired at " + index.expires + " (this machine's clock says " + support::format_utc_time(now) + ", " +
                    std::to_string(kClockSkewSeconds / 60) + " minutes of clock skew allowed)",
                "ask for a newer bundle, or pass --allow-expired if this machine's clock is known to be wrong");
       }
@@ -456,7 +458,7 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
         }
         if (older || reused) downgrades[e][r] = true;
       }
-      state.accept(signer, record.name, {record.version, entry.content_key, format_utc(std::time(nullptr))});
+      state.accept(signer, record.name, {record.version, entry.content_key, store::utc_now_iso8601()});
     }
   }
 

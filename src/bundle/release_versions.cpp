@@ -1,8 +1,5 @@
 #include "bundle/release_versions.hpp"
 
-#include <cctype>
-#include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include <kiln/errors.hpp>
@@ -12,6 +9,7 @@
 #include "support/fault_point.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
+#include "support/utc_time.hpp"
 
 namespace kiln::bundle {
 namespace {
@@ -28,39 +26,9 @@ constexpr const char *kVersionsFormat = "kiln-versions";
 
 }  // namespace
 
-std::optional<std::int64_t> parse_utc(const std::string &text) {
-  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:ddZ";
-  if (text.size() != sizeof kShape - 1) return std::nullopt;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const bool digit = std::isdigit(static_cast<unsigned char>(text[i])) != 0;
-    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i]) return std::nullopt;
-  }
-  std::tm utc{};
-  utc.tm_year = std::stoi(text.substr(0, 4)) - 1900;
-  utc.tm_mon = std::stoi(text.substr(5, 2)) - 1;
-  utc.tm_mday = std::stoi(text.substr(8, 2));
-  utc.tm_hour = std::stoi(text.substr(11, 2));
-  utc.tm_min = std::stoi(text.substr(14, 2));
-  utc.tm_sec = std::stoi(text.substr(17, 2));
-  if (utc.tm_mon > 11 || utc.tm_mday < 1 || utc.tm_mday > 31 || utc.tm_hour > 23 || utc.tm_min > 59 ||
-      utc.tm_sec > 60) {
-    return std::nullopt;
-  }
-  return static_cast<std::int64_t>(timegm(&utc));
-}
-
-std::string format_utc(std::int64_t seconds) {
-  const auto time = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  gmtime_r(&time, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 std::string expiry_of(const std::string &text, std::int64_t created) {
-  if (text.empty()) return format_utc(created + kDefaultValiditySeconds);
-  if (const auto at = parse_utc(text)) return format_utc(*at);
+  if (text.empty()) return support::format_utc_time(created + kDefaultValiditySeconds);
+  if (const auto at = support::parse_utc_time(text)) return support::format_utc_time(*at);
   const auto refuse = [&] {
     throw UsageError("--expires '" + text +
                      "' is neither a duration (90d, 12h, 30m, 3600s) nor a UTC time of the form "
@@ -72,7 +40,7 @@ std::string expiry_of(const std::string &text, std::int64_t created) {
   const std::int64_t count = std::stoll(digits);
   const std::int64_t scale = unit == 'd' ? 86400 : unit == 'h' ? 3600 : unit == 'm' ? 60 : unit == 's' ? 1 : 0;
   if (scale == 0 || count == 0) refuse();
-  return format_utc(created + count * scale);
+  return support::format_utc_time(created + count * scale);
 }
 
 ReleaseVersions::ReleaseVersions(const store::ConsumerLayout &layout)

@@ -26,10 +26,6 @@ inline constexpr std::int64_t kDefaultValiditySeconds = 365LL * 24 * 3600;
 // How far this machine's clock may be behind the exporter's before an expired bundle is refused.
 inline constexpr std::int64_t kClockSkewSeconds = 300;
 
-// "2026-01-31T23:59:59Z" -> seconds since the epoch; nullopt for any other form.
-std::optional<std::int64_t> parse_utc(const std::string &text);
-std::string format_utc(std::int64_t seconds);
-
 // The expiry an export records: `text` is a duration from `created` ("90d", "12h", "30m",
 // "3600s") or a time of the form 2026-01-31T23:59:59Z; empty: kDefaultValiditySeconds.
 // UsageError naming the text and the forms.

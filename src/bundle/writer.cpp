@@ -29,6 +29,7 @@
 #include "store/names.hpp"
 #include "files/unique_fd.hpp"
 #include "support/typed_errors.hpp"
+#include "support/utc_time.hpp"
 
 namespace kiln::bundle {
 namespace {
@@ -183,7 +184,7 @@ class BundleFile {
 void write_carried(const std::vector<Carried> &carried, const fs::path &output, const SecretKey *key,
                    ExportReport &report, std::int64_t created, const std::string &expires = "") {
   Index index;
-  index.created = format_utc(created);
+  index.created = support::format_utc_time(created);
   index.expires = expires;
   index.kiln_version = kVersion;
   for (const auto &item : carried) {

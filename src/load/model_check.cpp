@@ -1,21 +1,19 @@
 #include "load/model_check.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 #include <kiln/errors.hpp>
 
 #include "artifact/model_record.hpp"
 #include "files/files.hpp"
+#include "store/names.hpp"
 
 namespace kiln::load {
 namespace {
 
+// "xxh128:" and 32 lower-case hex digits, the form of a content key.
 bool well_formed(const std::string &fingerprint) {
-  constexpr std::string_view prefix = "xxh128:";
-  return fingerprint.size() == prefix.size() + 32 && fingerprint.compare(0, prefix.size(), prefix) == 0 &&
-         std::all_of(fingerprint.begin() + prefix.size(), fingerprint.end(),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
+  return fingerprint.rfind("xxh128:", 0) == 0 && store::is_valid_key(fingerprint.substr(7));
 }
 
 // Where the two models part: the plugin's text of the same chain (else its first) against the
@@ -54,12 +52,9 @@ void check_required_model(const Resolution &resolution, const ModelRequirement &
                   [&](const RobotModel &m) { return m.fingerprint == required.fingerprint; })) {
     return;
   }
-  std::string recorded;
-  for (const auto &model : models)
-    recorded += (recorded.empty() ? "" : ", ") + model.fingerprint + " (" + model.chain + ")";
   Reason reason;
   reason.field = "robot_model";
-  reason.recorded = recorded.empty() ? "none (not generated from a robot model)" : recorded;
+  reason.recorded = models.empty() ? "none (not generated from a robot model)" : artifact::describe_models(models);
   reason.current = required.fingerprint;
   const std::string required_chain = artifact::model_chain_of(required.text);
   if (!required_chain.empty()) reason.current += " (" + required_chain + ")";

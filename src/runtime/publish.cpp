@@ -83,7 +83,7 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
   identity.archs = archs;
   identity.cuda_toolkit_version = request.cuda_toolkit_version != 0 ? request.cuda_toolkit_version : CUDA_VERSION;
   // The robot models, from the file's own .kiln.model section (the key covers its bytes).
-  for (auto &record : artifact::read_model_records(bytes, source.string())) identity.models.push_back(std::move(record.model));
+  identity.models = artifact::read_models(bytes, source.string());
   identity.provenance = request.provenance;
   identity.provenance["published_from"] = fs::absolute(source).string();
   identity.provenance["stamp_archs"] = stamp.archs;

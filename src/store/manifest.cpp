@@ -14,6 +14,7 @@
 #include "store/names.hpp"
 #include "support/json_read.hpp"
 #include "support/json_write.hpp"
+#include "support/utc_time.hpp"
 
 #include "support/fault_point.hpp"
 
@@ -175,14 +176,7 @@ class ManifestEvents final : public Sax {
 
 }  // namespace
 
-std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
+std::string utc_now_iso8601() { return support::format_utc_time(std::time(nullptr)); }
 
 Manifest parse_manifest(const std::string &text, const fs::path &file, const std::string &consumer) {
   Manifest manifest;

@@ -16,6 +16,7 @@
 #include "support/bundle_world.hpp"
 #include "support/fixtures.hpp"
 #include "support/test_plugins.hpp"
+#include "support/utc_time.hpp"
 
 namespace bundle_versions {
 
@@ -136,7 +137,7 @@ TEST_CASE("bundle versions: an expired bundle is refused unless --allow-expired;
 
   // Expired a minute ago by this clock: within the skew an exporter's clock may be ahead.
   const fs::path recent =
-      exported(world, "recent.kbundle", {"--expires", kiln::bundle::format_utc(std::time(nullptr) - 60)});
+      exported(world, "recent.kbundle", {"--expires", kiln::support::format_utc_time(std::time(nullptr) - 60)});
   result = world.import_trusted(recent);
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   CHECK(json::parse(result.out)["expired"] == false);
@@ -146,7 +147,7 @@ TEST_CASE("bundle versions: an expired bundle is refused unless --allow-expired;
       run_kiln({"export", "--consumer", "tests", "-o", (world.dir / "d").string(), "--expires", "90d", "--json"},
                world.env())
           .out);
-  const auto expires = kiln::bundle::parse_utc(report["expires"]);
+  const auto expires = kiln::support::parse_utc_time(report["expires"]);
   REQUIRE(expires.has_value());
   CHECK(*expires - std::time(nullptr) > 89 * 86400);
   CHECK(*expires - std::time(nullptr) < 91 * 86400);
