@@ -29,6 +29,9 @@ struct ExportRequest {
   // When the bundle expires: a duration from now ("90d", "12h", "30m", "3600s") or a UTC time
   // "2027-01-31T23:59:59Z"; empty: a year. An import after it is refused (allow_expired).
   std::string expires;
+  // A key list (kiln/keys.hpp) to carry: a store that pins its root takes it when it is newer than
+  // its own, and judges this bundle's signer by it. Empty: none.
+  std::string key_list;
 };
 
 // One entry of a bundle.
@@ -51,6 +54,7 @@ struct ExportReport {
   std::string signed_by;            // key id; empty when unsigned
   std::uint64_t release_version = 0;
   std::string expires;              // UTC
+  std::uint64_t key_list_generation = 0;  // of the key list carried; 0: none
 };
 
 struct ImportRequest {
@@ -81,6 +85,9 @@ struct ImportReport {
   std::uint64_t verified_bytes = 0;  // bytes read and checked against the index
   std::string expires;               // the bundle's expiry (UTC); empty for an older kiln's bundle
   bool expired = false;              // past it, imported with allow_expired
+  // The generation of the key list the bundle carried, when the store took it as its newest
+  // (kiln/keys.hpp); 0: none taken.
+  std::uint64_t key_list_generation = 0;
 };
 
 struct KeyPair {

@@ -11,6 +11,7 @@
 #include <kiln/errors.hpp>
 #include <kiln/gc.hpp>
 #include <kiln/identity.hpp>
+#include <kiln/keys.hpp>
 #include <kiln/remote.hpp>
 #include <kiln/verify.hpp>
 
@@ -46,6 +47,8 @@ nlohmann::json to_json(const GcReport &report);
 nlohmann::json to_json(const GcItem &item);
 nlohmann::json to_json(const ExportReport &report);
 nlohmann::json to_json(const ImportReport &report);
+nlohmann::json to_json(const KeyListInfo &info);
+nlohmann::json to_json(const TrustStatus &status);
 nlohmann::json to_json(const ArtifactImage &image);
 nlohmann::json to_json(const Resolution &resolution);
 nlohmann::json to_json(const LoadTimings &timings);

@@ -9,6 +9,7 @@
 #include <kiln/identity.hpp>
 #include <kiln/json.hpp>
 #include <kiln/kernels.hpp>
+#include <kiln/keys.hpp>
 #include <kiln/log.hpp>
 #include <kiln/module.hpp>
 #include <kiln/placement.hpp>

@@ -35,6 +35,8 @@ struct ExportRequest;     // <kiln/bundle.hpp>
 struct ExportReport;      // <kiln/bundle.hpp>
 struct ImportRequest;     // <kiln/bundle.hpp>
 struct ImportReport;      // <kiln/bundle.hpp>
+struct TrustStatus;       // <kiln/keys.hpp>
+struct TrustRequest;      // <kiln/keys.hpp>
 struct RemoteStatus;      // <kiln/remote.hpp>
 struct RemoteTransfer;    // <kiln/remote.hpp>
 
@@ -200,6 +202,15 @@ class Runtime {
   // directory or manifest change behind.
   ExportReport export_bundle(const ExportRequest &request) const;
   ImportReport import_bundle(const ImportRequest &request);
+
+  // Key lists (kiln/keys.hpp). trust_status: the root the stores pin and the newest list they
+  // accepted (a damaged list, or stores pinning two roots: IntegrityError / UsageError). trust
+  // pins request.root in the writable cache (or request.into) and/or accepts request.key_list
+  // when it chains from the pinned root and is newer than what is held; a list of a lower
+  // generation or another root is refused (IntegrityError), another root than the pinned one
+  // too (UsageError).
+  TrustStatus trust_status() const;
+  TrustStatus trust(const TrustRequest &request);
 
   // Remote caches (kiln/remote.hpp). remote_status reads the configuration and asks each
   // remote for a round trip (UsageError for a malformed configuration). remote_push uploads

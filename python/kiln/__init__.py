@@ -40,6 +40,11 @@ from ._kiln import (  # noqa: F401  (the public API, re-exported)
 # keyword, never pybind11's "incompatible function arguments" (kiln/_arguments.py says how).
 _arguments.install(_kiln, ArgumentTypeError)
 generate_keypair = _kiln.generate_keypair
+key_list_init = _kiln.key_list_init
+key_list_add = _kiln.key_list_add
+key_list_revoke = _kiln.key_list_revoke
+key_list_rotate_root = _kiln.key_list_rotate_root
+read_key_list = _kiln.read_key_list
 
 __all__ = [
     "ABI_VERSION",
@@ -65,6 +70,11 @@ __all__ = [
     "UsageError",
     "__version__",
     "generate_keypair",
+    "key_list_add",
+    "key_list_init",
+    "key_list_revoke",
+    "key_list_rotate_root",
+    "read_key_list",
 ]
 
 # The classes live in kiln._kiln; they are documented, printed and found as kiln.<name>.

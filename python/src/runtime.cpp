@@ -20,6 +20,7 @@
 #include <kiln/cancel.hpp>
 #include <kiln/gc.hpp>
 #include <kiln/json.hpp>
+#include <kiln/keys.hpp>
 #include <kiln/recipe.hpp>
 #include <kiln/remote.hpp>
 #include <kiln/runtime.hpp>
@@ -261,6 +262,72 @@ void bind_runtime(py::module_ &m) {
       py::arg("path"),
       "A new Ed25519 key pair for signing bundles, as `kiln keygen`: PATH.key (secret, mode 0600) and PATH.pub; "
       "{secret_file, public_file, key_id}. kiln.UsageError when either exists (a key is never overwritten).");
+  const auto edit_of = [](const py::object &file, const py::object &root, const std::string &expires) {
+    KeyListEdit edit;
+    edit.file = fs_path(file, "file");
+    edit.root_key = fs_path(root, "root");
+    edit.expires = expires;
+    return edit;
+  };
+  m.def(
+      "key_list_init",
+      [edit_of](const py::object &file, const py::object &root, const std::string &expires) {
+        const KeyListEdit edit = edit_of(file, root, expires);  // Python objects are read with the GIL held
+        return released([&] { return kiln::to_json(create_key_list(edit)); });
+      },
+      py::arg("file"), py::kw_only(), py::arg("root"), py::arg("expires") = "",
+      "Generation 1 of a key list signed by root (a PATH.key), as `kiln key init`: {file, generation, roots, keys "
+      "...}.");
+  m.def(
+      "key_list_add",
+      [edit_of](const py::object &file, const py::object &root, const py::object &key,
+                const std::vector<std::string> &roles, const std::vector<std::string> &consumers,
+                const std::string &name, const std::string &key_expires, const std::string &expires) {
+        AddKeyRequest request;
+        request.edit = edit_of(file, root, expires);
+        request.public_key = fs_path(key, "key");
+        request.roles = roles;
+        request.consumers = consumers;
+        request.name = name;
+        request.key_expires = key_expires;
+        return released([&] { return kiln::to_json(add_key(request)); });
+      },
+      py::arg("file"), py::kw_only(), py::arg("root"), py::arg("key"), py::arg("roles"),
+      py::arg("consumers") = std::vector<std::string>{}, py::arg("name") = "", py::arg("key_expires") = "",
+      py::arg("expires") = "",
+      "Allow key (a PATH.pub) to sign for roles ('build', 'release') and consumers (default all), as `kiln key add`.");
+  m.def(
+      "key_list_revoke",
+      [edit_of](const py::object &file, const py::object &root, const std::string &key_id, const std::string &at,
+                bool all, const std::string &reason, const std::string &expires) {
+        RevokeKeyRequest request;
+        request.edit = edit_of(file, root, expires);
+        request.key_id = key_id;
+        request.at = at;
+        request.all = all;
+        request.reason = reason;
+        return released([&] { return kiln::to_json(revoke_key(request)); });
+      },
+      py::arg("file"), py::kw_only(), py::arg("root"), py::arg("key_id"), py::arg("at") = "", py::arg("all") = false,
+      py::arg("reason") = "", py::arg("expires") = "",
+      "Refuse what key_id signed from `at` (a UTC time; default now), or everything (all=True), as `kiln key revoke`.");
+  m.def(
+      "key_list_rotate_root",
+      [edit_of](const py::object &file, const py::object &root, const py::object &new_root,
+                const std::string &expires) {
+        const KeyListEdit edit = edit_of(file, root, expires);
+        const std::string next = fs_path(new_root, "new_root");
+        return released([&] { return kiln::to_json(rotate_root(edit, next)); });
+      },
+      py::arg("file"), py::kw_only(), py::arg("root"), py::arg("new_root"), py::arg("expires") = "",
+      "Hand the list to new_root (a PATH.key), endorsed by root, as `kiln key rotate-root`.");
+  m.def(
+      "read_key_list",
+      [](const py::object &file) {
+        const std::string path = fs_path(file, "file");
+        return released([&] { return kiln::to_json(read_key_list(path)); });
+      },
+      py::arg("file"), "A key list file, checked for consistency, as `kiln key list FILE`.");
   py::class_<Recipe>(m, "Recipe",
                      "A parsed, validated recipe (docs/recipes.md). Runtime.plan/build/ensure also take "
                      "a path or a dict directly.")
@@ -509,7 +576,7 @@ void bind_runtime(py::module_ &m) {
           "export_bundle",
           [](const Runtime &runtime, const std::string &consumer, const py::object &output,
              const std::vector<std::string> &names, const py::object &sign, std::uint64_t release,
-             const std::string &expires) {
+             const std::string &expires, const py::object &key_list) {
             ExportRequest request;
             request.consumer = consumer;
             request.names = names;
@@ -517,13 +584,16 @@ void bind_runtime(py::module_ &m) {
             if (!sign.is_none()) request.signing_key = fs_path(sign, "sign");
             request.release_version = release;
             request.expires = expires;
+            if (!key_list.is_none()) request.key_list = fs_path(key_list, "key_list");
             return released([&] { return kiln::to_json(runtime.export_bundle(request)); });
           },
           py::arg("consumer"), py::arg("output"), py::arg("names") = std::vector<std::string>{}, py::kw_only(),
           py::arg("sign") = py::none(), py::arg("release") = 0u, py::arg("expires") = "",
+          py::arg("key_list") = py::none(),
           "Write artifacts of consumer (names: default every one) into one bundle file, as `kiln export` (sign= a "
           "PATH.key of kiln.generate_keypair; release= the release version, default the time in seconds; expires= "
-          "'90d' or a UTC time, default a year): {bundle, entries, bundle_bytes, signed_by, release_version, expires}.")
+          "'90d' or a UTC time, default a year; key_list= a key list file of `kiln key` to carry): {bundle, entries, "
+          "bundle_bytes, signed_by, release_version, expires, key_list_generation}.")
       .def(
           "import_bundle",
           [](Runtime &runtime, const py::object &bundle, const py::object &into, const py::object &trust,
@@ -547,6 +617,23 @@ void bind_runtime(py::module_ &m) {
           py::arg("allow_unsigned") = false, py::arg("allow_downgrade") = false, py::arg("allow_expired") = false,
           "Bring a bundle's artifacts in, verified, all or nothing, as `kiln import`: into= a store directory "
           "(default the writable cache), trust= PATH.pub or a list of them: {store_root, entries, signed_by ...}.")
+      .def(
+          "trust_status",
+          [](const Runtime &runtime) { return released([&] { return kiln::to_json(runtime.trust_status()); }); },
+          "The root key the stores pin and the newest key list they accepted, as `kiln key list`: {root: {key_id, "
+          "file} or None, key_list: {generation, roots, keys: [{key_id, roles, consumers, status ...}]} or None}.")
+      .def(
+          "trust",
+          [](Runtime &runtime, const py::object &root, const py::object &key_list, const py::object &into) {
+            TrustRequest request;
+            if (!root.is_none()) request.root = fs_path(root, "root");
+            if (!key_list.is_none()) request.key_list = fs_path(key_list, "key_list");
+            if (!into.is_none()) request.into = fs_path(into, "into");
+            return released([&] { return kiln::to_json(runtime.trust(request)); });
+          },
+          py::kw_only(), py::arg("root") = py::none(), py::arg("key_list") = py::none(), py::arg("into") = py::none(),
+          "Pin a root key (root= its PATH.pub) in the writable cache (or into= a store directory) and/or accept a "
+          "newer key list signed by it, as `kiln key trust`; returns trust_status()'s form.")
       .def("__repr__", [](const Runtime &runtime) {
         std::string out = "<kiln.Runtime stores:";
         for (const auto &store : runtime.stores()) out += " " + store.root + (store.writable ? " (writable)" : "");

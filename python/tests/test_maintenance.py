@@ -105,3 +105,47 @@ def test_reports_match_the_cli(runtime, store, host_plugin, tmp_path):
     for report in (ours, theirs):
         report.pop("seconds")
     assert ours == theirs
+
+
+def test_key_list_judges_the_signer_of_a_bundle(runtime, host_plugin, tmp_path):
+    runtime.publish("tests", "fma", host_plugin)
+    root = kiln.generate_keypair(tmp_path / "root")
+    release = kiln.generate_keypair(tmp_path / "release")
+    builder = kiln.generate_keypair(tmp_path / "builder")
+    keys = tmp_path / "fleet-keys.json"
+    assert kiln.key_list_init(keys, root=root["secret_file"])["generation"] == 1
+    listed = kiln.key_list_add(keys, root=root["secret_file"], key=release["public_file"], roles=["release"])
+    listed = kiln.key_list_add(keys, root=root["secret_file"], key=builder["public_file"], roles=["build"], consumers=["tests"])
+    assert listed["generation"] == 3 and [k["key_id"] for k in listed["keys"]] == [release["key_id"], builder["key_id"]]
+    assert kiln.read_key_list(keys) == listed
+
+    layer = tmp_path / "robot-layer"
+    status = runtime.trust(root=root["public_file"], into=layer)
+    assert status["root"]["key_id"] == root["key_id"] and status["key_list"] is None
+
+    # A build key may not sign a release; the list travels with the bundle and the store keeps it.
+    by_builder = runtime.export_bundle("tests", tmp_path / "b.kbundle", sign=builder["secret_file"])
+    with pytest.raises(kiln.IntegrityError, match="holds no key list"):
+        runtime.import_bundle(by_builder["bundle"], into=layer)
+    with pytest.raises(kiln.UsageError, match="may sign for build, not release"):
+        runtime.export_bundle("tests", tmp_path / "b2.kbundle", sign=builder["secret_file"], key_list=keys)
+    good = runtime.export_bundle("tests", tmp_path / "r.kbundle", sign=release["secret_file"], key_list=keys)
+    assert good["key_list_generation"] == 3
+    imported = runtime.import_bundle(good["bundle"], into=layer)
+    assert imported["signed_by"] == release["key_id"] and imported["key_list_generation"] == 3
+    with pytest.raises(kiln.IntegrityError, match="may sign for build, not release"):
+        runtime.import_bundle(by_builder["bundle"], into=layer)
+
+    # Revoked for everything: the same bundle is refused from then on.
+    kiln.key_list_revoke(keys, root=root["secret_file"], key_id=release["key_id"], all=True, reason="stolen")
+    assert runtime.trust(key_list=keys, into=layer)["key_list"]["generation"] == 4
+    with pytest.raises(kiln.IntegrityError, match="stolen"):
+        runtime.import_bundle(good["bundle"], into=layer)
+
+    # The robot pinned to the first root follows a rotation.
+    root2 = kiln.generate_keypair(tmp_path / "root2")
+    rotated = kiln.key_list_rotate_root(keys, root=root["secret_file"], new_root=root2["secret_file"])
+    assert rotated["roots"] == [root["key_id"], root2["key_id"]]
+    robot = kiln.Runtime(cache_dir=tmp_path / "robot-cache", store_path=[layer])
+    assert robot.trust_status()["key_list"]["generation"] == 4  # the layer's, read-only
+    assert robot.trust(key_list=keys)["key_list"]["generation"] == 5  # kept in the robot's own cache

@@ -16,6 +16,8 @@ inline constexpr const char *kFormat = "kiln-bundle";
 inline constexpr int kFormatVersion = 1;
 inline constexpr const char *kIndexMember = "kiln-bundle.json";
 inline constexpr const char *kSignatureMember = "kiln-bundle.sig";
+// Optional, after the signature: a key list (key_list.hpp), signed by its root, not by the index's signer.
+inline constexpr const char *kKeyListMember = "kiln-keys.json";
 inline constexpr const char *kEntriesDir = "entries";
 
 // What a reader accepts (far above any real bundle, far below what would exhaust a robot).

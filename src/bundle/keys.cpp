@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <algorithm>
 #include <vector>
 
 #include <kiln/errors.hpp>
@@ -137,6 +139,10 @@ PublicKey read_public_key(const std::string &file) {
   return key;
 }
 
+std::string public_key_text(const PublicKey &key) {
+  return std::string(kPublicHeader) + "\nkey-id " + key.key_id + "\npublic " + to_hex(key.key, sizeof key.key) + "\n";
+}
+
 bool verify(const PublicKey &key, std::string_view message, std::string_view signature) {
   if (signature.size() != crypto_sign_BYTES) return false;
   return crypto_sign_verify_detached(reinterpret_cast<const unsigned char *>(signature.data()),
@@ -166,8 +172,10 @@ KeyPair generate_keypair(const std::string &path_prefix) try {
   std::string secret_text = std::string(bundle::kSecretHeader) + "\nkey-id " + pair.key_id + "\nsecret " +
                             bundle::to_hex(secret_key, sizeof secret_key) + "\n";
   sodium_memzero(secret_key, sizeof secret_key);
-  const std::string public_text = std::string(bundle::kPublicHeader) + "\nkey-id " + pair.key_id + "\npublic " +
-                                  bundle::to_hex(public_key, sizeof public_key) + "\n";
+  bundle::PublicKey pub;
+  std::copy(std::begin(public_key), std::end(public_key), std::begin(pub.key));
+  pub.key_id = pair.key_id;
+  const std::string public_text = bundle::public_key_text(pub);
   try {
     bundle::write_new_file(pair.secret_file, secret_text, 0600);
   } catch (...) {

@@ -49,6 +49,8 @@ std::string key_id_of(const unsigned char (&public_key)[crypto_sign_PUBLICKEYBYT
 void load_secret(SecretKey &key, const std::string &file);
 // Reads PATH.pub (UsageError when it is not a kiln public key; NotFoundError when absent).
 PublicKey read_public_key(const std::string &file);
+// The text of a PATH.pub holding `key`.
+std::string public_key_text(const PublicKey &key);
 
 // Whether `signature` (64 bytes) is `key`'s over `message`.
 bool verify(const PublicKey &key, std::string_view message, std::string_view signature);

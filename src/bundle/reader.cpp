@@ -22,6 +22,7 @@
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
 #include "bundle/release_versions.hpp"
+#include "bundle/signer_check.hpp"
 #include "artifact/identity_json.hpp"
 #include "load/entry_checks.hpp"
 #include "store/entry.hpp"
@@ -265,17 +266,18 @@ store::EntryMeta verify_entry(const IndexEntry &entry, const store::Staging &sta
 struct VerifiedBundle {
   Index index;
   std::vector<std::optional<store::Staging>> stagings;
+  std::unique_ptr<SignerCheck> signers;  // keeps a key list the bundle brought, once all is checked
 };
 
 // Steps 1-4 of an import: the index, the signature, every member into staging, every entry's
-// records. Fills report's signature fields and verified_bytes.
-VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &request, const LogCallback &log,
-                             ImportReport &report) {
+// records. Fills report's signature fields and verified_bytes. `role` is what the signer must
+// be allowed to sign for where the store follows a key list (key_list.hpp).
+VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &request, const std::string &role,
+                             const LogCallback &log, ImportReport &report) {
   if (request.bundle.empty()) throw UsageError("no bundle to import: pass FILE");
-  init_sodium();
   const Refusal refuse(request.bundle);
-  std::vector<PublicKey> trusted;  // read first: a bad --trust file is refused before any work
-  for (const auto &file : request.trusted_keys) trusted.push_back(read_public_key(file));
+  // Read first: a bad --trust file or a damaged key list is refused before any work.
+  auto signers = std::make_unique<SignerCheck>(target, request.trusted_keys, role, request.bundle);
   Reader reader(request.bundle, refuse);
 
   // 1. The index, into memory only.
@@ -289,57 +291,26 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
   const std::string index_text = read_small_member(reader, member, kMaxIndexBytes, refuse);
   report.verified_bytes += index_text.size();
 
-  // 2. The signature, checked before anything else is read, let alone extracted.
+  // 2. The signature, checked before anything else is read, let alone extracted; a key list
+  // the bundle carries is signed by the root itself and checked against the store's first.
   member = reader.next();
   std::optional<Signature> signature;
   if (member != nullptr && member_path(member) == kSignatureMember) {
     signature = parse_signature(read_small_member(reader, member, kMaxSignatureBytes, refuse), request.bundle);
     member = reader.next();
   }
-  if (signature && !trusted.empty()) {
-    const PublicKey *signer = nullptr;
-    std::string ids;
-    for (const auto &key : trusted) {
-      ids += (ids.empty() ? "" : ", ") + key.key_id + " (" + key.file + ")";
-      if (key.key_id == signature->key_id) signer = &key;
-    }
-    if (signer == nullptr) {
-      refuse("is signed by key " + signature->key_id + ", which is none of the trusted keys " + ids,
-             "pass --trust with the signer's public key if you trust it");
-    }
-    if (!verify(*signer, index_text, signature->signature)) {
-      refuse("its signature does not verify with key " + signer->key_id + " (" + signer->file +
-             "): the index was altered after signing, or the signature forged");
-    }
-    report.signed_by = signer->key_id;
-    report.signature_verified = true;
-  } else if (signature) {
-    if (!request.allow_unsigned) {
-      throw UsageError("bundle " + request.bundle + " is signed by key " + signature->key_id +
-                       " but no --trust key was given; nothing was imported (pass --trust PUB with the signer's "
-                       "public key, the PATH.pub of kiln keygen)");
-    }
-    if (log) log(LogLevel::warning, "bundle " + request.bundle + ": signature of key " + signature->key_id + " not checked (no --trust key; --allow-unsigned)");
-  } else if (!trusted.empty()) {
-    // With a key trusted, a missing signature is a refusal like a wrong one: removing
-    // kiln-bundle.sig must not get further than replacing it. --allow-unsigned means "no key is
-    // configured, accept what comes", never "skip the keys that are".
-    std::string ids;
-    for (const auto &key : trusted) ids += (ids.empty() ? "" : ", ") + key.key_id + " (" + key.file + ")";
-    refuse("is not signed, and trusted keys are given (" + ids + "): with a trusted key an unsigned bundle is "
-           "refused, --allow-unsigned or not",
-           "ask for a bundle signed by a trusted key, kiln export --sign KEY");
-  } else if (!request.allow_unsigned) {
-    throw UsageError("bundle " + request.bundle + " is not signed; nothing was imported (ask for a signed bundle, "
-                     "kiln export --sign KEY, or pass --allow-unsigned if you trust where it came from)");
-  } else if (log) {
-    log(LogLevel::warning, "bundle " + request.bundle + " is not signed: accepted without a signature check (--allow-unsigned, no --trust key)");
+  if (member != nullptr && member_path(member) == kKeyListMember) {
+    signers->offer_key_list(read_small_member(reader, member, kMaxKeyListBytes, refuse), log);
+    member = reader.next();
   }
+  signers->check_signature(index_text, signature, request.allow_unsigned, log, report);
 
   // 3. The index says what may follow: exactly these members, these sizes, these hashes.
   VerifiedBundle verified;
   verified.index = parse_index(index_text, request.bundle);
   const Index &index = verified.index;
+  signers->check_authority(index, request.allow_expired, log);
+  verified.signers = std::move(signers);
   // Expired metadata is refused (a frozen robot must not take an old release as current), with
   // a clock skew allowed; older kilns' bundles carry no expiry.
   report.expires = index.expires;
@@ -377,7 +348,8 @@ VerifiedBundle verify_bundle(const store::Storage &target, const ImportRequest &
     const std::string name = member_path(member);
     const std::string shown = "\"" + name.substr(0, 200) + "\"";
     if (!is_safe_relative(name)) refuse("member " + shown + " is not a safe relative name (absolute, or with an empty, . or .. part)");
-    if (name == kIndexMember || name == kSignatureMember) refuse("holds " + name + " twice, or out of its place");
+    if (name == kIndexMember || name == kSignatureMember || name == kKeyListMember)
+      refuse("holds " + name + " twice, or out of its place");
     const auto found = expected.find(name);
     if (found == expected.end()) refuse("member " + shown + " is not listed in its index");
     if (found->second.seen) refuse("holds member " + shown + " twice");
@@ -417,7 +389,7 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   ImportReport report;
   report.bundle = request.bundle;
   report.store_root = target.writable().root().string();
-  VerifiedBundle verified = verify_bundle(target, request, log, report);
+  VerifiedBundle verified = verify_bundle(target, request, kRoleRelease, log, report);
   const Index &index = verified.index;
   auto &stagings = verified.stagings;
   std::vector<std::vector<std::string>> before(index.entries.size());
@@ -496,6 +468,8 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   // Every check passed: the versions are recorded before anything is committed, so a crash from
   // here on leaves a store that knows this release (importing it again completes the job).
   for (auto &[consumer, state] : versions) state->save();
+  // A newer key list the bundle brought, likewise: the store follows it from here on.
+  report.key_list_generation = verified.signers->keep_offered_list(target.writable().root());
 
   // 5. The whole bundle verified: commit every entry in one batch (one flush for all staged
   // files, one for all renames; an intact one already there is kept), then the bykey pointers
@@ -545,7 +519,7 @@ FetchedEntry read_entry_bundle(const store::Storage &target, const EntryBundleRe
   import.trusted_keys = request.trusted_keys;
   import.allow_unsigned = request.trusted_keys.empty();  // without trusted keys, damage is all that is checked
   ImportReport report;
-  VerifiedBundle verified = verify_bundle(target, import, LogCallback(), report);
+  VerifiedBundle verified = verify_bundle(target, import, kRoleBuild, LogCallback(), report);
   const Refusal refuse(request.bundle);
   if (verified.index.entries.size() != 1) {
     refuse("holds " + std::to_string(verified.index.entries.size()) + " entries where one was asked for");

@@ -18,6 +18,7 @@
 #include "bundle/archive.hpp"
 #include "bundle/hash.hpp"
 #include "bundle/index.hpp"
+#include "bundle/key_list.hpp"
 #include "bundle/keys.hpp"
 #include "bundle/release_versions.hpp"
 #include "artifact/identity_json.hpp"
@@ -182,7 +183,8 @@ class BundleFile {
 // The index of `carried` (signed with `key` when given) and their files, into `output`.
 // expires empty: none (a remote cache's entry, which its inputs name, not a release).
 void write_carried(const std::vector<Carried> &carried, const fs::path &output, const SecretKey *key,
-                   ExportReport &report, std::int64_t created, const std::string &expires = "") {
+                   ExportReport &report, std::int64_t created, const std::string &expires = "",
+                   const std::string &key_list_text = "") {
   Index index;
   index.created = support::format_utc_time(created);
   index.expires = expires;
@@ -200,6 +202,7 @@ void write_carried(const std::vector<Carried> &carried, const fs::path &output, 
     file.add(kSignatureMember, serialize_signature({key->key_id, key->sign(index_text)}), 0644, now);
     report.signed_by = key->key_id;
   }
+  if (!key_list_text.empty()) file.add(kKeyListMember, key_list_text, 0644, now);
   for (const auto &item : carried) {
     for (std::size_t i = 0; i < item.entry.files.size(); ++i) {
       file.add(member_name(item.entry, item.entry.files[i]), item.bytes[i], item.entry.files[i].mode, now);
@@ -231,6 +234,25 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
   if (!request.signing_key.empty()) load_secret(key.emplace(), request.signing_key);
   const std::int64_t created = std::time(nullptr);
   const std::string expires = expiry_of(request.expires, created);
+  std::string key_list_text;
+  std::uint64_t key_list_generation = 0;
+  if (!request.key_list.empty()) {
+    key_list_text = files::read_file(request.key_list, files::FileOrigin::input, kMaxKeyListBytes);
+    const KeyList list = parse_key_list(key_list_text, request.key_list);
+    verify_key_list_self(list, request.key_list);
+    // A list that would refuse this very bundle helps nobody: say so here, not on the robot.
+    const SignerQuery query{
+        key ? key->key_id : "", kRoleRelease, {request.consumer}, support::format_utc_time(created)};
+    if (!key)
+      throw UsageError("--key-list " + request.key_list +
+                       " without --sign: a store that follows the list refuses an unsigned bundle; sign it with a key "
+                       "the list allows");
+    if (const std::string why = signer_refusal(list, query); !why.empty()) {
+      throw UsageError("--key-list " + request.key_list + " does not let the signing key sign this bundle: " + why +
+                       " (kiln key add, or sign with a key it allows)");
+    }
+    key_list_generation = list.generation;
+  }
   const std::uint64_t release_version =
       request.release_version != 0 ? request.release_version : static_cast<std::uint64_t>(created);
 
@@ -251,6 +273,7 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
   report.bundle = output.string();
   report.release_version = release_version;
   report.expires = expires;
+  report.key_list_generation = key_list_generation;
   std::vector<Carried> carried;
   std::map<std::string, std::size_t> by_key;  // content key -> carried index
   for (const auto &name : names) {
@@ -270,7 +293,7 @@ ExportReport write_bundle(const store::Storage &storage, const ExportRequest &re
     report.entries.push_back({request.consumer, name, resolution->content_key, resolution->kind, resolution->input_key,
                               bytes, "exported", release_version});
   }
-  write_carried(carried, output, key ? &*key : nullptr, report, created, expires);
+  write_carried(carried, output, key ? &*key : nullptr, report, created, expires, key_list_text);
   if (log) {
     log(LogLevel::info, "exported " + std::to_string(report.entries.size()) + " artifact(s) of " + request.consumer +
                             " to " + output.string() + (key ? ", signed by " + key->key_id : ", unsigned"));

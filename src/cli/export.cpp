@@ -19,6 +19,8 @@ int run_export(const Flags &flags, const ExportRequest &request) {
   text += "  release " + std::to_string(report.release_version) + ", expires " + report.expires + "\n";
   text += "  " + std::to_string(report.bundle_bytes) + " bytes (" + std::to_string(report.content_bytes) +
           " uncompressed), " + (report.signed_by.empty() ? "unsigned" : "signed by " + report.signed_by) + "\n";
+  if (report.key_list_generation != 0)
+    text += "  carries key list generation " + std::to_string(report.key_list_generation) + "\n";
   emit(flags, kiln::to_json(report), text);
   return 0;
 }
@@ -38,6 +40,9 @@ Verb add_export(CLI::App &app, const Flags &flags) {
   command->add_option("--expires", request->expires,
                       "when the bundle expires: a duration (90d, 12h, 30m, 3600s) or a UTC time 2027-01-31T23:59:59Z; "
                       "default: a year");
+  command->add_option("--key-list", request->key_list,
+                      "key list (kiln key) to carry: a store pinning its root takes it when newer and judges the "
+                      "signer by it");
   return {command, [&flags, request] { return run_export(flags, *request); }};
 }
 

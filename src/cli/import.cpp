@@ -17,6 +17,10 @@ int run_import(const Flags &flags, const ImportRequest &request) {
     text += "  " + entry.consumer + "/" + entry.name + "  " + entry.content_key + "  " + entry.status +
             (entry.release_version != 0 ? "  release " + std::to_string(entry.release_version) : std::string()) + "\n";
   }
+  if (report.key_list_generation != 0) {
+    text += "  now follows key list generation " + std::to_string(report.key_list_generation) +
+            " (carried by the bundle)\n";
+  }
   if (report.expired) text += "  EXPIRED at " + report.expires + " (--allow-expired)\n";
   text += "  " + std::to_string(report.verified_bytes) + " bytes verified, " +
           (report.signature_verified ? "signed by " + report.signed_by : std::string("signature not checked")) + "\n";

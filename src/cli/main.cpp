@@ -59,7 +59,8 @@ int main(int argc, char **argv) {
       kiln::cli::add_doctor(app, flags), kiln::cli::add_publish(app, flags), kiln::cli::add_load(app, flags),
       kiln::cli::add_ls(app, flags),     kiln::cli::add_show(app, flags),    kiln::cli::add_build(app, flags),
       kiln::cli::add_ensure(app, flags), kiln::cli::add_swap(app, flags),    kiln::cli::add_verify(app, flags),
-      kiln::cli::add_gc(app, flags),     kiln::cli::add_keygen(app, flags),  kiln::cli::add_export(app, flags),
+      kiln::cli::add_gc(app, flags),     kiln::cli::add_keygen(app, flags),  kiln::cli::add_key(app, flags),
+      kiln::cli::add_export(app, flags),
       kiln::cli::add_import(app, flags), kiln::cli::add_remote(app, flags),
       kiln::cli::add_robot(app, flags)};
   for (const auto &verb : verbs) {

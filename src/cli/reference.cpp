@@ -57,6 +57,7 @@ const std::vector<ReferenceRow> &examples() {
       {"verify", "kiln verify --repair"},
       {"gc", "kiln gc --max-size 2G --older-than 30d"},
       {"keygen", "kiln keygen -o vendor"},
+      {"key", "kiln key add fleet-keys.json --root root.key --key vendor.pub --role release"},
       {"export", "kiln export --consumer kiln-ik -o ik.kbundle --sign vendor.key"},
       {"import", "kiln import ik.kbundle --trust vendor.pub"},
       {"remote", "kiln remote push --consumer kiln-ik"},

@@ -17,6 +17,7 @@ Verb add_swap(CLI::App &app, const Flags &flags);     // swap.cpp
 Verb add_verify(CLI::App &app, const Flags &flags);   // verify.cpp
 Verb add_gc(CLI::App &app, const Flags &flags);       // gc.cpp
 Verb add_keygen(CLI::App &app, const Flags &flags);   // keygen.cpp
+Verb add_key(CLI::App &app, const Flags &flags);      // key.cpp
 Verb add_export(CLI::App &app, const Flags &flags);   // export.cpp
 Verb add_import(CLI::App &app, const Flags &flags);   // import.cpp
 Verb add_remote(CLI::App &app, const Flags &flags);   // remote.cpp

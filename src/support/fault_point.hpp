@@ -37,6 +37,7 @@ inline constexpr const char *kFaultPoints[] = {
     "gc.after_rename",        // kiln gc: an evicted entry renamed out of store/, not yet removed
     "import.after_extract",   // kiln import: a member's bytes written into its entry's staging directory, not fsynced
     "import.after_versions",  // ... every entry staged and checked, the release versions recorded, nothing committed yet
+    "import.after_key_list",  // ... a newer key list the bundle carried kept in the store's trust/, nothing committed yet
     "import.after_entry",     // ... an entry renamed into place (or an intact one kept), the next entry, the batch's sync or the pointers not yet
     "import.after_bykey",     // ... (Storage::point_all) a bykey pointer written, the next one or the manifests not yet
     "import.before_manifest", // ... every pointer written, this consumer's manifest not yet updated

@@ -25,7 +25,7 @@ namespace {
 // key) and crash/built (built with the stand-in nvcc: an input key, so a bykey pointer).
 struct Source {
   test::TempDir dir;
-  fs::path bundle, pub;
+  fs::path bundle, pub, root_pub;
   struct Entry {
     std::string name, content_key, digest;
   };
@@ -42,8 +42,19 @@ const Source &source() {
     must(run(ws.kiln({"keygen", "-o", key.string()}), ws.env(), ws.root()), "kiln keygen");
     out->bundle = out->dir / "crash.kbundle";
     out->pub = out->dir / "vendor.pub";
+    // A fleet key list naming the vendor key, carried by the bundle: an import into a store that
+    // pins the root keeps it (import.after_key_list).
+    const fs::path root = out->dir / "root", list = out->dir / "fleet-keys.json";
+    out->root_pub = out->dir / "root.pub";
+    must(run(ws.kiln({"keygen", "-o", root.string()}), ws.env(), ws.root()), "kiln keygen");
+    must(run(ws.kiln({"key", "init", list.string(), "--root", root.string() + ".key"}), ws.env(), ws.root()),
+         "kiln key init");
+    must(run(ws.kiln({"key", "add", list.string(), "--root", root.string() + ".key", "--key", out->pub.string(),
+                      "--role", "release"}),
+             ws.env(), ws.root()),
+         "kiln key add");
     const Outcome exported = run(ws.kiln({"export", "--consumer", "crash", "-o", out->bundle.string(), "--sign",
-                                          (out->dir / "vendor.key").string(), "--json"}),
+                                          (out->dir / "vendor.key").string(), "--key-list", list.string(), "--json"}),
                                  ws.env(), ws.root());
     must(exported, "kiln export");
     const nlohmann::json report = nlohmann::json::parse(exported.out);  // kept: a range-for over a temporary's member dangles
@@ -72,10 +83,13 @@ Workspace target(const Workspace &ws, bool into) { return into ? Workspace(ws.ro
 Op import_op(const Workspace &ws, bool into) {
   Op op;
   op.label = into ? "import --into a fresh directory" : "import into the writable cache";
-  op.argv = ws.kiln({"import", source().bundle.string(), "--trust", source().pub.string(), "--json"});
+  // Into the cache, the store's key list judges the signer; --into, the --trust key does.
+  op.argv = ws.kiln({"import", source().bundle.string(), "--json"});
   if (into) {
-    op.argv.push_back("--into");
-    op.argv.push_back(target(ws, true).store().string());
+    for (const auto &arg :
+         {std::string("--trust"), source().pub.string(), std::string("--into"), target(ws, true).store().string()}) {
+      op.argv.push_back(arg);
+    }
   }
   op.env = ws.env();
   op.consumer = "crash";
@@ -125,6 +139,12 @@ void check_imported(const Workspace &t) {
   }
 }
 
+// The key list the bundle carried, kept whole where the store pins its root.
+void check_key_list(const Workspace &t) {
+  const auto list = nlohmann::json::parse(kiln::test::read_text(t.store() / "trust" / "keys.json"));
+  CHECK(list["signed"]["generation"] == 2);
+}
+
 // One more import changes nothing: every entry already present, the manifest not rewritten.
 void check_idempotent(const Workspace &ws, const Op &op, const Workspace &t) {
   struct stat before {};
@@ -148,9 +168,11 @@ std::vector<Named> names(bool into) {
 }  // namespace
 
 Scenario import_scenario(bool into) {
-  const std::vector<std::string> points = with_file_points(
-      {"import.after_extract", "import.after_versions", "staging.after_fsync", "staging.after_rename", "import.after_entry",
-       "import.after_bykey", "import.before_manifest", "manifest.locked", "import.after_manifest"});
+  std::vector<std::string> steps = {"import.after_extract",   "import.after_versions", "staging.after_fsync",
+                                    "staging.after_rename",   "import.after_entry",    "import.after_bykey",
+                                    "import.before_manifest", "manifest.locked",       "import.after_manifest"};
+  if (!into) steps.insert(steps.begin() + 2, "import.after_key_list");
+  const std::vector<std::string> points = with_file_points(steps);
   Scenario s;
   s.title = into ? "import a signed bundle --into a fresh directory"
                  : "import a signed bundle into the writable cache over an older version of one of its names";
@@ -158,6 +180,7 @@ Scenario import_scenario(bool into) {
   s.setup = [into](const Workspace &ws) {
     (void)source();  // made before the first kill, not in a child's window
     if (into) return;
+    must(run(ws.kiln({"key", "trust", "--root", source().root_pub.string()}), ws.env(), ws.root()), "kiln key trust");
     setup_op(ws, ws.publish("plug", "sm_90"));  // the import renames plug to the bundle's entry
     setup_op(ws, ws.publish("keep", "sm_90"));  // a name the bundle does not carry, on the same entry
   };
@@ -181,6 +204,7 @@ Scenario import_scenario(bool into) {
       CHECK_MESSAGE(!fs::exists(ws.store() / "consumers"), "import --into wrote the writable cache");
     }
     check_imported(t);
+    if (!into) check_key_list(t);
     check_verify(t, true);
     check_idempotent(ws, import_op(ws, into), t);
   };
