@@ -81,7 +81,8 @@ def test_no_remote_configured(monkeypatch):
     monkeypatch.setenv("KILN_REMOTE", "off")
     runtime = kiln.Runtime()
     status = runtime.remote_status()
-    assert status == {"config_file": None, "remotes": [], "trusted_keys": [], "signing_key": None}
+    assert status == {"config_file": None, "remotes": [], "trusted_keys": [], "signing_key": None,
+                      "accept_unsigned": False}
     assert runtime.doctor()["remotes"] == status
     with pytest.raises(kiln.UsageError, match="no remote cache is configured"):
         runtime.remote_push("tests")
@@ -105,7 +106,7 @@ def test_status_of_a_remote_that_is_down(monkeypatch):
 
 def test_push_uploads_once_then_finds_it_present(monkeypatch, http_remote, host_plugin):
     url, served = http_remote
-    monkeypatch.setenv("KILN_REMOTE", url)
+    monkeypatch.setenv("KILN_REMOTE", url + ";read-write")  # no signing key: written only where the spec says so
     runtime = kiln.Runtime()
     status = runtime.remote_status()
     assert [(r["url"], r["read_only"], r["state"]) for r in status["remotes"]] == [(url, False, "ok")]
@@ -134,7 +135,7 @@ def test_a_refused_upload_says_what_the_server_answered(monkeypatch, tmp_path, h
     server = _serve(served, put_status=403)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/kiln"
-        monkeypatch.setenv("KILN_REMOTE", url)
+        monkeypatch.setenv("KILN_REMOTE", url + ";read-write")
         runtime = kiln.Runtime()
         runtime.publish("tests", "fma", host_plugin)
         first = runtime.remote_push("tests")
@@ -153,6 +154,20 @@ def test_push_to_read_only_remotes_is_refused(monkeypatch, http_remote):
     monkeypatch.setenv("KILN_REMOTE", url + ";read-only")
     with pytest.raises(kiln.UsageError, match="read-only"):
         kiln.Runtime().remote_push("tests")
+
+
+def test_without_a_signing_key_a_remote_is_only_read(monkeypatch, http_remote, host_plugin):
+    url, served = http_remote
+    monkeypatch.setenv("KILN_REMOTE", url)
+    monkeypatch.delenv("KILN_REMOTE_SIGN", raising=False)
+    monkeypatch.setenv("KILN_REMOTE_ACCEPT_UNSIGNED", "yes")
+    runtime = kiln.Runtime()
+    status = runtime.remote_status()
+    assert status["remotes"][0]["read_only"] is True and status["accept_unsigned"] is True
+    runtime.publish("tests", "fma", host_plugin)
+    with pytest.raises(kiln.UsageError, match="read-only"):
+        runtime.remote_push("tests")
+    assert not [p for p in pathlib.Path(served).rglob("*") if p.is_file()]
 
 
 def test_status_matches_the_cli(monkeypatch, http_remote):

@@ -253,7 +253,7 @@ BuildPlan plan_build(const Recipe &recipe, const BuildOptions &options, const Bu
   check_generators(recipe, options.cancel);
   plan.source = "build";
   if (const auto remote = elsewhere_for(context, options)) {
-    if (const auto url = remote->locate(recipe.consumer, plan.input_key)) plan.source = "remote " + *url;
+    if (const auto url = remote->locate(storage, recipe.consumer, plan.input_key)) plan.source = "remote " + *url;
   }
   if (hit.content_key.empty()) {
     add_recipe_records(recipe, identity, records);

@@ -517,7 +517,7 @@ FetchedEntry read_entry_bundle(const store::Storage &target, const EntryBundleRe
   ImportRequest import;
   import.bundle = request.bundle;
   import.trusted_keys = request.trusted_keys;
-  import.allow_unsigned = request.trusted_keys.empty();  // without trusted keys, damage is all that is checked
+  import.allow_unsigned = request.accept_unsigned;  // only where the fleet said so: no key, damage is all that is checked
   ImportReport report;
   VerifiedBundle verified = verify_bundle(target, import, kRoleBuild, LogCallback(), report);
   const Refusal refuse(request.bundle);

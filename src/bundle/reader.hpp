@@ -20,8 +20,9 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
 
 // One entry fetched from a remote cache (remote/cache.hpp): a bundle of exactly one
 // entry of `consumer` -- of `content_key` and recorded for `input_key` where those are given --
-// verified as an import is (signed by one of trusted_keys when any is given; else only
-// checked for damage) and committed into target's writable cache. No manifest record and no
+// verified as an import is (signed by one of trusted_keys, or by a build key of the key list
+// target follows; with neither, unsigned or not, only where accept_unsigned, and then checked
+// for damage only) and committed into target's writable cache. No manifest record and no
 // bykey pointer is written: the caller points what it asked for. IntegrityError (nothing
 // committed) for anything else. With commit false, only the verdict: verified, never committed
 // (an upload judging what a remote holds under its key).
@@ -32,6 +33,7 @@ struct EntryBundleRequest {
   std::string input_key;
   std::vector<std::string> trusted_keys;
   bool commit = true;
+  bool accept_unsigned = false;  // kiln.conf's accept-unsigned: no key vouches, damage is all that is checked
 };
 struct FetchedEntry {
   std::string content_key;

@@ -107,6 +107,11 @@ void SignerCheck::check_signature(const std::string &index_text, const std::opti
     report.signature_verified = true;
   } else if (signature) {
     if (!allow_unsigned) {
+      if (role_ == kRoleBuild) {
+        refuse("is signed by key " + signature->key_id + " but this machine trusts no key",
+               "name the build machines' public key in kiln.conf (trust = PATH.pub), pin the fleet's root (kiln key "
+               "trust), or set accept-unsigned = yes for a cache only you can write");
+      }
       throw UsageError("bundle " + bundle_ + " is signed by key " + signature->key_id +
                        " but no --trust key was given; nothing was imported (pass --trust PUB with the signer's "
                        "public key, the PATH.pub of kiln keygen)");
@@ -124,6 +129,11 @@ void SignerCheck::check_signature(const std::string &index_text, const std::opti
                ": with a trusted key an unsigned bundle is refused, --allow-unsigned or not",
            "ask for a bundle signed by a trusted key, kiln export --sign KEY");
   } else if (!allow_unsigned) {
+    if (role_ == kRoleBuild) {
+      refuse("is not signed, and this machine accepts only entries a trusted key signed",
+             "sign uploads (sign = PATH.key on the build machines) and trust that key here, or set "
+             "accept-unsigned = yes for a cache only you can write");
+    }
     throw UsageError("bundle " + bundle_ +
                      " is not signed; nothing was imported (ask for a signed bundle, "
                      "kiln export --sign KEY, or pass --allow-unsigned if you trust where it came from)");

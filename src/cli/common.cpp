@@ -103,10 +103,15 @@ std::string remote_status_text(const RemoteStatus &status, const std::string &in
   }
   for (const auto &key : status.trusted_keys) text += indent + "trusted key  " + key + "\n";
   if (status.trusted_keys.empty() && !status.remotes.empty()) {
-    text += indent + "trusted key  none: remote entries are checked for damage only, not for who signed them\n";
+    text += indent + (status.accept_unsigned
+                          ? "trusted key  none, accept-unsigned: remote entries are checked for damage only, not for who signed them\n"
+                          : "trusted key  none: entries are taken only where the store pins a fleet root (kiln key list)\n");
   }
   if (!status.remotes.empty()) {
-    text += indent + "signing key  " + (status.signing_key.empty() ? std::string("none: uploads are unsigned") : status.signing_key) + "\n";
+    text += indent + "signing key  " +
+            (status.signing_key.empty() ? std::string("none: remotes are only read, unless a spec says read-write")
+                                        : status.signing_key) +
+            "\n";
   }
   return text;
 }

@@ -36,6 +36,7 @@ const std::vector<ReferenceRow> &environment() {
       {"KILN_REMOTE", "remote caches shared across machines (URL[;attr]|URL..., or off)"},
       {"KILN_REMOTE_TRUST", "public keys remote entries must be signed by, colon-separated"},
       {"KILN_REMOTE_SIGN", "the key uploads to remotes are signed with"},
+      {"KILN_REMOTE_ACCEPT_UNSIGNED", "yes: take remote entries no trusted key signed (checked for damage only)"},
       {"KILN_CONFIG", "the config file (else <cache>/kiln.conf)"},
       {"KILN_NVRTC", "the NVRTC library to open, that path only"},
       {"KILN_NVJITLINK", "the nvJitLink library to open, that path only"},

@@ -36,7 +36,10 @@ struct RemoteError : std::runtime_error {
 
 struct Endpoint {
   std::string url;                  // http://host:port/prefix, https://..., redis://[:password@]host:port[/db]
-  bool read_only = false;           // never written (no PUT/SET, no lease)
+  bool read_only = true;            // never written (no PUT/SET, no lease): see load_config
+  // What the spec says: ";read-only", ";read-write", or neither (then load_config decides:
+  // written only by a machine that signs its uploads).
+  enum class Writes { unsaid, never, always } writes = Writes::unsaid;
   double connect_timeout_s = 0.5;   // to establish the connection
   double timeout_s = 10;            // for one whole request, transfer included
   std::uint64_t max_bytes = 256ull << 20;  // a larger value is refused on put and on get (RemoteError)

@@ -10,6 +10,7 @@
 #include <kiln/errors.hpp>
 
 #include "bundle/reader.hpp"
+#include "bundle/trust_store.hpp"
 #include "bundle/writer.hpp"
 #include "files/files.hpp"
 #include "store/names.hpp"
@@ -124,14 +125,17 @@ std::optional<RemoteCache::Found> RemoteCache::fetch(const store::Storage &stora
     const std::uint64_t bytes = file->written();
     file->close();
     const bundle::FetchedEntry entry = bundle::read_entry_bundle(
-        storage, {transfer_file(*transfer).string(), consumer, content_key, input_key, config_.trusted_keys}, log_);
+        storage,
+        {transfer_file(*transfer).string(), consumer, content_key, input_key, config_.trusted_keys, true,
+         config_.accept_unsigned},
+        log_);
     if (log_) {
       // An entry nobody vouched for is said at the default verbosity, not only in the details.
       const bool checked = !entry.signed_by.empty();
       log_(checked ? LogLevel::info : LogLevel::warning,
            "fetched " + consumer + " entry " + entry.content_key + " from " + slot.url + " (" +
                std::to_string(bytes) + " bytes, " +
-               (checked ? "signed by " + entry.signed_by : std::string("signature not checked: no trusted keys configured")) + ")");
+               (checked ? "signed by " + entry.signed_by : std::string("signature not checked: accept-unsigned")) + ")");
     }
     return Found{entry.content_key, slot.url, bytes, entry.signed_by};
   } catch (const IoError &error) {
@@ -167,8 +171,28 @@ std::optional<std::string> RemoteCache::pointer(Slot &slot, const std::string &c
   return **value;
 }
 
+bool RemoteCache::can_accept_entries(const store::Storage &storage) const {
+  if (!config_.trusted_keys.empty() || config_.accept_unsigned) return true;
+  std::vector<boost::filesystem::path> roots;
+  for (const auto &layer : storage.layers()) roots.push_back(layer->root());
+  try {
+    if (bundle::read_trust(roots).active()) return true;
+  } catch (const Error &) {
+    return true;  // a damaged trust state: the fetch's own check refuses, and says why
+  }
+  std::call_once(said_nothing_vouches_, [&] {
+    if (log_) {
+      log_(LogLevel::warning, "remote caches are not asked for entries: no key is trusted to vouch for them (name the "
+                              "build machines' public key with trust = PATH.pub in kiln.conf, pin the fleet's root "
+                              "with kiln key trust, or set accept-unsigned = yes for a cache only you can write)");
+    }
+  });
+  return false;
+}
+
 std::optional<RemoteCache::Found> RemoteCache::find_by_input_key(const store::Storage &storage, const std::string &consumer,
                                                                  const std::string &input_key) const {
+  if (!can_accept_entries(storage)) return std::nullopt;
   for (const auto &slot : slots_) {
     const auto content_key = pointer(*slot, consumer, input_key);
     if (!content_key) continue;
@@ -179,13 +203,16 @@ std::optional<RemoteCache::Found> RemoteCache::find_by_input_key(const store::St
 
 std::optional<RemoteCache::Found> RemoteCache::find_by_content_key(const store::Storage &storage, const std::string &consumer,
                                                                    const std::string &content_key) const {
+  if (!can_accept_entries(storage)) return std::nullopt;
   for (const auto &slot : slots_) {
     if (auto fetched = fetch(storage, consumer, content_key, "", *slot)) return fetched;
   }
   return std::nullopt;
 }
 
-std::optional<std::string> RemoteCache::locate(const std::string &consumer, const std::string &input_key) const {
+std::optional<std::string> RemoteCache::locate(const store::Storage &storage, const std::string &consumer,
+                                               const std::string &input_key) const {
+  if (!can_accept_entries(storage)) return std::nullopt;
   for (const auto &slot : slots_) {
     if (pointer(*slot, consumer, input_key)) return slot->url;
   }
@@ -242,7 +269,8 @@ std::vector<RemoteTransfer> RemoteCache::offer(const store::Storage &storage, co
   // An entry under cas is judged as the content key's (whatever input key its builder recorded:
   // equal outputs of other inputs are the same entry); one a pointer names, as a build of these inputs.
   const auto judge = [&](const std::string &body, const std::string &content_key, const std::string &input_key) {
-    return judge_entry(storage, body, resolution.consumer, content_key, input_key, config_.trusted_keys);
+    return judge_entry(storage, body, resolution.consumer, content_key, input_key, config_.trusted_keys,
+                       config_.accept_unsigned);
   };
   // What this machine refuses under its keys it replaces -- only with what it accepts itself:
   // judged once, on the first need. A machine whose own uploads it would refuse (its signing
@@ -397,7 +425,8 @@ std::unique_ptr<store::EntrySource::Claim> RemoteCache::claim(const store::Stora
       break;
     }
   }
-  if (slot == nullptr) return nullptr;  // nobody to agree with: build (and upload where writable)
+  // Nobody to agree with, or nothing another machine uploads could be taken here: build.
+  if (slot == nullptr || !can_accept_entries(storage)) return nullptr;
   const std::string key = lease_key(consumer, input_key), holder = lease_holder_name();
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::milliseconds(static_cast<long long>(config_.lease_wait_s * 1000));
@@ -502,6 +531,7 @@ RemoteStatus RemoteCache::status() const {
   status.config_file = config_.config_file;
   status.trusted_keys = config_.trusted_keys;
   status.signing_key = config_.signing_key;
+  status.accept_unsigned = config_.accept_unsigned;
   for (const auto &slot : slots_) {
     RemoteInfo info;
     const Endpoint &endpoint = slot->backend->endpoint();

@@ -46,7 +46,8 @@ class RemoteCache final : public store::EntrySource {
   std::optional<Found> find_by_content_key(const store::Storage &storage, const std::string &consumer,
                                            const std::string &content_key) const override;
   // The first remote that has ac/<consumer>/<input_key> (a GET of the pointer only): for plan.
-  std::optional<std::string> locate(const std::string &consumer, const std::string &input_key) const override;
+  std::optional<std::string> locate(const store::Storage &storage, const std::string &consumer,
+                                    const std::string &input_key) const override;
 
   // The entry `resolution` names, to every read-write remote: cas (unless present), then the
   // ac pointer when it has an input key. Never throws; each remote's outcome is reported.
@@ -88,10 +89,14 @@ class RemoteCache final : public store::EntrySource {
                                              std::string *failure) const;
   std::optional<Found> fetch(const store::Storage &storage, const std::string &consumer, const std::string &content_key,
                                const std::string &input_key, Slot &slot) const;
+  // Whether anything could vouch for a fetched entry: a trusted key, a root `storage` pins, or
+  // accept-unsigned. Without, nothing is downloaded (said once per RemoteCache).
+  bool can_accept_entries(const store::Storage &storage) const;
 
   RemoteConfig config_;
   LogCallback log_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  mutable std::once_flag said_nothing_vouches_;
 };
 
 }  // namespace kiln::remote

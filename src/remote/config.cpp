@@ -70,6 +70,12 @@ std::uint64_t bytes_value(const std::string &value, const std::string &origin) {
   return number * scale;
 }
 
+bool yes_or_no(const std::string &value, const std::string &what, const std::string &origin) {
+  if (value == "yes" || value == "1" || value == "true") return true;
+  if (value == "no" || value == "0" || value == "false") return false;
+  throw UsageError(origin + ": " + what + " \"" + value.substr(0, 40) + "\" is neither yes nor no");
+}
+
 // KILN_REMOTE_TRUST's files. Set to nothing but separators or blanks (a script's "$A:$B" with
 // both unset) it would trust nobody in place of kiln.conf's keys -- and with no key trusted,
 // any signer or none is accepted: refused instead.
@@ -111,8 +117,13 @@ Endpoint parse_remote(const std::string &spec, const std::string &origin) {
     const auto equals = attribute.find('=');
     const std::string key = trimmed(attribute.substr(0, equals));
     const std::string value = equals == std::string::npos ? "" : trimmed(attribute.substr(equals + 1));
-    if (key == "read-only" && equals == std::string::npos) {
-      endpoint.read_only = true;
+    if ((key == "read-only" || key == "read-write") && equals == std::string::npos) {
+      const auto writes = key == "read-only" ? Endpoint::Writes::never : Endpoint::Writes::always;
+      if (endpoint.writes != Endpoint::Writes::unsaid && endpoint.writes != writes) {
+        throw UsageError(origin + ": remote " + shown + " is both read-only and read-write: keep one");
+      }
+      endpoint.writes = writes;
+      endpoint.read_only = writes == Endpoint::Writes::never;
     } else if (key == "connect-timeout") {
       endpoint.connect_timeout_s = seconds_value(value, key, origin);
     } else if (key == "timeout") {
@@ -127,7 +138,7 @@ Endpoint parse_remote(const std::string &spec, const std::string &origin) {
                        "write it as %3B in the URL)");
     } else {
       throw UsageError(origin + ": unknown attribute \"" + attribute + "\" of remote " + shown +
-                       " (known: read-only, connect-timeout=S, timeout=S, max-size=N[kMG]" +
+                       " (known: read-only, read-write, connect-timeout=S, timeout=S, max-size=N[kMG]" +
                        (scheme->attributes.empty() ? std::string() : ", and for " + std::string(scheme->name) + ": " +
                                                                            std::string(scheme->attributes) + "=VALUE") + ")");
     }
@@ -159,13 +170,15 @@ RemoteConfig parse_config_text(const std::string &text, const std::string &file)
       config.trusted_keys.push_back(beside(file, value));
     } else if (key == "sign") {
       config.signing_key = beside(file, value);
+    } else if (key == "accept-unsigned") {
+      config.accept_unsigned = yes_or_no(value, key, origin);
     } else if (key == "lease_wait") {
       config.lease_wait_s = seconds_value(value, key, origin);
     } else if (key == "retry_after") {
       config.retry_after_s = seconds_value(value, key, origin);
     } else {
       throw UsageError(origin + ": unknown setting \"" + redacted_url(key).substr(0, 100) +
-                       "\" (known: remote, trust, sign, lease_wait, retry_after)");
+                       "\" (known: remote, trust, sign, accept-unsigned, lease_wait, retry_after)");
     }
   }
   return config;
@@ -201,6 +214,16 @@ RemoteConfig load_config(const fs::path &config_file) {
   }
   if (const auto value = support::env_value("KILN_REMOTE_TRUST")) config.trusted_keys = key_files(*value);
   if (const auto value = support::env_value("KILN_REMOTE_SIGN")) config.signing_key = *value;
+  if (const auto value = support::env_value("KILN_REMOTE_ACCEPT_UNSIGNED")) {
+    config.accept_unsigned = yes_or_no(*value, "KILN_REMOTE_ACCEPT_UNSIGNED", "KILN_REMOTE_ACCEPT_UNSIGNED");
+  }
+  // A remote is written by the machines that sign what they upload (a fleet's build machines)
+  // or where its spec says read-write; every other machine only reads it. A laptop or a robot
+  // pointed at the fleet's cache never writes into it by accident.
+  for (auto &remote : config.remotes) {
+    remote.read_only = remote.writes == Endpoint::Writes::unsaid ? config.signing_key.empty()
+                                                                 : remote.writes == Endpoint::Writes::never;
+  }
   return config;
 }
 

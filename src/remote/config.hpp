@@ -16,13 +16,17 @@ struct RemoteConfig {
   std::vector<Endpoint> remotes;        // in the order they are tried
   std::vector<std::string> trusted_keys;
   std::string signing_key;
+  // Entries no configured key vouches for (unsigned, or signed with no key trusted) are
+  // accepted, checked for damage only: for a cache only this fleet can write. Off by default:
+  // without a trusted key or a pinned root, nothing a remote serves is taken.
+  bool accept_unsigned = false;
   double lease_wait_s = 900;            // how long to wait for another machine building the same key
   double retry_after_s = 60;            // a remote that failed is skipped this long (per process)
   bool any() const { return !remotes.empty(); }
 };
 
-// One remote: "URL[;attr...]" (read-only, connect-timeout=S, timeout=S, max-size=N[kMG],
-// prefix=P). UsageError naming `origin` (the file and line, or the variable) and the fix.
+// One remote: "URL[;attr...]" (read-only, read-write, connect-timeout=S, timeout=S,
+// max-size=N[kMG], prefix=P). UsageError naming `origin` (the file and line, or the variable) and the fix.
 Endpoint parse_remote(const std::string &spec, const std::string &origin);
 
 // kiln.conf text (`key = value` lines, # comments); UsageError naming file:line. A relative
@@ -33,7 +37,8 @@ RemoteConfig parse_config_text(const std::string &text, const std::string &file)
 // writable by group or others -- it names the keys trusted to sign code), then KILN_REMOTE /
 // KILN_REMOTE_TRUST / KILN_REMOTE_SIGN over it. Fails closed: a file KILN_CONFIG names that is
 // absent is a NotFoundError, a KILN_REMOTE_TRUST naming no file (":", " ") a UsageError. No
-// message shows a remote's credentials.
+// message shows a remote's credentials. A remote whose spec says neither read-only nor
+// read-write is written only where a signing key is configured.
 RemoteConfig load_config(const boost::filesystem::path &config_file);
 
 // <cache>/kiln.conf, or KILN_CONFIG.

@@ -21,10 +21,10 @@ struct EntryVerdict {
 
 // `body` judged as the entry cas/<consumer>/<content_key> (recorded for input_key when it is
 // not empty) exactly as a fetch of it judges it -- a kiln bundle, intact, of that one entry,
-// signed by one of trusted_keys where any is given -- in a staging directory of storage's
+// signed by one of trusted_keys where any is given (or unsigned with accept_unsigned) -- in a staging directory of storage's
 // writable cache, never committed. Throws what staging throws (a full disk): no verdict then.
 EntryVerdict judge_entry(const store::Storage &storage, const std::string &body, const std::string &consumer,
                          const std::string &content_key, const std::string &input_key,
-                         const std::vector<std::string> &trusted_keys);
+                         const std::vector<std::string> &trusted_keys, bool accept_unsigned);
 
 }  // namespace kiln::remote

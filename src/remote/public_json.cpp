@@ -16,7 +16,8 @@ json to_json(const RemoteStatus &status) {
   return {{"config_file", status.config_file.empty() ? json(nullptr) : json(status.config_file)},
           {"remotes", remotes},
           {"trusted_keys", status.trusted_keys},
-          {"signing_key", status.signing_key.empty() ? json(nullptr) : json(status.signing_key)}};
+          {"signing_key", status.signing_key.empty() ? json(nullptr) : json(status.signing_key)},
+          {"accept_unsigned", status.accept_unsigned}};
 }
 
 json to_json(const RemoteTransfer &transfer) {

@@ -42,7 +42,11 @@ std::vector<RemoteTransfer> Runtime::remote_push(const std::string &consumer, co
   const auto remote = configured_remotes(*state_);
   bool writable = false;
   for (const auto &endpoint : remote->config().remotes) writable = writable || !endpoint.read_only;
-  if (!writable) throw UsageError("every configured remote cache is read-only: nothing can be pushed (drop read-only from one)");
+  if (!writable) {
+    throw UsageError("every configured remote cache is read-only for this machine: nothing can be pushed (a machine "
+                     "writes to a remote when it signs its uploads -- sign = PATH.key in kiln.conf, or "
+                     "KILN_REMOTE_SIGN -- and the remote does not say read-only, or when the remote says read-write)");
+  }
   std::vector<std::string> pushed = names;
   if (pushed.empty()) {
     for (const auto &summary : state_->storage->list(consumer)) {

@@ -40,8 +40,10 @@ class EntrySource {
     virtual ~Claim() = default;
   };
 
-  // Where the entry for `input_key` would come from, without fetching it (for a build plan).
-  virtual std::optional<std::string> locate(const std::string &consumer, const std::string &input_key) const = 0;
+  // Where the entry for `input_key` would come from, without fetching it (for a build plan):
+  // nullopt also where nothing the source could serve would be taken into `storage`.
+  virtual std::optional<std::string> locate(const Storage &storage, const std::string &consumer,
+                                            const std::string &input_key) const = 0;
   // The entry for `input_key`, or once a build knows its content key, that entry; nullopt:
   // none has it, or what came was refused (the source logs why).
   virtual std::optional<Found> find_by_input_key(const Storage &storage, const std::string &consumer,

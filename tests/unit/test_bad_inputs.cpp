@@ -140,9 +140,10 @@ void squatted_push(World &w) {
   };
 }
 
-// A KILN_CONFIG naming `remote` (with lease_wait 1 s) for the row's recipe.
+// A KILN_CONFIG naming `remote` (with lease_wait 1 s) for the row's recipe: read-write and
+// accept-unsigned, so that the pull waits on the remote's build lease.
 void pull_from(World &w, const std::string &remote) {
-  write_text(w.file("kiln.conf"), "remote = " + remote + "\nlease_wait = 1\n");
+  write_text(w.file("kiln.conf"), "remote = " + remote + ";read-write\naccept-unsigned = yes\nlease_wait = 1\n");
   ::chmod(w.file("kiln.conf").c_str(), 0644);
   w.env["KILN_CONFIG"] = w.file("kiln.conf").string();
   write_recipe(w, valid_recipe());

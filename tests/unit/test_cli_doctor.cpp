@@ -86,9 +86,19 @@ TEST_CASE("cli: doctor reports the remote caches: none, one that does not answer
   CHECK(remotes["remotes"][0]["read_only"] == true);
   CHECK(remotes["remotes"][0]["state"] == "down");
   CHECK_FALSE(remotes["remotes"][0]["detail"].get<std::string>().empty());
+  CHECK(remotes["accept_unsigned"] == false);
   result = run_kiln({"doctor"}, env);
   CHECK(contains(result.out, "  remote       http://127.0.0.1:1/kiln (read-only): down -- "));
-  CHECK(contains(result.out, "  trusted key  none: remote entries are checked for damage only"));
+  CHECK(contains(result.out, "  trusted key  none: entries are taken only where the store pins a fleet root"));
+  CHECK(contains(result.out, "  signing key  none: remotes are only read, unless a spec says read-write"));
+  // Without a key, only accept-unsigned lets entries in: said, checked for damage only.
+  env["KILN_REMOTE_ACCEPT_UNSIGNED"] = "yes";
+  result = run_kiln({"doctor", "--json"}, env);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK(json::parse(result.out)["remotes"]["accept_unsigned"] == true);
+  result = run_kiln({"doctor"}, env);
+  CHECK(contains(result.out, "  trusted key  none, accept-unsigned: remote entries are checked for damage only"));
+  env.erase("KILN_REMOTE_ACCEPT_UNSIGNED");
 
   // What a build would refuse is reported with its error, not raised.
   env["KILN_REMOTE"] = "http://127.0.0.1:1/kiln;colour=blue";

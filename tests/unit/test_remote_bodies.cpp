@@ -137,6 +137,7 @@ Fetch fetch(const std::string &spec, const fs::path &dir) {
   const kiln::store::Storage storage({kiln::store::StoreLocation{dir / "cache", true, "test"}});
   remote::RemoteConfig config;
   config.remotes.push_back(remote::parse_remote(spec, "test"));
+  config.accept_unsigned = true;  // else no remote is asked: nothing would vouch for what it serves
   Fetch out;
   const remote::RemoteCache cache(config, [&out](kiln::LogLevel, const std::string &line) { out.logged.push_back(line); });
   reset_peak_rss();

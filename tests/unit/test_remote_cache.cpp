@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -71,6 +73,24 @@ struct Fleet {
 std::unique_ptr<remote::Backend> backend_for(const std::string &spec) {
   return remote::make_backend(remote::parse_remote(spec, "test"));
 }
+
+// Pins a fresh root in the store `cache` with a key list letting `signer` sign for `role` (kiln
+// key init / add / trust, as a fleet's robot image is made), its files in `dir`.
+void pin_fleet_root(const fs::path &dir, const fs::path &cache, const KeyPair &signer, const std::string &role) {
+  const KeyPair root = generate_keypair((dir / "root").string());
+  const std::string list = (dir / "fleet-keys.json").string();
+  const auto env = kiln::test::cli_env(cache);
+  for (const std::vector<std::string> &args :
+       {std::vector<std::string>{"key", "init", list, "--root", root.secret_file},
+        std::vector<std::string>{"key", "add", list, "--root", root.secret_file, "--key", signer.public_file, "--role",
+                                 role},
+        std::vector<std::string>{"key", "trust", "--root", root.public_file, "--key-list", list}}) {
+    const auto result = kiln::test::run_kiln(args, env);
+    REQUIRE_MESSAGE(result.exit_code == 0, args[1] << ": " << result.out << result.err);
+  }
+}
+
+constexpr char kNotAsked[] = "remote caches are not asked for entries: no key is trusted";
 
 }  // namespace
 
@@ -161,7 +181,8 @@ TEST_CASE("remote: untrusted, unsigned, tampered and truncated entries are misse
   const std::string signed_bundle = *backend_for(source.redis)->get("cas/build-tests/" + content_key);
   std::string unsigned_bundle;
   {
-    ScopedEnv remote_env("KILN_REMOTE", source.http), sign("KILN_REMOTE_SIGN", std::nullopt);
+    // Unsigned: a machine with no signing key writes only where the spec says read-write.
+    ScopedEnv remote_env("KILN_REMOTE", source.http + ";read-write"), sign("KILN_REMOTE_SIGN", std::nullopt);
     Runtime a(fleet.options(fleet.fx.cache()));
     CHECK(a.remote_push("build-tests").at(0).status == "uploaded");
     unsigned_bundle = *backend_for(source.http)->get("cas/build-tests/" + content_key);
@@ -212,6 +233,160 @@ TEST_CASE("remote: untrusted, unsigned, tampered and truncated entries are misse
   }
 }
 
+TEST_CASE("remote: a machine with no signing key writes nothing to a remote whose spec does not say read-write" *
+          kiln::test::skip_if(kiln::test::no_remote_servers)) {
+  for (const bool redis : {false, true}) {
+    CAPTURE(redis);
+    Fleet fleet;
+    const RemoteNamespaces remotes = fresh_remote_namespaces();
+    const std::string url = redis ? remotes.redis : remotes.http;
+    // It reads the remote (accept-unsigned): only the policy on writes keeps the remote empty.
+    ScopedEnv remote_env("KILN_REMOTE", url), sign("KILN_REMOTE_SIGN", std::nullopt),
+        trust("KILN_REMOTE_TRUST", std::nullopt), accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("yes"));
+    Runtime a(fleet.options(fleet.fx.cache()));
+    CHECK(a.remote_status().remotes.at(0).read_only);
+    const BuildResult built = a.build(fleet.fx.recipe());
+    CHECK(built.outcome == BuildResult::Outcome::built);
+    CHECK(built.uploads.empty());
+    const auto server = backend_for(url);
+    CHECK_FALSE(server->get("ac/build-tests/" + built.input_key));
+    CHECK_FALSE(server->get("cas/build-tests/" + built.content_key));
+    CHECK_FALSE(server->current_lease("lease/build-tests/" + built.input_key));
+    CHECK_THROWS_AS(a.remote_push("build-tests"), UsageError);
+
+    // The same machine, its spec saying read-write: it uploads.
+    ScopedEnv read_write("KILN_REMOTE", url + ";read-write");
+    Runtime writer(fleet.options(fleet.fx.cache()));
+    CHECK_FALSE(writer.remote_status().remotes.at(0).read_only);
+    const auto pushed = writer.remote_push("build-tests");
+    REQUIRE(pushed.size() == 1);
+    CHECK(pushed[0].status == "uploaded");
+    CHECK(server->get("cas/build-tests/" + built.content_key));
+  }
+}
+
+TEST_CASE(
+    "remote: a signed entry is taken only where a trusted key, a pinned root's build key or accept-unsigned "
+    "vouches for it" *
+    kiln::test::skip_if(kiln::test::no_remote_servers)) {
+  Fleet fleet;
+  const RemoteNamespaces remotes = fresh_remote_namespaces();
+  TempDir keys;
+  const KeyPair builder = generate_keypair((keys / "builder").string());
+  BuildResult built;
+  {
+    // The build machine signs: it writes every remote whose spec does not say read-only.
+    ScopedEnv remote_env("KILN_REMOTE", remotes.http + "|" + remotes.redis),
+        sign("KILN_REMOTE_SIGN", builder.secret_file), trust("KILN_REMOTE_TRUST", std::nullopt),
+        accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
+    Runtime a(fleet.options(fleet.fx.cache()));
+    built = a.build(fleet.fx.recipe());
+    REQUIRE(built.uploads.size() == 2);
+    CHECK(built.uploads[0].status == "uploaded");
+    CHECK(built.uploads[1].status == "uploaded");
+  }
+  int compiles = fleet.compiles();
+  for (const auto &spec : {remotes.http, remotes.redis}) {
+    CAPTURE(spec);
+    ScopedEnv remote_env("KILN_REMOTE", spec), sign("KILN_REMOTE_SIGN", std::nullopt),
+        trust("KILN_REMOTE_TRUST", std::nullopt);
+    const auto build_in = [&](const fs::path &cache) {
+      fleet.logged.clear();
+      Runtime machine(fleet.options(cache));
+      return machine.build(fleet.fx.recipe());
+    };
+    {
+      // Nothing vouches: the remote is not asked (one warning says why), and the machine builds;
+      // its plan says so rather than naming the remote.
+      ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
+      TempDir cache;
+      CHECK(Runtime(fleet.options(cache.path() / "cache")).plan(fleet.fx.recipe()).source == "build");
+      const BuildResult result = build_in(cache.path() / "cache");
+      CHECK(result.outcome == BuildResult::Outcome::built);
+      CHECK(result.content_key == built.content_key);
+      CHECK(fleet.compiles() == (compiles += 2));
+      CHECK(std::count_if(fleet.logged.begin(), fleet.logged.end(),
+                          [](const std::string &line) { return line.find(kNotAsked) != std::string::npos; }) == 1);
+      CHECK_FALSE(fleet.logged_with("refused"));  // never downloaded, so never judged
+    }
+    {
+      // accept-unsigned: taken, checked for damage only.
+      ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("yes"));
+      TempDir cache;
+      CHECK(Runtime(fleet.options(cache.path() / "cache")).plan(fleet.fx.recipe()).source.rfind("remote ", 0) == 0);
+      const BuildResult result = build_in(cache.path() / "cache");
+      CHECK(result.outcome == BuildResult::Outcome::fetched);
+      CHECK(result.content_key == built.content_key);
+      CHECK(result.remote_signed_by.empty());
+      CHECK(fleet.compiles() == compiles);
+      CHECK(fleet.logged_with("signature not checked: accept-unsigned"));
+      CHECK_FALSE(fleet.logged_with(kNotAsked));
+    }
+    ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
+    {
+      // A pinned root whose key list lets the builder's key sign builds: taken, its signer checked.
+      TempDir cache, fleet_keys;
+      pin_fleet_root(fleet_keys.path(), cache.path() / "cache", builder, "build");
+      const BuildResult result = build_in(cache.path() / "cache");
+      CHECK(result.outcome == BuildResult::Outcome::fetched);
+      CHECK(result.content_key == built.content_key);
+      CHECK(result.remote_signed_by == builder.key_id);
+      CHECK(fleet.compiles() == compiles);
+      CHECK(fleet.logged_with("signed by " + builder.key_id));
+    }
+    {
+      // The same root letting that key sign releases only: refused, and the machine builds.
+      TempDir cache, fleet_keys;
+      pin_fleet_root(fleet_keys.path(), cache.path() / "cache", builder, "release");
+      const BuildResult result = build_in(cache.path() / "cache");
+      CHECK(result.outcome == BuildResult::Outcome::built);
+      CHECK(fleet.compiles() == (compiles += 2));
+      CHECK(fleet.logged_with("may sign for release, not build"));
+    }
+  }
+  // The CLI says it at the default verbosity.
+  auto env = fleet.fx.cli_env();
+  env["KILN_CACHE_DIR"] = fleet.cache_b.string();
+  env["KILN_REMOTE"] = remotes.http;
+  const auto cli = kiln::test::run_kiln({"build", fleet.fx.recipe_file().string()}, env);
+  CHECK(cli.exit_code == 0);
+  CHECK_MESSAGE(cli.err.find(kNotAsked) != std::string::npos, cli.err);
+}
+
+TEST_CASE("remote: a machine that could take nothing a remote serves does not wait on its build leases" *
+          kiln::test::skip_if(kiln::test::no_remote_servers)) {
+  for (const bool redis : {false, true}) {
+    CAPTURE(redis);
+    Fleet fleet;
+    const RemoteNamespaces remotes = fresh_remote_namespaces();
+    const std::string url = redis ? remotes.redis : remotes.http;
+    // Writable, so that only the missing vouching keeps it from the lease; a lease_wait that a
+    // machine waiting on the lease would show.
+    const fs::path conf = fleet.fx.cache().parent_path() / "kiln.conf";
+    write_text(conf, "lease_wait = 10\n");
+    ::chmod(conf.c_str(), 0644);
+    ScopedEnv config("KILN_CONFIG", conf.string()), remote_env("KILN_REMOTE", url + ";read-write"),
+        sign("KILN_REMOTE_SIGN", std::nullopt), trust("KILN_REMOTE_TRUST", std::nullopt),
+        accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
+    Runtime a(fleet.options(fleet.fx.cache()));
+    const std::string key = "lease/build-tests/" + a.plan(fleet.fx.recipe()).input_key;
+    // Another machine's live build holds the lease: a machine that took leases would wait for it
+    // (lease_wait) and then take its upload, which this one would refuse.
+    const std::string holder = "build7:4242:1";
+    const auto server = backend_for(url);
+    REQUIRE(server->acquire_lease(key, holder, 30));
+    const auto start = std::chrono::steady_clock::now();
+    const BuildResult built = a.build(fleet.fx.recipe());
+    CHECK(built.outcome == BuildResult::Outcome::built);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(8));
+    CHECK(fleet.logged_with(kNotAsked));
+    CHECK_FALSE(fleet.logged_with("another machine builds it"));
+    const auto lease = server->current_lease(key);
+    REQUIRE(lease.has_value());
+    CHECK(lease->rfind(holder, 0) == 0);  // not taken over, not released
+  }
+}
+
 TEST_CASE("remote: a remote that is down or black-holed costs its timeout once; the build proceeds locally" *
           kiln::test::skip_if(kiln::test::no_remote_servers)) {
   // A port nobody listens on (refused), and a socket that accepts connections into its backlog
@@ -240,7 +415,8 @@ TEST_CASE("remote: a remote that is down or black-holed costs its timeout once; 
   for (const auto &spec : specs) {
     CAPTURE(spec);
     Fleet fleet;
-    ScopedEnv remote_env("KILN_REMOTE", spec);
+    // Only a machine that could take what a remote serves asks it for entries.
+    ScopedEnv remote_env("KILN_REMOTE", spec), accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("yes"));
     Runtime runtime(fleet.options(fleet.fx.cache()));
     const auto start = std::chrono::steady_clock::now();
     const BuildResult built = runtime.build(fleet.fx.recipe());
@@ -250,9 +426,11 @@ TEST_CASE("remote: a remote that is down or black-holed costs its timeout once; 
     // Once failed, the remote is skipped: asking again costs nothing.
     remote::RemoteConfig config;
     config.remotes.push_back(remote::parse_remote(spec, "test"));
+    config.accept_unsigned = true;  // so that locate asks the remote at all
     const remote::RemoteCache cache(config, {});
+    const store::Storage storage({store::StoreLocation{fleet.fx.cache(), true, "test"}});
     const auto again = std::chrono::steady_clock::now();
-    CHECK_FALSE(cache.locate("build-tests", built.input_key));
+    CHECK_FALSE(cache.locate(storage, "build-tests", built.input_key));
     CHECK(std::chrono::steady_clock::now() - again < std::chrono::milliseconds(50));
     CHECK(cache.status().remotes.at(0).state == "skipped");
     (void)start;
@@ -266,7 +444,8 @@ TEST_CASE("remote: 16 processes on two machines missing one artifact compile it 
     CAPTURE(redis);
     Fleet fleet;
     const RemoteNamespaces remotes = fresh_remote_namespaces();
-    const std::string url = redis ? remotes.redis : remotes.http;
+    // Unsigned uploads, taken as they are: every process writes, and waits on the lease.
+    const std::string url = (redis ? remotes.redis : remotes.http) + ";read-write";
     // Slow compiles: every process is waiting while the first builds.
     std::string script = "cd " + kiln::test::shell_quote(fleet.fx.cache().parent_path().string()) + "; ";
     for (int i = 0; i < 16; ++i) {
@@ -275,8 +454,8 @@ TEST_CASE("remote: 16 processes on two machines missing one artifact compile it 
       for (const auto &[name, value] : fleet.fx.cli_env()) {
         env += name + "=" + kiln::test::shell_quote(name == "KILN_CACHE_DIR" ? cache.string() : value) + " ";
       }
-      script += "env " + env + "KILN_TEST_NVCC_DELAY=1 KILN_REMOTE=" + kiln::test::shell_quote(url) + " " +
-                kiln::test::kiln_cli_command() + " build --quiet --json " +
+      script += "env " + env + "KILN_TEST_NVCC_DELAY=1 KILN_REMOTE_ACCEPT_UNSIGNED=yes KILN_REMOTE=" +
+                kiln::test::shell_quote(url) + " " + kiln::test::kiln_cli_command() + " build --quiet --json " +
                 kiln::test::shell_quote(fleet.fx.recipe_file().string()) + " > out" + std::to_string(i) +
                 ".json 2> err" + std::to_string(i) + ".txt & ";
     }
@@ -311,9 +490,11 @@ TEST_CASE("remote: concurrent uploads of one entry agree" * kiln::test::skip_if(
     a.build(fleet.fx.recipe());
     resolution = a.resolve("build-tests", "two-units");
   }
+  // Unsigned uploads, accepted as they are by the uploaders and by B.
   remote::RemoteConfig config;
-  config.remotes.push_back(remote::parse_remote(remotes.http, "test"));
-  config.remotes.push_back(remote::parse_remote(remotes.redis, "test"));
+  config.remotes.push_back(remote::parse_remote(remotes.http + ";read-write", "test"));
+  config.remotes.push_back(remote::parse_remote(remotes.redis + ";read-write", "test"));
+  config.accept_unsigned = true;
   std::vector<std::thread> threads;
   std::vector<std::vector<RemoteTransfer>> results(8);
   for (int i = 0; i < 8; ++i) {
@@ -334,7 +515,7 @@ TEST_CASE("remote: concurrent uploads of one entry agree" * kiln::test::skip_if(
   for (const auto &spec : {remotes.http, remotes.redis}) {
     CHECK(backend_for(spec)->get("ac/build-tests/" + resolution.input_key) == resolution.content_key);
     TempDir cache;
-    ScopedEnv remote_env("KILN_REMOTE", spec);
+    ScopedEnv remote_env("KILN_REMOTE", spec), accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("yes"));
     Runtime b(fleet.options(cache.path() / "cache"));
     CHECK(b.build(fleet.fx.recipe()).outcome == BuildResult::Outcome::fetched);
   }
@@ -347,7 +528,10 @@ TEST_CASE("remote: a lease left by a killed build of this machine is taken over 
     Fleet fleet;
     const RemoteNamespaces remotes = fresh_remote_namespaces();
     const std::string url = redis ? remotes.redis : remotes.http;
-    ScopedEnv remote_env("KILN_REMOTE", url), sign("KILN_REMOTE_SIGN", std::nullopt);
+    // No signing key: the lease and the upload need read-write, and the lease is taken only by a
+    // machine that could take another's upload.
+    ScopedEnv remote_env("KILN_REMOTE", url + ";read-write"), sign("KILN_REMOTE_SIGN", std::nullopt),
+        accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("yes"));
     Runtime a(fleet.options(fleet.fx.cache()));
     const std::string key = "lease/build-tests/" + a.plan(fleet.fx.recipe()).input_key;
     // What a build SIGKILLed while holding the lease leaves: the lease, its holder gone.
@@ -367,7 +551,9 @@ TEST_CASE("remote: kiln remote status, push and pull" * kiln::test::skip_if(kiln
   Fleet fleet;
   const RemoteNamespaces remotes = fresh_remote_namespaces();
   auto env = fleet.fx.cli_env();
-  env["KILN_REMOTE"] = remotes.http + "|" + remotes.redis;
+  // No key on either side: push needs read-write, and pull takes the unsigned entry only with accept-unsigned.
+  env["KILN_REMOTE"] = remotes.http + ";read-write|" + remotes.redis + ";read-write";
+  env["KILN_REMOTE_ACCEPT_UNSIGNED"] = "yes";
   const auto status = kiln::test::run_kiln({"remote", "status", "--json"}, env);
   CAPTURE(status.out);
   CAPTURE(status.err);
@@ -377,6 +563,8 @@ TEST_CASE("remote: kiln remote status, push and pull" * kiln::test::skip_if(kiln
   CHECK(report["remotes"][0]["state"] == "ok");
   CHECK(report["remotes"][1]["state"] == "ok");
   CHECK(report["remotes"][1]["detail"] == "PONG");
+  CHECK(report["remotes"][0]["read_only"] == false);
+  CHECK(report["accept_unsigned"] == true);
 
   // Nothing there yet: pull is "not found" and compiles nothing.
   const auto missing = kiln::test::run_kiln({"remote", "pull", fleet.fx.recipe_file().string()}, env);

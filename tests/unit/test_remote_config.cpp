@@ -36,8 +36,10 @@ TEST_CASE("remote config: a remote's URL and attributes") {
   CHECK(endpoint.connect_timeout_s == doctest::Approx(0.25));
   CHECK(endpoint.timeout_s == doctest::Approx(3));
   CHECK(endpoint.max_bytes == 64ull << 20);
+  CHECK(endpoint.writes == kiln::remote::Endpoint::Writes::never);
   const auto redis = parse_remote("redis://cache:6379/2;prefix=fleet:", "test");
-  CHECK_FALSE(redis.read_only);
+  CHECK(redis.read_only);  // until load_config decides: written only where a signing key is configured
+  CHECK(redis.writes == kiln::remote::Endpoint::Writes::unsaid);
   CHECK(redis.attribute("prefix", "kiln:") == "fleet:");
 
   const std::string ftp = remote_usage_message([] { parse_remote("ftp://host/kiln", "KILN_REMOTE"); });
@@ -160,4 +162,97 @@ TEST_CASE("remote config: without the backends' module, a build that would use a
                                                     {"KILN_REMOTE", "http://127.0.0.1:1/kiln"},
                                                     {"KILN_REMOTE_MODULE", (dir / "absent.so").string()}});
   CHECK(listed.exit_code == 0);
+}
+
+TEST_CASE("remote config: a remote is written where its spec says read-write, or by a machine that signs") {
+  TempDir dir;
+  const auto file = dir / "kiln.conf";
+  ScopedEnv remote("KILN_REMOTE", std::nullopt), trust("KILN_REMOTE_TRUST", std::nullopt),
+      sign("KILN_REMOTE_SIGN", std::nullopt), accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
+  // Each remote's read_only, in order, as load_config decides it from `text` and the environment.
+  const auto read_only_of = [&](const std::string &text) {
+    write_text(file, text);
+    ::chmod(file.c_str(), 0644);
+    std::vector<bool> read_only;
+    for (const auto &endpoint : load_config(file).remotes) read_only.push_back(endpoint.read_only);
+    return read_only;
+  };
+  const std::string specs =
+      "remote = http://a:1/k\nremote = http://b:1/k;read-write\nremote = redis://c:2/0 ; read-only\n";
+  // No signing key: only the remote that says read-write is written.
+  CHECK(read_only_of(specs) == std::vector<bool>{true, false, true});
+  // A signing key, in kiln.conf or the environment: every remote but the one that says read-only.
+  CHECK(read_only_of(specs + "sign = /k/build.key\n") == std::vector<bool>{false, false, true});
+  {
+    ScopedEnv env_sign("KILN_REMOTE_SIGN", std::string("/k/build.key"));
+    CHECK(read_only_of(specs) == std::vector<bool>{false, false, true});
+  }
+  // KILN_REMOTE's remotes are decided the same way.
+  {
+    ScopedEnv env_remote("KILN_REMOTE", std::string("http://e:1/k|http://f:1/k;read-write|http://g:1/k;read-only"));
+    CHECK(read_only_of("") == std::vector<bool>{true, false, true});
+    ScopedEnv env_sign("KILN_REMOTE_SIGN", std::string("/k/build.key"));
+    CHECK(read_only_of("") == std::vector<bool>{false, false, true});
+  }
+  // A spec saying the same twice says it once; saying both is refused, naming the remote and
+  // where it was written, never its password.
+  CHECK(parse_remote("http://h:1/k;read-write;read-write", "x").writes == kiln::remote::Endpoint::Writes::always);
+  const std::string both =
+      remote_usage_message([] { parse_remote("redis://:S3cret@h:1/0;read-only;read-write", "KILN_REMOTE"); });
+  CHECK(both.find("KILN_REMOTE: remote") == 0);
+  CHECK(both.find("h:1/0") != std::string::npos);
+  CHECK(both.find("both read-only and read-write") != std::string::npos);
+  CHECK(both.find("S3cret") == std::string::npos);
+  const std::string in_file = remote_usage_message([] {
+    parse_config_text("remote = http://a:1/k\nremote = http://b:1/k;read-write ; read-only\n", "/c/kiln.conf");
+  });
+  CHECK(in_file.find("/c/kiln.conf:2: remote") == 0);
+  CHECK(in_file.find("http://b:1/k") != std::string::npos);
+  CHECK(in_file.find("both read-only and read-write") != std::string::npos);
+  // The attribute takes no value.
+  CHECK(remote_usage_message([] {
+          parse_remote("http://h/k;read-write=yes", "x");
+        }).find("unknown attribute \"read-write=yes\"") != std::string::npos);
+}
+
+TEST_CASE("remote config: accept-unsigned in kiln.conf and KILN_REMOTE_ACCEPT_UNSIGNED, yes or no") {
+  CHECK_FALSE(parse_config_text("remote = http://a:1/k\n", "f").accept_unsigned);  // off unless said
+  for (const std::string yes : {"yes", "1", "true"}) {
+    CHECK_MESSAGE(parse_config_text("accept-unsigned = " + yes + "\n", "f").accept_unsigned, yes);
+  }
+  for (const std::string no : {"no", "0", "false"}) {
+    CHECK_FALSE_MESSAGE(parse_config_text("accept-unsigned = " + no + "\n", "f").accept_unsigned, no);
+  }
+  const std::string bad =
+      remote_usage_message([] { parse_config_text("\naccept-unsigned = maybe\n", "/c/kiln.conf"); });
+  CHECK(bad.find("/c/kiln.conf:2: accept-unsigned \"maybe\" is neither yes nor no") == 0);
+  CHECK(remote_usage_message([] {
+          parse_config_text("accept_unsigned = yes\n", "f");
+        }).find("known: remote, trust, sign, accept-unsigned") != std::string::npos);
+
+  TempDir dir;
+  const auto file = dir / "kiln.conf";
+  write_text(file, "remote = http://a:1/k\naccept-unsigned = yes\n");
+  ::chmod(file.c_str(), 0644);
+  ScopedEnv remote("KILN_REMOTE", std::nullopt);
+  {
+    ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
+    CHECK(load_config(file).accept_unsigned);
+    CHECK_FALSE(load_config(dir / "absent.conf").accept_unsigned);
+  }
+  // The environment replaces the file's setting, either way.
+  {
+    ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("no"));
+    CHECK_FALSE(load_config(file).accept_unsigned);
+  }
+  {
+    ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("1"));
+    CHECK(load_config(dir / "absent.conf").accept_unsigned);
+  }
+  {
+    ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::string("Yes please"));
+    const std::string message = remote_usage_message([&] { load_config(file); });
+    CHECK(message.find("KILN_REMOTE_ACCEPT_UNSIGNED") == 0);
+    CHECK(message.find("is neither yes nor no") != std::string::npos);
+  }
 }

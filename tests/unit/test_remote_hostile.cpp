@@ -61,8 +61,10 @@ struct LeaseWait {
 LeaseWait wait_for_lease(const std::string &url, double lease_wait_s, const kiln::CancelToken *cancel) {
   TempDir dir;
   const kiln::store::Storage storage({kiln::store::StoreLocation{dir.path(), true, "test"}});
+  // Leases are taken where a machine writes, and could take another machine's upload.
   remote::RemoteConfig config;
-  config.remotes.push_back(remote::parse_remote(url + ";timeout=2", "test"));
+  config.remotes.push_back(remote::parse_remote(url + ";timeout=2;read-write", "test"));
+  config.accept_unsigned = true;
   config.lease_wait_s = lease_wait_s;
   LeaseWait out;
   const remote::RemoteCache cache(config, [&out](kiln::LogLevel, const std::string &line) { out.logged.push_back(line); });
@@ -118,6 +120,7 @@ TEST_CASE("remote hostile: a cancel ends the wait for a contradicting server wit
     const LeaseWait waited = wait_for_lease(url, 900, &cancel);
     canceller.join();
     CHECK_FALSE(waited.lease);
+    CHECK(waited.seconds >= 0.25);  // it did wait, until the cancel
     CHECK(waited.seconds < 2);
     CHECK_FALSE(redis.log().gave_up());
     CHECK_FALSE(http.log().gave_up());
@@ -128,17 +131,19 @@ TEST_CASE("remote hostile: kiln remote pull against a contradicting Redis ends a
   kiln::test::BuildRecipeDir fx;
   FakeRedis redis = contradicting_redis();
   const auto conf = fx.cache().parent_path() / "kiln.conf";
-  kiln::test::write_text(conf, "remote = " + redis.url() + "\nlease_wait = 1\n");
+  // A machine that writes and takes unsigned entries: one that waits on leases.
+  kiln::test::write_text(conf, "remote = " + redis.url() + ";read-write\naccept-unsigned = yes\nlease_wait = 1\n");
   auto env = fx.cli_env();
   env["KILN_CONFIG"] = conf.string();
   const auto start = Clock::now();
   const auto pulled = kiln::test::run_kiln({"remote", "pull", fx.recipe_file().string()}, env);
   CAPTURE(pulled.err);
   CHECK(pulled.exit_code == 3);  // not found: no remote has it
+  CHECK(std::chrono::duration<double>(Clock::now() - start).count() >= 0.9);  // it waited on the lease
   CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 6);
 
   FakeRedis patient = contradicting_redis();  // a fresh one: the first may be near giving up
-  kiln::test::write_text(conf, "remote = " + patient.url() + "\nlease_wait = 900\n");
+  kiln::test::write_text(conf, "remote = " + patient.url() + ";read-write\naccept-unsigned = yes\nlease_wait = 900\n");
   std::string command = "{ env";  // one group: run_shell's redirections then take all of it
   for (const auto &[name, value] : env) command += " " + kiln::test::shell_quote(name + "=" + value);
   command += " timeout -s KILL 7 " + kiln::test::kiln_cli_command() + " remote pull " +

@@ -90,12 +90,14 @@ struct Machine {
     bundle::write_entry_bundle(entry(), file.string(), key);
     return kiln::test::read_text(file);
   }
+  // Every machine here may write (read-write): what it uploads, and what it replaces, is the point.
   std::unique_ptr<remote::RemoteCache> cache(const std::string &url, const std::vector<std::string> &trusted,
-                                             const std::string &sign) {
+                                             const std::string &sign, bool accept_unsigned = false) {
     remote::RemoteConfig config;
-    config.remotes.push_back(remote::parse_remote(url + ";timeout=5", "test"));
+    config.remotes.push_back(remote::parse_remote(url + ";timeout=5;read-write", "test"));
     config.trusted_keys = trusted;
     config.signing_key = sign;
+    config.accept_unsigned = accept_unsigned;
     return std::make_unique<remote::RemoteCache>(config, [this](LogLevel, const std::string &line) {
       logged += line + "\n";
     });
@@ -187,12 +189,13 @@ TEST_CASE("remote squat: an entry the uploader accepts is never overwritten") {
     std::string planted;
     std::vector<std::string> trusted;  // the uploader's
     std::string sign;
+    bool accept_unsigned = false;
   } plants[] = {
       {"signed by another trusted key", other.bundle(keys.fleet2.secret_file),
        {keys.fleet.public_file, keys.fleet2.public_file}, keys.fleet.secret_file},
       {"signed by the same key, another machine's bundle", other.bundle(keys.fleet.secret_file),
        {keys.fleet.public_file}, keys.fleet.secret_file},
-      {"unsigned and intact, no key trusted", other.bundle(""), {}, ""},
+      {"unsigned and intact, no key trusted, accept-unsigned", other.bundle(""), {}, "", true},
       // Its own upload would be refused by it (its key is not trusted): it replaces nothing.
       {"refused, by a machine signing with a key it does not trust", other.bundle(keys.rogue.secret_file),
        {keys.fleet.public_file}, keys.fleet2.secret_file},
@@ -203,7 +206,8 @@ TEST_CASE("remote squat: an entry the uploader accepts is never overwritten") {
       CAPTURE(server.name);
       plant(server, entry, plant_case.planted);
       a.logged.clear();
-      const auto uploads = a.cache(server.url(), plant_case.trusted, plant_case.sign)->offer(*a.storage, a.entry());
+      const auto uploads = a.cache(server.url(), plant_case.trusted, plant_case.sign, plant_case.accept_unsigned)
+                               ->offer(*a.storage, a.entry());
       REQUIRE(uploads.size() == 1);
       CHECK(uploads[0].status == "present");
       CHECK(uploads[0].replaced.empty());
@@ -212,6 +216,39 @@ TEST_CASE("remote squat: an entry the uploader accepts is never overwritten") {
   }
   // The machine that refuses its own upload says why it replaces nothing.
   CHECK(contains(a.logged, "it refuses its own upload"));
+}
+
+TEST_CASE("remote squat: a machine nothing vouches for judges entries as its fetches would, and replaces none") {
+  Keys keys;
+  Machine a(true);
+  const std::string entry = "cas/tests/" + a.entry().content_key;
+  // No trusted key, no pinned root, no accept-unsigned: it would refuse its own upload, signed
+  // or not, so it has nothing to replace a refused entry with.
+  const struct {
+    const char *what;
+    std::string sign;
+    std::string said;
+  } machines[] = {
+      {"unsigned uploads", "", "is not signed, and this machine accepts only entries a trusted key signed"},
+      {"signed uploads", keys.fleet.secret_file,
+       "is signed by key " + keys.fleet.key_id + " but this machine trusts no key"},
+  };
+  for (const auto &machine : machines) {
+    for (const Server &server : servers()) {
+      CAPTURE(machine.what);
+      CAPTURE(server.name);
+      const std::string planted = a.bundle(keys.rogue.secret_file);
+      plant(server, entry, planted);
+      a.logged.clear();
+      const auto uploads = a.cache(server.url(), {}, machine.sign)->offer(*a.storage, a.entry());
+      REQUIRE(uploads.size() == 1);
+      CHECK(uploads[0].status == "present");
+      CHECK(uploads[0].replaced.empty());
+      CHECK(server.value(entry) == planted);
+      CHECK(contains(a.logged, "it refuses its own upload"));
+      CHECK_MESSAGE(contains(a.logged, machine.said), a.logged);
+    }
+  }
 }
 
 TEST_CASE("remote squat: a pointer planted under an input key is replaced when it leads nowhere the uploader accepts") {
