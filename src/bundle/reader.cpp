@@ -394,7 +394,11 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   auto &stagings = verified.stagings;
   std::vector<std::vector<std::string>> before(index.entries.size());
   std::vector<std::vector<bool>> downgrades(index.entries.size());
-  for (std::size_t e = 0; e < index.entries.size(); ++e) downgrades[e].resize(index.entries[e].records.size());
+  std::vector<std::vector<std::string>> rollbacks(index.entries.size());  // what each allowed downgrade rolled back
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    downgrades[e].resize(index.entries[e].records.size());
+    rollbacks[e].resize(index.entries[e].records.size());
+  }
 
   // Release versions: each signer's releases of a name only move forward (release_versions.hpp).
   // The locks are held through the commit, so two imports cannot interleave their checks and
@@ -428,7 +432,12 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
                   highest->accepted + (reused ? ": a release version reused for other bytes" : ": a replayed older release"),
               "import a newer release, or pass --allow-downgrade to roll the name back on purpose");
         }
-        if (older || reused) downgrades[e][r] = true;
+        if (older || reused) {
+          downgrades[e][r] = true;
+          rollbacks[e][r] = "release " + std::to_string(record.version) + " over release " +
+                            std::to_string(highest->version) + " (" + highest->content_key + ") of " +
+                            (signer == "unsigned" ? std::string("unsigned bundles") : "key " + signer);
+        }
       }
       state.accept(signer, record.name, {record.version, entry.content_key, store::utc_now_iso8601()});
     }
@@ -462,6 +471,11 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
         }
       }
       before[e].push_back(key);
+      if (downgrade && rollbacks[e][r].empty()) {
+        const auto &current = manifest->artifacts.at(record.name);
+        rollbacks[e][r] = "a bundle created " + index.created + " over " + current.content_key + " from one created " +
+                          current.bundle_created;
+      }
       downgrades[e][r] = downgrades[e][r] || downgrade;
     }
   }
@@ -482,9 +496,15 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   const std::vector<bool> fresh =
       target.writable().commit_entries(std::move(batch), log, [](std::size_t) { KILN_FAULT_POINT("import.after_entry"); });
   std::vector<store::Publication> publications;
-  for (const auto &entry : index.entries) {
-    for (const auto &record : entry.records) {
-      publications.push_back({entry.consumer, record.name, entry.content_key, record.input_key, entry.kind, index.created});
+  const std::string now = store::utc_now_iso8601();
+  for (std::size_t e = 0; e < index.entries.size(); ++e) {
+    const IndexEntry &entry = index.entries[e];
+    for (std::size_t r = 0; r < entry.records.size(); ++r) {
+      const IndexRecord &record = entry.records[r];
+      const std::string rollback =
+          downgrades[e][r] ? "rolled back with --allow-downgrade on " + now + ": " + rollbacks[e][r] : "";
+      publications.push_back(
+          {entry.consumer, record.name, entry.content_key, record.input_key, entry.kind, index.created, rollback});
     }
   }
   target.point_all(publications);

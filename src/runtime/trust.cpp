@@ -53,9 +53,21 @@ TrustStatus Runtime::trust(const TrustRequest &request) try {
     target = store::resolve_store_root(fs::absolute(request.into));
     roots = {target};
   }
-  files::create_directories(target);
-  if (!request.root.empty()) bundle::pin_root(target, request.root);
   bundle::TrustState state = bundle::read_trust(roots);
+  if (!request.root.empty()) {
+    // A root a layer pins is not replaced from the writable cache beside it: checked before
+    // anything is written.
+    const bundle::PublicKey wanted = bundle::read_public_key(request.root);
+    if (state.anchor && state.anchor->key_id != wanted.key_id) {
+      throw UsageError("the stores already trust root " + state.anchor->key_id + " (" + state.anchor->file + "), not " +
+                       wanted.key_id + " (" + request.root +
+                       "): a root changes only by a rotation the old root signs (kiln key rotate-root, then kiln key "
+                       "trust --key-list with the new list)");
+    }
+    files::create_directories(target);
+    bundle::pin_root(target, request.root);
+    state = bundle::read_trust(roots);
+  }
   if (!request.key_list.empty()) {
     if (!state.active()) {
       throw UsageError("store " + target.string() +

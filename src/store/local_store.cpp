@@ -285,7 +285,8 @@ std::vector<std::string> LocalStore::write_records(const std::string &consumer,
   const auto same = [&](const Manifest &manifest, const std::string &name, const ManifestRecord &record) {
     const auto it = manifest.artifacts.find(name);
     return it != manifest.artifacts.end() && it->second.content_key == record.content_key &&
-           it->second.input_key == record.input_key && it->second.kind == record.kind;
+           it->second.input_key == record.input_key && it->second.kind == record.kind &&
+           it->second.rollback == record.rollback;  // a rollback is said, and unsaid, even over the same entry
   };
   const auto all_same = [&](const Manifest &manifest) {
     for (const auto &[name, record] : records) {

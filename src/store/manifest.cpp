@@ -56,6 +56,7 @@ ManifestRecord record_of(const std::string &name, const json &record, const fs::
   entry.kind = string_field(record, "kind", file, where, true);
   entry.updated = string_field(record, "updated", file, where, false);
   entry.bundle_created = string_field(record, "bundle_created", file, where, false);
+  entry.rollback = string_field(record, "rollback", file, where, false);
   return entry;
 }
 
@@ -218,6 +219,7 @@ std::string serialize_manifest(const Manifest &manifest) {
     json entry = {{"content_key", record.content_key}, {"kind", record.kind}, {"updated", record.updated}};
     if (!record.input_key.empty()) entry["input_key"] = record.input_key;
     if (!record.bundle_created.empty()) entry["bundle_created"] = record.bundle_created;
+    if (!record.rollback.empty()) entry["rollback"] = record.rollback;
     artifacts[name] = std::move(entry);
   }
   json root = {{"schema", kManifestSchema}, {"consumer", manifest.consumer}, {"artifacts", std::move(artifacts)}};

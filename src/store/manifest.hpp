@@ -22,6 +22,9 @@ struct ManifestRecord {
   // record, so that an older bundle replayed later is seen as rolling the name back. Empty for
   // records a publish or a build wrote.
   std::string bundle_created;
+  // Written by an import a person let roll the name back (--allow-downgrade): when, and from
+  // what. Kept until the name is next written, so the store says why it runs an older release.
+  std::string rollback;
 };
 
 struct Manifest {

@@ -253,7 +253,7 @@ void Storage::point_all(const std::vector<Publication> &publications) const {
       KILN_FAULT_POINT("import.after_bykey");
     }
     records[publication.consumer][publication.name] = {publication.content_key, publication.input_key, publication.kind,
-                                                       now, publication.bundle_created};
+                                                       now, publication.bundle_created, publication.rollback};
   }
   for (const auto &[consumer, named] : records) {
     KILN_FAULT_POINT("import.before_manifest");

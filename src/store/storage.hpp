@@ -34,6 +34,7 @@ struct Publication {
   std::string input_key;  // empty for published (not built) artifacts: no bykey pointer
   std::string kind;       // kKindPlugin or kKindImages (kiln/module.hpp)
   std::string bundle_created;  // imports: the signed creation time of the bundle (ManifestRecord)
+  std::string rollback;        // imports a person let roll the name back (ManifestRecord)
 };
 
 class Storage {

@@ -95,11 +95,18 @@ TEST_CASE("bundle versions: a lower release from the same signer is refused, eve
   for (const auto &entry : downgraded["entries"]) status[entry["name"]] = entry["status"];
   CHECK(status["example"] == "downgraded");
   CHECK(json::parse(read_text(versions_file(world)))["signers"][world.key_id]["example"]["version"] == 2);
+  // The name's record says it was rolled back on purpose, and from what.
+  const json manifest = json::parse(read_text(world.target() / "consumers" / "tests" / "manifest.json"));
+  const std::string rollback = manifest["artifacts"]["example"].value("rollback", "");
+  CHECK_MESSAGE(rollback.find("rolled back with --allow-downgrade on ") == 0, rollback);
+  CHECK_MESSAGE(rollback.find("release 1 over release 2") != std::string::npos, rollback);
+  CHECK_MESSAGE(rollback.find("key " + world.key_id) != std::string::npos, rollback);
   CHECK(world.import_trusted(release1).exit_code == 6);  // still older than what was accepted
 
-  // Forward again: release 3 is taken and becomes the mark.
+  // Forward again: release 3 is taken and becomes the mark; the record is an ordinary one again.
   result = world.import_trusted(release3);
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  CHECK_FALSE(json::parse(read_text(world.target() / "consumers" / "tests" / "manifest.json"))["artifacts"]["example"].contains("rollback"));
   CHECK(json::parse(read_text(versions_file(world)))["signers"][world.key_id]["example"]["version"] == 3);
   CHECK(json::parse(read_text(versions_file(world)))["signers"][world.key_id]["example"]["content_key"] == second_key);
 }

@@ -277,7 +277,7 @@ TEST_CASE("key lists: a list signed by the wrong root, or altered, or older is r
       run_kiln({"key", "trust", "--root", fleet.pub("other-root"), "--into", fleet.world.target().string(), "--json"},
                fleet.world.env());
   CHECK(result.exit_code == 2);
-  CHECK_MESSAGE(message_of(result).find("already trusts root " + fleet.key_id("root")) != std::string::npos,
+  CHECK_MESSAGE(message_of(result).find("already trust root " + fleet.key_id("root")) != std::string::npos,
                 message_of(result));
 }
 
@@ -321,6 +321,36 @@ TEST_CASE("key lists: roles, consumers, key expiry and list expiry limit what a 
   CHECK_MESSAGE(message_of(result).find("expired at 2020-01-01T00:00:00Z") != std::string::npos, message_of(result));
   result = fleet.import(bundle, {"--allow-expired"});
   CHECK_MESSAGE(result.exit_code == 0, result.out << result.err);
+}
+
+TEST_CASE("key lists: a robot's read-only layer pins the root; a newer list a bundle brings is kept in its cache") {
+  Fleet fleet;
+  const fs::path layer = fleet.world.target();
+  fleet.must({"key", "trust", "--key-list", fleet.list.string(), "--into", layer.string()});  // generation 2, in the image
+  fleet.keygen("release2");
+  fleet.must({"key", "add", fleet.list.string(), "--root", fleet.key("root"), "--key", fleet.pub("release2"), "--role",
+              "release"});
+  const fs::path bundle = fleet.exported("g3.kbundle", "release2", fleet.list);
+  const auto image = file_contents(layer);
+
+  auto robot = fleet.world.env(fleet.world.dir / "robot-cache");
+  robot["KILN_STORE_PATH"] = layer.string();
+  auto result = run_kiln({"import", bundle.string(), "--json"}, robot);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.out << result.err);
+  CHECK(json::parse(result.out)["key_list_generation"] == 3);
+  CHECK(file_contents(layer) == image);  // the layer is never written
+  result = run_kiln({"key", "list", "--json"}, robot);
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const json state = json::parse(result.out);
+  CHECK(state["root"]["file"] == (layer / "trust" / "root.pub").string());
+  CHECK(state["key_list"]["generation"] == 3);
+  CHECK(state["key_list"]["file"] == (fleet.world.dir / "robot-cache" / "trust" / "keys.json").string());
+
+  // The robot's cache pinning another root beside the layer's: refused, not chosen between.
+  fleet.keygen("intruder");
+  result = run_kiln({"key", "trust", "--root", fleet.pub("intruder"), "--json"}, robot);
+  CHECK(result.exit_code != 0);
+  CHECK(!fs::exists(fleet.world.dir / "robot-cache" / "trust" / "root.pub"));
 }
 
 TEST_CASE("key lists: a remote entry's signer needs the build role") {
