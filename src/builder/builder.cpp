@@ -294,7 +294,7 @@ BuildResult run_build(const Recipe &recipe, const BuildOptions &caller_options, 
   result.input_key = input_key(recipe, identity, &records);
   const store::Storage &storage = *context.storage;
   const store::ConsumerLayout layout = storage.writable().layout(recipe.consumer);
-  const store::Publication publication{recipe.consumer, recipe.name, "", result.input_key, kind_of(recipe), ""};
+  const store::Publication publication{recipe.consumer, recipe.name, "", result.input_key, kind_of(recipe), "", ""};
 
   const auto finish = [&](const std::string &content_key, BuildResult::Outcome outcome) {
     result.content_key = content_key;

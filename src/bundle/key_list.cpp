@@ -57,9 +57,9 @@ std::string signed_text_of(const KeyList &list) {
                              {"keys", keys}});
 }
 
-class Reader {
+class KeyListReader {
  public:
-  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+  explicit KeyListReader(std::string origin) : origin_(std::move(origin)) {}
   [[noreturn]] void fail(const std::string &why) const {
     throw IntegrityError("key list " + origin_ + " is not a valid kiln key list (" + why +
                          "): use the file kiln key wrote, or ask its root key's keeper for it again");
@@ -98,6 +98,18 @@ class Reader {
     if (!value)
       fail("\"" + std::string(field) + "\" is " + support::describe_json(object[field]) + ", not a positive integer");
     return *value;
+  }
+  // A list of min..max objects.
+  const json &objects(const json &object, const char *field, std::size_t min, std::size_t max) const {
+    if (!object.contains(field) || !object[field].is_array() || object[field].size() < min ||
+        object[field].size() > max) {
+      fail("\"" + std::string(field) + "\" is not a list of " + std::to_string(min) + " to " + std::to_string(max) +
+           " keys");
+    }
+    for (const auto &item : object[field]) {
+      if (!item.is_object()) fail("\"" + std::string(field) + "\" holds " + support::describe_json(item));
+    }
+    return object[field];
   }
   std::vector<std::string> names(const json &object, const char *field, bool consumers) const {
     if (!object.contains(field) || !object[field].is_array() || object[field].empty() ||
@@ -145,7 +157,7 @@ std::string serialize_key_list(const KeyList &list) {
 }
 
 KeyList parse_key_list(std::string_view text, const std::string &origin) {
-  const Reader read(origin);
+  const KeyListReader read(origin);
   if (text.size() > kMaxKeyListBytes) read.fail("larger than " + std::to_string(kMaxKeyListBytes) + " bytes");
   const json document = support::parse_json(text, [&](const std::string &why) { read.fail(why); });
   if (!document.is_object() || !document.contains("signed") || !document["signed"].is_object() ||
@@ -161,12 +173,7 @@ KeyList parse_key_list(std::string_view text, const std::string &origin) {
   list.generation = read.generation(body, "generation");
   list.created = read.time(body, "created");
   list.expires = read.time(body, "expires");
-  if (!body.contains("roots") || !body["roots"].is_array() || body["roots"].empty() ||
-      body["roots"].size() > kMaxRoots) {
-    read.fail("\"roots\" is not a list of 1 to " + std::to_string(kMaxRoots) + " keys");
-  }
-  for (const auto &item : body["roots"]) {
-    if (!item.is_object()) read.fail("a root is " + support::describe_json(item));
+  for (const auto &item : read.objects(body, "roots", 1, kMaxRoots)) {
     RootKey root;
     root.key_id = read.key_id(item);
     root.public_hex = read.public_hex(item, root.key_id);
@@ -182,11 +189,7 @@ KeyList parse_key_list(std::string_view text, const std::string &origin) {
       read.fail("root " + root.key_id + " starts after the list's generation");
     list.roots.push_back(root);
   }
-  if (!body.contains("keys") || !body["keys"].is_array() || body["keys"].size() > kMaxKeys) {
-    read.fail("\"keys\" is not a list of at most " + std::to_string(kMaxKeys) + " keys");
-  }
-  for (const auto &item : body["keys"]) {
-    if (!item.is_object()) read.fail("a key is " + support::describe_json(item));
+  for (const auto &item : read.objects(body, "keys", 0, kMaxKeys)) {
     ListedKey key;
     key.key_id = read.key_id(item);
     key.public_hex = read.public_hex(item, key.key_id);

@@ -22,6 +22,7 @@
 #include "bundle/index.hpp"
 #include "bundle/keys.hpp"
 #include "bundle/release_versions.hpp"
+#include "bundle/rollback_check.hpp"
 #include "bundle/signer_check.hpp"
 #include "artifact/identity_json.hpp"
 #include "load/entry_checks.hpp"
@@ -392,96 +393,14 @@ ImportReport read_bundle(const store::Storage &target, const ImportRequest &requ
   VerifiedBundle verified = verify_bundle(target, request, kRoleRelease, log, report);
   const Index &index = verified.index;
   auto &stagings = verified.stagings;
-  std::vector<std::vector<std::string>> before(index.entries.size());
-  std::vector<std::vector<bool>> downgrades(index.entries.size());
-  std::vector<std::vector<std::string>> rollbacks(index.entries.size());  // what each allowed downgrade rolled back
-  for (std::size_t e = 0; e < index.entries.size(); ++e) {
-    downgrades[e].resize(index.entries[e].records.size());
-    rollbacks[e].resize(index.entries[e].records.size());
-  }
-
-  // Release versions: each signer's releases of a name only move forward (release_versions.hpp).
-  // The locks are held through the commit, so two imports cannot interleave their checks and
-  // their names; consumers in name order, so two imports never wait on each other in a circle.
   const std::string signer = report.signature_verified ? report.signed_by : "unsigned";
-  std::map<std::string, std::unique_ptr<ReleaseVersions>> versions;
-  for (const auto &entry : index.entries) {
-    bool versioned = false;
-    for (const auto &record : entry.records) versioned = versioned || record.version != 0;
-    if (versioned && !versions.count(entry.consumer)) versions[entry.consumer] = nullptr;
-  }
-  for (auto &[consumer, state] : versions) {
-    state = std::make_unique<ReleaseVersions>(store::ConsumerLayout(target.writable().root(), consumer));
-  }
-  for (std::size_t e = 0; e < index.entries.size(); ++e) {
-    const IndexEntry &entry = index.entries[e];
-    for (std::size_t r = 0; r < entry.records.size(); ++r) {
-      const IndexRecord &record = entry.records[r];
-      if (record.version == 0) continue;
-      ReleaseVersions &state = *versions.at(entry.consumer);
-      if (const auto highest = state.highest(signer, record.name)) {
-        // An older release of the same bytes changes nothing the robot runs: not a rollback.
-        const bool older = record.version < highest->version && highest->content_key != entry.content_key;
-        const bool reused = record.version == highest->version && highest->content_key != entry.content_key;
-        if ((older || reused) && !request.allow_downgrade) {
-          Refusal(request.bundle)(
-              "carries release " + std::to_string(record.version) + " of " + entry.consumer + "/" + record.name +
-                  " (entry " + entry.content_key + "), but this store accepted release " +
-                  std::to_string(highest->version) + (reused ? " for entry " + highest->content_key : "") +
-                  " from " + (signer == "unsigned" ? std::string("unsigned bundles") : "key " + signer) + " on " +
-                  highest->accepted + (reused ? ": a release version reused for other bytes" : ": a replayed older release"),
-              "import a newer release, or pass --allow-downgrade to roll the name back on purpose");
-        }
-        if (older || reused) {
-          downgrades[e][r] = true;
-          rollbacks[e][r] = "release " + std::to_string(record.version) + " over release " +
-                            std::to_string(highest->version) + " (" + highest->content_key + ") of " +
-                            (signer == "unsigned" ? std::string("unsigned bundles") : "key " + signer);
-        }
-      }
-      state.accept(signer, record.name, {record.version, entry.content_key, store::utc_now_iso8601()});
-    }
-  }
-
-  // What the target's manifests name now (read before anything commits: a damaged manifest is
-  // refused while nothing has changed yet).
-  // A name whose current record an import wrote from a bundle created later than this one is
-  // rolled back by it: a replayed old bundle, refused unless asked for (nothing is written yet).
-  for (std::size_t e = 0; e < index.entries.size(); ++e) {
-    const IndexEntry &entry = index.entries[e];
-    const auto manifest = target.writable().manifest(entry.consumer);
-    for (std::size_t r = 0; r < entry.records.size(); ++r) {
-      const IndexRecord &record = entry.records[r];
-      std::string key;
-      bool downgrade = false;
-      if (manifest) {
-        const auto it = manifest->artifacts.find(record.name);
-        if (it != manifest->artifacts.end()) {
-          const store::ManifestRecord &current = it->second;
-          key = current.content_key + "/" + current.input_key + "/" + current.kind;
-          downgrade = current.content_key != entry.content_key && !current.bundle_created.empty() &&
-                      index.created < current.bundle_created;  // both UTC ISO-8601, same form: ordered as text
-          if (downgrade && !request.allow_downgrade) {
-            Refusal(request.bundle)(
-                "created " + index.created + ", it would roll " + entry.consumer + "/" + record.name + " back from " +
-                    current.content_key + " (imported from a bundle created " + current.bundle_created + ") to " +
-                    entry.content_key,
-                "import the newer bundle, or pass --allow-downgrade to roll the name back on purpose");
-          }
-        }
-      }
-      before[e].push_back(key);
-      if (downgrade && rollbacks[e][r].empty()) {
-        const auto &current = manifest->artifacts.at(record.name);
-        rollbacks[e][r] = "a bundle created " + index.created + " over " + current.content_key + " from one created " +
-                          current.bundle_created;
-      }
-      downgrades[e][r] = downgrades[e][r] || downgrade;
-    }
-  }
+  RollbackCheck checked = check_rollbacks(target, index, signer, request.allow_downgrade, request.bundle);
+  const auto &before = checked.before;
+  const auto &downgrades = checked.downgrades;
+  const auto &rollbacks = checked.rollbacks;
   // Every check passed: the versions are recorded before anything is committed, so a crash from
   // here on leaves a store that knows this release (importing it again completes the job).
-  for (auto &[consumer, state] : versions) state->save();
+  checked.save_versions();
   // A newer key list the bundle brought, likewise: the store follows it from here on.
   report.key_list_generation = verified.signers->keep_offered_list(target.writable().root());
 

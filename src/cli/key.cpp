@@ -11,7 +11,7 @@
 namespace kiln::cli {
 namespace {
 
-std::string join(const std::vector<std::string> &items) {
+std::string comma_list(const std::vector<std::string> &items) {
   std::string out;
   for (const auto &item : items) out += (out.empty() ? "" : ",") + item;
   return out;
@@ -20,7 +20,7 @@ std::string join(const std::vector<std::string> &items) {
 std::string key_line(const KeyListKey &key) {
   std::string line = "  " + key.key_id + "  " + key.status;
   if (key.status == "revoked") line += key.revoked_all ? " (everything it signed)" : " (since " + key.revoked_at + ")";
-  return line + "  roles " + join(key.roles) + "  consumers " + join(key.consumers) + "  expires " + key.expires +
+  return line + "  roles " + comma_list(key.roles) + "  consumers " + comma_list(key.consumers) + "  expires " + key.expires +
          (key.name.empty() ? "" : "  " + key.name) + "\n";
 }
 
@@ -28,7 +28,7 @@ std::string list_text(const KeyListInfo &info) {
   std::string text = info.file + ": generation " + std::to_string(info.generation) + ", signed " + info.created +
                      " by root " + info.roots.back() + ", expires " + info.expires +
                      (info.expired ? " (EXPIRED)" : "") + "\n";
-  if (info.roots.size() > 1) text += "  root chain " + join(info.roots) + "\n";
+  if (info.roots.size() > 1) text += "  root chain " + comma_list(info.roots) + "\n";
   if (info.keys.empty()) text += "  no keys yet (kiln key add)\n";
   for (const auto &key : info.keys) text += key_line(key);
   return text;
@@ -61,7 +61,7 @@ void edit_options(CLI::App *command, KeyListEdit &edit) {
   command->add_option("--expires", edit.expires, "when the new list expires: 365d, 12h or a UTC time; default a year");
 }
 
-struct ShowArgs {
+struct KeyShowArgs {
   std::string key_id;
   std::string file;
 };
@@ -112,7 +112,7 @@ Verb add_key(CLI::App &app, const Flags &flags) {
       command->add_subcommand("list", "the keys of a list file, or (no file) what the stores follow");
   list_command->add_option("file", *list_file, "key list file; default: the stores' pinned root and accepted list");
 
-  auto show = std::make_shared<ShowArgs>();
+  auto show = std::make_shared<KeyShowArgs>();
   CLI::App *show_command = command->add_subcommand("show", "one key of a list file, or of the list the stores follow");
   show_command->add_option("key_id", show->key_id, "the key (16 hex digits)")->required();
   show_command->add_option("file", show->file, "key list file; default: the stores' accepted list");

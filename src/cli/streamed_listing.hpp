@@ -20,12 +20,12 @@ class StreamedListing {
   StreamedListing(const StreamedListing &) = delete;
   StreamedListing &operator=(const StreamedListing &) = delete;
 
-  // One item: `json()` or `text()` is called, whichever the output is (not both: a store's
+  // One item: `as_json()` or `as_text()` is called, whichever the output is (not both: a store's
   // findings may number a million).
   template <class Json, class Text>
-  void item(Json json, Text text) {
+  void item(Json as_json, Text as_text) {
     open();
-    json_ ? write_json(json()) : write_text(text());
+    json_ ? write_json(as_json()) : write_text(as_text());
   }
   // `summary`'s field named like the list (empty: the items went here) is left out.
   void finish(const nlohmann::json &summary, const std::string &text);

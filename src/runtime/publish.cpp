@@ -114,7 +114,7 @@ PublishResult Runtime::publish(const PublishRequest &request) try {
   result.content_key = content_key;
   result.entry_dir = storage.writable().layout(request.consumer).entry(content_key).string();
   result.file = (fs::path(result.entry_dir) / file_name).string();
-  result.reused = !storage.commit(std::move(staging), {request.consumer, request.name, content_key, "", kKindPlugin, ""},
+  result.reused = !storage.commit(std::move(staging), {request.consumer, request.name, content_key, "", kKindPlugin, "", ""},
                                   state_->options.log);
   log(LogLevel::info, "published " + request.consumer + "/" + request.name + " as " + content_key +
                           (result.reused ? " (entry existed)" : "") + " in " + storage.writable().root().string());

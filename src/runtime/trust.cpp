@@ -28,7 +28,7 @@ TrustStatus status_of(const bundle::TrustState &state) {
   return status;
 }
 
-std::vector<fs::path> roots_of(const store::Storage &storage) {
+std::vector<fs::path> searched_roots(const store::Storage &storage) {
   std::vector<fs::path> roots;
   for (const auto &layer : storage.layers()) roots.push_back(layer->root());
   return roots;
@@ -37,7 +37,7 @@ std::vector<fs::path> roots_of(const store::Storage &storage) {
 }  // namespace
 
 TrustStatus Runtime::trust_status() const try {
-  return status_of(bundle::read_trust(roots_of(*state_->storage)));
+  return status_of(bundle::read_trust(searched_roots(*state_->storage)));
 } catch (...) {
   support::rethrow_typed("reading the stores' trust state");
 }
@@ -47,7 +47,7 @@ TrustStatus Runtime::trust(const TrustRequest &request) try {
     throw UsageError(
         "nothing to trust: pass --root ROOT.pub to pin a root, --key-list FILE to accept a newer list, or both");
   }
-  std::vector<fs::path> roots = roots_of(*state_->storage);
+  std::vector<fs::path> roots = searched_roots(*state_->storage);
   fs::path target = state_->writable().root();
   if (!request.into.empty()) {
     target = store::resolve_store_root(fs::absolute(request.into));

@@ -100,7 +100,7 @@ Resolution Storage::resolve_entry(const std::string &consumer, const std::string
   for (const auto &layer : layers_) {
     boost::system::error_code error;
     if (!fs::is_directory(fs::symlink_status(layer->layout(consumer).entry(content_key), error))) continue;
-    ManifestRecord record{content_key, "", "", "", ""};
+    ManifestRecord record{content_key, "", "", "", "", ""};
     std::string label = name;
     if (const auto manifest = layer->manifest(consumer)) {
       // The name the manifest gives this entry, when it still names it (name first).
@@ -239,7 +239,7 @@ void Storage::point(const Publication &publication) const {
   }
   const bool renamed = cache.write_record(publication.consumer, publication.name,
                                          {publication.content_key, publication.input_key, publication.kind,
-                                          utc_now_iso8601(), ""});
+                                          utc_now_iso8601(), "", ""});
   if (renamed && on_rename_) on_rename_(publication.consumer, publication.name);
 }
 
