@@ -19,12 +19,6 @@ std::string ids_of(const std::vector<PublicKey> &keys) {
   return ids;
 }
 
-std::vector<boost::filesystem::path> store_roots_of(const store::Storage &target) {
-  std::vector<boost::filesystem::path> roots;
-  for (const auto &layer : target.layers()) roots.push_back(layer->root());
-  return roots;
-}
-
 }  // namespace
 
 SignerCheck::SignerCheck(const store::Storage &target, const std::vector<std::string> &trusted_files, std::string role,
@@ -33,7 +27,7 @@ SignerCheck::SignerCheck(const store::Storage &target, const std::vector<std::st
   init_sodium();
   for (const auto &file : trusted_files) trusted_.push_back(read_public_key(file));
   try {
-    trust_ = read_trust(store_roots_of(target));
+    trust_ = read_trust(target);
   } catch (const IoError &) {
     store::throw_if_unwritable(target.writable().location());  // the usual cause, with its fix
     throw;

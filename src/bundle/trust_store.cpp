@@ -76,6 +76,12 @@ TrustState read_trust(const std::vector<fs::path> &store_roots) {
   return state;
 }
 
+TrustState read_trust(const store::Storage &storage) {
+  std::vector<fs::path> roots;
+  for (const auto &layer : storage.layers()) roots.push_back(layer->root());
+  return read_trust(roots);
+}
+
 void pin_root(const fs::path &store_root, const std::string &anchor_file) {
   const PublicKey anchor = read_public_key(anchor_file);
   const fs::path dir = trust_dir(store_root);

@@ -11,6 +11,7 @@
 #include <boost/filesystem/path.hpp>
 
 #include "bundle/key_list.hpp"
+#include "store/storage.hpp"
 
 namespace kiln::bundle {
 
@@ -29,6 +30,8 @@ boost::filesystem::path trust_dir(const boost::filesystem::path &store_root);
 // (or is writable by others), or two stores pinning different roots: IntegrityError /
 // UsageError naming the file -- trust fails closed.
 TrustState read_trust(const std::vector<boost::filesystem::path> &store_roots);
+// The same over every store `storage` searches.
+TrustState read_trust(const store::Storage &storage);
 
 // Pins `anchor_file`'s key as `store_root`'s root (a copy in trust/root.pub). Pinning the same
 // key again is a no-op; another one is refused (UsageError): a root changes only by rotation.

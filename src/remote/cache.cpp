@@ -173,10 +173,8 @@ std::optional<std::string> RemoteCache::pointer(Slot &slot, const std::string &c
 
 bool RemoteCache::can_accept_entries(const store::Storage &storage) const {
   if (!config_.trusted_keys.empty() || config_.accept_unsigned) return true;
-  std::vector<boost::filesystem::path> roots;
-  for (const auto &layer : storage.layers()) roots.push_back(layer->root());
   try {
-    if (bundle::read_trust(roots).active()) return true;
+    if (bundle::read_trust(storage).active()) return true;
   } catch (const Error &) {
     return true;  // a damaged trust state: the fetch's own check refuses, and says why
   }

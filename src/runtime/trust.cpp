@@ -28,16 +28,10 @@ TrustStatus status_of(const bundle::TrustState &state) {
   return status;
 }
 
-std::vector<fs::path> searched_roots(const store::Storage &storage) {
-  std::vector<fs::path> roots;
-  for (const auto &layer : storage.layers()) roots.push_back(layer->root());
-  return roots;
-}
-
 }  // namespace
 
 TrustStatus Runtime::trust_status() const try {
-  return status_of(bundle::read_trust(searched_roots(*state_->storage)));
+  return status_of(bundle::read_trust(*state_->storage));
 } catch (...) {
   support::rethrow_typed("reading the stores' trust state");
 }
@@ -47,13 +41,13 @@ TrustStatus Runtime::trust(const TrustRequest &request) try {
     throw UsageError(
         "nothing to trust: pass --root ROOT.pub to pin a root, --key-list FILE to accept a newer list, or both");
   }
-  std::vector<fs::path> roots = searched_roots(*state_->storage);
   fs::path target = state_->writable().root();
-  if (!request.into.empty()) {
-    target = store::resolve_store_root(fs::absolute(request.into));
-    roots = {target};
-  }
-  bundle::TrustState state = bundle::read_trust(roots);
+  if (!request.into.empty()) target = store::resolve_store_root(fs::absolute(request.into));
+  // --into: that directory alone, as an import into it sees it; else every store this Runtime searches.
+  const auto read_state = [&] {
+    return request.into.empty() ? bundle::read_trust(*state_->storage) : bundle::read_trust(std::vector<fs::path>{target});
+  };
+  bundle::TrustState state = read_state();
   if (!request.root.empty()) {
     // A root a layer pins is not replaced from the writable cache beside it: checked before
     // anything is written.
@@ -66,7 +60,7 @@ TrustStatus Runtime::trust(const TrustRequest &request) try {
     }
     files::create_directories(target);
     bundle::pin_root(target, request.root);
-    state = bundle::read_trust(roots);
+    state = read_state();
   }
   if (!request.key_list.empty()) {
     if (!state.active()) {
@@ -78,7 +72,7 @@ TrustStatus Runtime::trust(const TrustRequest &request) try {
     bundle::verify_key_list(list, *state.anchor, request.key_list);
     if (state.list) bundle::check_succession(*state.list, list, request.key_list);
     bundle::keep_key_list(target, state, list);
-    state = bundle::read_trust(roots);
+    state = read_state();
   }
   return status_of(state);
 } catch (...) {
