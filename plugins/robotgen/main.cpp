@@ -9,8 +9,10 @@
 //               matrix, and the joint limits (rnea_emitter.hpp)
 //   --max-joints  refuse a chain longer than a plugin supports (before any compiler runs)
 //   --check     write nothing: refuse what a build would refuse (with --dynamics-check, the
-//               inertials too) and print the robot's name and the chain's joints on stdout
-//               (kiln robot init asks this before it writes recipes)
+//               inertials too) and print the robot's name, the chain's joints and the model's
+//               fingerprint on stdout (kiln robot init asks this before it writes recipes; kiln
+//               load --model, to require a plugin's model: with --dynamics-check, the model with
+//               the gravity of --gravity, as a build with --dynamics records it)
 // The chain itself (fixed joints folded, bodies merged, every refusal) is urdf_chain.hpp's.
 //
 // The output is deterministic: the same URDF bytes and arguments give the same header bytes.
@@ -20,10 +22,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -123,7 +127,9 @@ int main(int argc, char **argv) {
   app.add_option("--max-joints", max_joints, "refuse a chain of more movable joints than this (a plugin's limit)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--check", check, "write nothing: check the chain and print the robot's name and joints");
-  app.add_flag("--dynamics-check", check_dynamics, "with --check: check the inertials and limits the dynamics need");
+  app.add_flag("--dynamics-check", check_dynamics,
+               "with --check: check the inertials and limits the dynamics need, and print the fingerprint of the model "
+               "with dynamics (the gravity included)");
   bool model_text = false;
   app.add_flag("--model-text", model_text,
                "with --check: also print the canonical model text the fingerprint digests (a line per link and joint)");
@@ -157,7 +163,11 @@ int main(int argc, char **argv) {
     kiln::robotgen::Chain chain = kiln::robotgen::extract_chain(*model, source, base, tip);
     if (max_joints > 0) kiln::robotgen::check_joint_count(chain, max_joints);
     const std::array<double, 3> gravity_vector{gravity[0], gravity[1], gravity[2]};
-    chain.model_text = kiln::robotgen::canonical_model_text(*model, base, tip);
+    // A model with dynamics includes the gravity they apply: both headers written together carry
+    // that model. --dynamics-check asks for the fingerprint such a build would record.
+    const bool with_dynamics = !dynamics.empty() || check_dynamics;
+    chain.model_text = kiln::robotgen::canonical_model_text(
+        *model, base, tip, with_dynamics ? std::optional<std::array<double, 3>>(gravity_vector) : std::nullopt);
     chain.model_fingerprint = kiln::robotgen::model_fingerprint(chain.model_text);
     if (check) {
       if (check_dynamics) kiln::robotgen::check_inertials(*model, chain);

@@ -31,11 +31,13 @@ std::string pose_text(const urdf::Pose &pose) {
 
 }  // namespace
 
-std::string canonical_model_text(const urdf::ModelInterface &model, const std::string &base, const std::string &tip) {
+std::string canonical_model_text(const urdf::ModelInterface &model, const std::string &base, const std::string &tip,
+                                 const std::optional<std::array<double, 3>> &gravity) {
   std::ostringstream s;
   s << "kiln-model 1\n";
   s << "generators " << kFkGeneratorVersion << ", " << kRneaGeneratorVersion << "\n";
   s << "chain " << base << " -> " << tip << "\n";
+  if (gravity) s << "gravity " << exact((*gravity)[0]) << " " << exact((*gravity)[1]) << " " << exact((*gravity)[2]) << "\n";
   // std::map: by name, whatever the order of the file.
   const std::map<std::string, urdf::LinkSharedPtr> links(model.links_.begin(), model.links_.end());
   for (const auto &[name, link] : links) {

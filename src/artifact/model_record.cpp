@@ -32,13 +32,21 @@ std::vector<RobotModel> read_models(std::string_view bytes, const std::string &f
 
 std::string model_fingerprint_of(std::string_view text) { return "xxh128:" + files::digest_hex(text); }
 
-std::string model_chain_of(std::string_view text) {
-  constexpr std::string_view prefix = "\nchain ";
+namespace {
+
+// The value of the first line starting with `prefix` ("\nchain " etc.); empty when there is none.
+std::string line_value(std::string_view text, std::string_view prefix) {
   const std::size_t at = text.find(prefix);
   if (at == std::string_view::npos) return "";
   const std::size_t start = at + prefix.size();
   return std::string(text.substr(start, text.find('\n', start) - start));
 }
+
+}  // namespace
+
+std::string model_chain_of(std::string_view text) { return line_value(text, "\nchain "); }
+
+std::string model_gravity_of(std::string_view text) { return line_value(text, "\ngravity "); }
 
 std::vector<ModelRecord> read_model_records(std::string_view bytes, const std::string &file) {
   std::vector<ModelRecord> records;

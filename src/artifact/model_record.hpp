@@ -34,6 +34,9 @@ std::string describe_models(const std::vector<RobotModel> &models);
 std::string model_fingerprint_of(std::string_view text);
 // The "chain <base> -> <tip>" line's value of a canonical model text; empty when there is none.
 std::string model_chain_of(std::string_view text);
+// The "gravity <x> <y> <z>" line's value: the gravity of a model with dynamics; empty for a
+// kinematic model (generated without dynamics).
+std::string model_gravity_of(std::string_view text);
 
 // The first line where two canonical texts differ, as "line N: <a's line> | <b's line>" with each
 // side named by `a_name` and `b_name`; empty when they are equal.

@@ -1,5 +1,7 @@
 // kiln load: resolve, check, verify, dlopen and bind a plugin (device images: load and resolve
 // every kernel on each device), timing each step.
+#include <cmath>
+#include <cstdio>
 #include <memory>
 
 #include <kiln/json.hpp>
@@ -18,6 +20,7 @@ struct LoadArgs {
   std::string name;
   int device = -1;
   std::string model_urdf, base, tip;  // --model URDF --base --tip: the robot the plugin must fit
+  std::vector<double> gravity;        // --gravity X Y Z: with --model, the model with dynamics under it
   std::string model_fingerprint;      // --model-fingerprint: the same, as kiln-urdf-fk --check printed it
 };
 
@@ -33,14 +36,28 @@ ModelRequirement required_model(const LoadArgs &args) {
     return model;
   }
   if (args.model_urdf.empty()) {
-    if (!args.base.empty() || !args.tip.empty()) throw UsageError("--base and --tip go with --model URDF");
+    if (!args.base.empty() || !args.tip.empty() || !args.gravity.empty()) {
+      throw UsageError("--base, --tip and --gravity go with --model URDF");
+    }
     return model;
   }
   if (args.base.empty() || args.tip.empty()) {
     throw UsageError("--model " + args.model_urdf + " needs the chain the plugin was generated for: --base LINK --tip LINK");
   }
-  const ChainCheck check = check_chain(find_data_dir(), args.model_urdf, args.base, args.tip, {"--model-text"},
-                                       "--model " + args.model_urdf);
+  // A plugin with dynamics (TrajOpt) was generated from the model under its gravity: kiln-urdf-fk
+  // checks the URDF as such a build would and prints that model.
+  std::vector<std::string> options = {"--model-text"};
+  if (!args.gravity.empty()) {
+    options.insert(options.end(), {"--dynamics-check", "--gravity"});
+    for (const double g : args.gravity) {
+      if (!std::isfinite(g)) throw UsageError("--gravity takes three finite numbers (m/s^2, in the chain's base frame)");
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", g);  // the same double on the generator's side
+      options.emplace_back(text);
+    }
+  }
+  const ChainCheck check =
+      check_chain(find_data_dir(), args.model_urdf, args.base, args.tip, options, "--model " + args.model_urdf);
   model.fingerprint = check.fingerprint;
   model.text = check.model_text;
   return model;
@@ -116,6 +133,10 @@ Verb add_load(CLI::App &app, const Flags &flags) {
                                                    "link or joint");
   command->add_option("--base", args->base, "with --model: the chain's base link");
   command->add_option("--tip", args->tip, "with --model: the chain's tip link");
+  command->add_option("--gravity", args->gravity,
+                      "with --model: the plugin has dynamics (TrajOpt) generated under this gravity, m/s^2 in the "
+                      "base frame (kiln-urdf-fk's default: 0 0 -9.81); its model must match under it too")
+      ->expected(3);
   command->add_option("--model-fingerprint", args->model_fingerprint,
                       "refuse (exit 4) a plugin not generated from this model (xxh128:..., as kiln-urdf-fk --check "
                       "prints it)");

@@ -32,7 +32,19 @@ std::string where_they_differ(const Resolution &resolution, const ModelRequireme
                                          [&](const artifact::ModelRecord &r) { return r.model.chain == chain; });
     const artifact::ModelRecord &record = same_chain != records.end() ? *same_chain : records.front();
     const std::string difference = artifact::first_model_difference(record.text, required.text, "plugin", "required");
-    return difference.empty() ? how_to_compare : "first difference at " + difference;
+    if (difference.empty()) return how_to_compare;
+    // A model with dynamics includes their gravity, a kinematic one none: say which side to ask for.
+    const std::string plugin_gravity = artifact::model_gravity_of(record.text);
+    const std::string required_gravity = artifact::model_gravity_of(required.text);
+    std::string hint;
+    if (!plugin_gravity.empty() && required_gravity.empty()) {
+      hint = "; the plugin has dynamics generated under gravity " + plugin_gravity +
+             ": require its model with that gravity (kiln load --gravity, kiln-urdf-fk --check --dynamics-check "
+             "--gravity)";
+    } else if (plugin_gravity.empty() && !required_gravity.empty()) {
+      hint = "; the plugin has no dynamics: require its kinematic model (without --gravity, --dynamics-check)";
+    }
+    return "first difference at " + difference + hint;
   } catch (const Error &) {
     return how_to_compare;  // the refusal stands; only its detail is lost
   }

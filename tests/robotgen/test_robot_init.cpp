@@ -223,8 +223,8 @@ TEST_CASE("kiln robot init: what a plugin cannot take is refused before anything
 }
 
 // The model fingerprint (kiln.robotmodel/1 1.1, kModelFingerprint in both headers): the URDF as
-// parsed and the chain; not comments, element order or visuals, nor the gravity (beside it in
-// chain_info: the FK header, which carries it, does not depend on the gravity).
+// parsed and the chain, and with dynamics their gravity; not comments, element order or visuals,
+// nor, for a kinematic model (FK alone), a gravity it never applies.
 TEST_CASE("kiln-urdf-fk: the model fingerprint follows the model, not the file's form") {
   TempDir dir;
   const std::string tool = kiln::test::shell_quote(KILN_URDF_FK_PATH);
@@ -257,6 +257,13 @@ TEST_CASE("kiln-urdf-fk: the model fingerprint follows the model, not the file's
   CHECK(fingerprint("f.urdf", replaced(base, "xyz=\"0 0 0.1\"", "xyz=\"0 0 0.2\""), chain) != print);
   CHECK(fingerprint("g.urdf", base, "--base l0 --tip l1") != print);
   CHECK(fingerprint("h.urdf", base, chain + " --gravity 0 0 -1.62") == print);
+  // With dynamics (--dynamics-check: as a build with --dynamics records it), the gravity is part of
+  // the model: another model than the kinematic one, and another under another gravity.
+  const std::string dynamic = fingerprint("i.urdf", base, chain + " --dynamics-check");
+  CHECK(dynamic != print);
+  CHECK(fingerprint("j.urdf", base, chain + " --dynamics-check --gravity 0 0 -9.81") == dynamic);
+  CHECK(fingerprint("k.urdf", base, chain + " --dynamics-check --gravity 0 0 -1.62") != dynamic);
+  CHECK(fingerprint("l.urdf", base, chain + " --dynamics-check --gravity 0 -9.81 0") != dynamic);
   // --model-text: what is digested, a line per link and joint (a diff names what differs).
   const CommandResult text = kiln::test::run_shell(tool + " " + kiln::test::shell_quote((dir / "a.urdf").string()) +
                                                    " " + chain + " --check --model-text");
@@ -264,11 +271,26 @@ TEST_CASE("kiln-urdf-fk: the model fingerprint follows the model, not the file's
   CHECK(contains(text.out, "chain l0 -> l2\n"));
   CHECK(contains(text.out, "\nlink l1 inertial xyz 0 0 0 rpy 0 0 0 mass 1 inertia 0.01 0 0 0.01 0 0.01\n"));
   CHECK(contains(text.out, "\njoint j2 revolute l1 -> l2 xyz 0 0 0.10000000000000001 rpy 0 0 0 axis 0 0 1 limit -1 1 effort 10 velocity 1\n"));
-  // The headers carry it.
+  CHECK(!contains(text.out, "\ngravity "));
+  const CommandResult dynamic_text = kiln::test::run_shell(
+      tool + " " + kiln::test::shell_quote((dir / "a.urdf").string()) + " " + chain +
+      " --check --dynamics-check --gravity 0 0 -1.62 --model-text");
+  REQUIRE(dynamic_text.exit_code == 0);
+  CHECK(contains(dynamic_text.out, "chain l0 -> l2\ngravity 0 0 -1.6200000000000001\n"));
+  // The headers carry it: the FK header alone the kinematic model; both headers written together
+  // the model with dynamics.
   const CommandResult header = kiln::test::run_shell(tool + " " + kiln::test::shell_quote((dir / "a.urdf").string()) +
                                                      " " + chain + " -o " + kiln::test::shell_quote((dir / "fk.cuh").string()));
   REQUIRE(header.exit_code == 0);
   CHECK(contains(kiln::test::read_text(dir / "fk.cuh"), "kModelFingerprint = \"" + print + "\";"));
+  const CommandResult both = kiln::test::run_shell(
+      tool + " " + kiln::test::shell_quote((dir / "a.urdf").string()) + " " + chain + " -o " +
+      kiln::test::shell_quote((dir / "fk2.cuh").string()) + " --dynamics " +
+      kiln::test::shell_quote((dir / "rnea.cuh").string()));
+  REQUIRE_MESSAGE(both.exit_code == 0, both.err);
+  CHECK(contains(kiln::test::read_text(dir / "fk2.cuh"), "kModelFingerprint = \"" + dynamic + "\";"));
+  CHECK(contains(kiln::test::read_text(dir / "rnea.cuh"), "kModelFingerprint = \"" + dynamic + "\";"));
+  CHECK(contains(kiln::test::read_text(dir / "rnea.cuh"), "\"gravity 0 0 -9.8100000000000005\\012\""));
 }
 
 TEST_CASE("kiln-urdf-fk: --max-joints and xacro files refused in a build's generator step, nothing written") {

@@ -83,11 +83,11 @@ typedef struct kiln_robotmodel_chain_info {
   char source[KILN_ROBOTMODEL_NAME_CAPACITY];    /* file name (no directory) of the model */
   /* (1.1) The model's fingerprint, "xxh128:" and 32 hex digits: a digest of the URDF as parsed (every
    * link's inertial; every joint's type, frames, axis, limits, dynamics and mimic; not visuals,
-   * collisions, comments or the order of elements), the chain (base, tip) and the generators'
-   * versions (`kiln-urdf-fk URDF --base B --tip T --check` prints it, `--model-text` what it
-   * digests). Two plugins of equal fingerprints were generated from the same robot model; with
-   * dynamics, gravity above says under which gravity. "" from a 1.0 plugin (past the struct_size it
-   * writes). */
+   * collisions, comments or the order of elements), the chain (base, tip), the generators'
+   * versions and, with dynamics (has_rnea 1), the gravity above (`kiln-urdf-fk URDF --base B --tip T
+   * --check` prints it, with `--dynamics-check --gravity X Y Z` for a plugin with dynamics;
+   * `--model-text` what it digests). Two plugins of equal fingerprints were generated from the same
+   * robot model. "" from a 1.0 plugin (past the struct_size it writes). */
   char model_fingerprint[KILN_ROBOTMODEL_NAME_CAPACITY];
 } kiln_robotmodel_chain_info;
 
