@@ -68,10 +68,10 @@ TEST_CASE("kiln-urdf-fk --dynamics: the same URDF gives the same bytes from any 
     // tag hashed from the contents differ.
     std::istringstream alone(kiln::test::read_text(one / "fk_alone.cuh")), together(kiln::test::read_text(one / "fk.cuh"));
     std::vector<std::string> only_together;
-    for (std::string a, b; std::getline(together, b);) {
-      if (contains(b, "\"gravity 0 0 -1.6200000000000001\\012\"")) continue;  // the one line -o alone lacks
-      REQUIRE(std::getline(alone, a));
-      if (a != b) only_together.push_back(b);
+    for (std::string line_alone, line_together; std::getline(together, line_together);) {
+      if (contains(line_together, "\"gravity 0 0 -1.6200000000000001\\012\"")) continue;  // the one line -o alone lacks
+      REQUIRE(std::getline(alone, line_alone));
+      if (line_alone != line_together) only_together.push_back(line_together);
     }
     REQUIRE(only_together.size() == 4);
     CHECK(contains(only_together[0], "#define KILN_FK_CHAIN_TAG chain_"));

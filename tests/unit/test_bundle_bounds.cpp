@@ -91,7 +91,7 @@ fs::path many_entry_bundle(const fs::path &source, int entries) {
                            kiln::store::utc_now_iso8601(), {}, {}},
                           identity);
     store.commit_entry(std::move(staging), {});
-    named.artifacts["n" + std::to_string(i)] = {key, "", "plugin", kiln::store::utc_now_iso8601(), ""};
+    named.artifacts["n" + std::to_string(i)] = {key, "", "plugin", kiln::store::utc_now_iso8601(), "", ""};
   }
   kiln::store::update_manifest(store.layout("many"), [&](kiln::store::Manifest &manifest) { manifest.artifacts = named.artifacts; });
   kiln::RuntimeOptions options;

@@ -193,7 +193,7 @@ TEST_CASE("gc: a manifest record is never written for an entry gc evicted (the c
   store.runtime.gc(options);
   REQUIRE_FALSE(fs::exists(store.entry(store.old)));
   const store::LocalStore cache({(store.dir / "cache").string(), true, "test"});
-  CHECK_THROWS_AS(cache.write_record("tests", "other", {store.old, "", "plugin", store::utc_now_iso8601(), ""}),
+  CHECK_THROWS_AS(cache.write_record("tests", "other", {store.old, "", "plugin", store::utc_now_iso8601(), "", ""}),
                   NotFoundError);
   CHECK_FALSE(cache.manifest("tests")->artifacts.count("other"));
 }

@@ -106,7 +106,7 @@ TEST_CASE("leftovers: a manifest writer clears the dead temps of the manifest it
   const store::ConsumerLayout layout(dir.path(), "tests");
   const fs::path temp = leave_temp(layout.manifest(), "99-3-4");
   store::update_manifest(layout, [](store::Manifest &manifest) {
-    manifest.artifacts["x"] = {some_key, "", "plugin", store::utc_now_iso8601(), ""};
+    manifest.artifacts["x"] = {some_key, "", "plugin", store::utc_now_iso8601(), "", ""};
   });
   CHECK_FALSE(fs::exists(temp));
   CHECK(store::read_manifest(layout.manifest(), "tests")->artifacts.count("x") == 1);

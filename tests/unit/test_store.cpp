@@ -119,7 +119,7 @@ TEST_CASE("manifest: round trip, and damaged, truncated or foreign manifests are
   TempDir dir;
   const store::ConsumerLayout layout(dir.path(), "gato");
   store::update_manifest(layout, [](store::Manifest &m) {
-    m.artifacts["solver"] = {std::string(32, 'a'), std::string(32, 'b'), "plugin", "2026-01-01T00:00:00Z", ""};
+    m.artifacts["solver"] = {std::string(32, 'a'), std::string(32, 'b'), "plugin", "2026-01-01T00:00:00Z", "", ""};
   });
   auto manifest = store::read_manifest(layout.manifest(), "gato");
   REQUIRE(manifest);
@@ -178,7 +178,7 @@ TEST_CASE("manifest: concurrent updates from threads lose nothing") {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {
         store::update_manifest(layout, [&](store::Manifest &m) {
-          m.artifacts["a" + std::to_string(t) + "-" + std::to_string(i)] = {std::string(32, 'c'), "", "plugin", "", ""};
+          m.artifacts["a" + std::to_string(t) + "-" + std::to_string(i)] = {std::string(32, 'c'), "", "plugin", "", "", ""};
         });
       }
     });

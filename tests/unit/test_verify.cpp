@@ -454,8 +454,8 @@ TEST_CASE("verify: a record whose kind its entry does not hold is found among mo
   kiln::store::update_manifest(store.layout("t"), [&](kiln::store::Manifest &manifest) {
     for (int i = 0; i < 300; ++i) {  // each entry named as what it holds, and as something else
       const std::string held = "kind" + std::to_string(i);
-      manifest.artifacts["right" + std::to_string(i)] = {keys[i], "", held, kiln::store::utc_now_iso8601(), ""};
-      manifest.artifacts["wrong" + std::to_string(i)] = {keys[i], "", "other", kiln::store::utc_now_iso8601(), ""};
+      manifest.artifacts["right" + std::to_string(i)] = {keys[i], "", held, kiln::store::utc_now_iso8601(), "", ""};
+      manifest.artifacts["wrong" + std::to_string(i)] = {keys[i], "", "other", kiln::store::utc_now_iso8601(), "", ""};
     }
   });
   kiln::VerifyReport report;
