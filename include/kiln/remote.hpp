@@ -19,11 +19,14 @@
 //   trust = /etc/kiln/fleet.pub                    repeatable: only entries these keys signed
 //   sign = /var/lib/kiln/build.key                 uploads are signed with this key
 //   accept-unsigned = yes                          take entries no trusted key signed (default no)
+//   entry-lifetime = 90d                           uploads expire this long after their creation; a
+//                                                  fetch refuses entries expired, unexpiring or valid longer
 //   lease_wait = 900                               seconds to wait for another machine's build
 //   retry_after = 60                               seconds a failed remote is skipped
 // and the environment, which replaces the file's value of the same setting: KILN_REMOTE
 // ("URL[;attr...]|URL..."; "off" for none), KILN_REMOTE_TRUST (PATH.pub[:PATH.pub...]),
-// KILN_REMOTE_SIGN (PATH.key), KILN_REMOTE_ACCEPT_UNSIGNED (yes/no). A remote's attributes:
+// KILN_REMOTE_SIGN (PATH.key), KILN_REMOTE_ACCEPT_UNSIGNED (yes/no), KILN_REMOTE_ENTRY_LIFETIME
+// (90d, 720h, ...). A remote's attributes:
 // read-only, read-write, connect-timeout=S, timeout=S,
 // max-size=BYTES (k/M/G suffixes), prefix=P (Redis key prefix, default "kiln:").
 #pragma once
@@ -50,6 +53,7 @@ struct RemoteStatus {
   std::vector<std::string> trusted_keys;   // PATH.pub files; empty: signatures are not required
   std::string signing_key;                 // PATH.key uploads are signed with; empty: unsigned
   bool accept_unsigned = false;            // entries no key vouches for are taken (checked for damage only)
+  std::int64_t entry_lifetime_s = 0;       // an upload's validity; a fetch refuses entries expired or valid longer
 };
 
 // One artifact moved by kiln remote push / pull.

@@ -82,7 +82,7 @@ def test_no_remote_configured(monkeypatch):
     runtime = kiln.Runtime()
     status = runtime.remote_status()
     assert status == {"config_file": None, "remotes": [], "trusted_keys": [], "signing_key": None,
-                      "accept_unsigned": False}
+                      "accept_unsigned": False, "entry_lifetime_s": 90 * 86400}
     assert runtime.doctor()["remotes"] == status
     with pytest.raises(kiln.UsageError, match="no remote cache is configured"):
         runtime.remote_push("tests")

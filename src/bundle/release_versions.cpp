@@ -26,21 +26,27 @@ constexpr const char *kVersionsFormat = "kiln-versions";
 
 }  // namespace
 
+std::optional<std::int64_t> duration_seconds(const std::string &text) {
+  if (text.size() < 2) return std::nullopt;
+  const char unit = text.back();
+  const std::string digits = text.substr(0, text.size() - 1);
+  if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const std::int64_t count = std::stoll(digits);
+  const std::int64_t scale = unit == 'd' ? 86400 : unit == 'h' ? 3600 : unit == 'm' ? 60 : unit == 's' ? 1 : 0;
+  if (scale == 0 || count == 0) return std::nullopt;
+  return count * scale;
+}
+
 std::string expiry_of(const std::string &text, std::int64_t created) {
   if (text.empty()) return support::format_utc_time(created + kDefaultValiditySeconds);
   if (const auto at = support::parse_utc_time(text)) return support::format_utc_time(*at);
-  const auto refuse = [&] {
+  const auto duration = duration_seconds(text);
+  if (!duration) {
     throw UsageError("--expires '" + text +
                      "' is neither a duration (90d, 12h, 30m, 3600s) nor a UTC time of the form "
                      "2027-01-31T23:59:59Z");
-  };
-  const char unit = text.back();
-  const std::string digits = text.substr(0, text.size() - 1);
-  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) refuse();
-  const std::int64_t count = std::stoll(digits);
-  const std::int64_t scale = unit == 'd' ? 86400 : unit == 'h' ? 3600 : unit == 'm' ? 60 : unit == 's' ? 1 : 0;
-  if (scale == 0 || count == 0) refuse();
-  return support::format_utc_time(created + count * scale);
+  }
+  return support::format_utc_time(created + *duration);
 }
 
 ReleaseVersions::ReleaseVersions(const store::ConsumerLayout &layout)

@@ -23,11 +23,17 @@ namespace kiln::bundle {
 
 // How long after its creation a bundle expires when the exporter names no time.
 inline constexpr std::int64_t kDefaultValiditySeconds = 365LL * 24 * 3600;
+// How long a remote cache's entry is valid after its creation unless kiln.conf's entry-lifetime
+// says otherwise (remote/config.hpp): 90 days.
+inline constexpr std::int64_t kDefaultEntryLifetimeSeconds = 90LL * 86400;
 // How far this machine's clock may be behind the exporter's before an expired bundle is refused.
 inline constexpr std::int64_t kClockSkewSeconds = 300;
 
-// The expiry an export records: `text` is a duration from `created` ("90d", "12h", "30m",
-// "3600s") or a time of the form 2026-01-31T23:59:59Z; empty: kDefaultValiditySeconds.
+// "90d", "12h", "30m", "3600s" in seconds; nullopt for anything else (zero included).
+std::optional<std::int64_t> duration_seconds(const std::string &text);
+
+// The expiry an export records: `text` is a duration from `created` (duration_seconds' forms)
+// or a time of the form 2026-01-31T23:59:59Z; empty: kDefaultValiditySeconds.
 // UsageError naming the text and the forms.
 std::string expiry_of(const std::string &text, std::int64_t created);
 

@@ -181,7 +181,6 @@ class BundleFile {
 };
 
 // The index of `carried` (signed with `key` when given) and their files, into `output`.
-// expires empty: none (a remote cache's entry, which its inputs name, not a release).
 void write_carried(const std::vector<Carried> &carried, const fs::path &output, const SecretKey *key,
                    ExportReport &report, std::int64_t created, const std::string &expires = "",
                    const std::string &key_list_text = "") {
@@ -213,14 +212,17 @@ void write_carried(const std::vector<Carried> &carried, const fs::path &output, 
 
 }  // namespace
 
-ExportReport write_entry_bundle(const Resolution &resolution, const std::string &output, const std::string &signing_key) {
+ExportReport write_entry_bundle(const Resolution &resolution, const std::string &output, const std::string &signing_key,
+                                std::int64_t lifetime_s) {
   std::optional<SecretKey> key;
   if (!signing_key.empty()) load_secret(key.emplace(), signing_key);
   ExportReport report;
   report.bundle = output;
   std::vector<Carried> carried{carry(resolution)};
   carried.front().entry.records.push_back({resolution.name, resolution.input_key});
-  write_carried(carried, fs::path(output), key ? &*key : nullptr, report, std::time(nullptr));
+  const std::int64_t created = std::time(nullptr);
+  report.expires = support::format_utc_time(created + lifetime_s);
+  write_carried(carried, fs::path(output), key ? &*key : nullptr, report, created, report.expires);
   return report;
 }
 

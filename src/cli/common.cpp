@@ -112,6 +112,8 @@ std::string remote_status_text(const RemoteStatus &status, const std::string &in
             (status.signing_key.empty() ? std::string("none: remotes are only read, unless a spec says read-write")
                                         : status.signing_key) +
             "\n";
+    text += indent + "entries      valid " + std::to_string(status.entry_lifetime_s / 86400) + " days (" +
+            std::to_string(status.entry_lifetime_s) + " s) from their upload (entry-lifetime)\n";
   }
   return text;
 }

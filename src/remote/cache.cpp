@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <map>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "remote/lease_holder.hpp"
 #include "store/storage.hpp"
 #include "support/elapsed.hpp"
+#include "support/utc_time.hpp"
 
 namespace kiln::remote {
 
@@ -127,7 +129,7 @@ std::optional<RemoteCache::Found> RemoteCache::fetch(const store::Storage &stora
     const bundle::FetchedEntry entry = bundle::read_entry_bundle(
         storage,
         {transfer_file(*transfer).string(), consumer, content_key, input_key, config_.trusted_keys, true,
-         config_.accept_unsigned},
+         config_.accept_unsigned, config_.entry_lifetime_s},
         log_);
     if (log_) {
       // An entry nobody vouched for is said at the default verbosity, not only in the details.
@@ -257,7 +259,8 @@ std::vector<RemoteTransfer> RemoteCache::offer(const store::Storage &storage, co
   std::string bundle;
   try {
     const store::Staging transfer = storage.stage(resolution.consumer, log_);
-    bundle::write_entry_bundle(resolution, transfer_file(transfer).string(), config_.signing_key);
+    bundle::write_entry_bundle(resolution, transfer_file(transfer).string(), config_.signing_key,
+                               config_.entry_lifetime_s);
     bundle = files::read_file(transfer_file(transfer), files::FileOrigin::store);
   } catch (const std::exception &error) {
     for (Slot *slot : writable) report(*slot, std::string("failed: ") + error.what(), 0);
@@ -268,7 +271,7 @@ std::vector<RemoteTransfer> RemoteCache::offer(const store::Storage &storage, co
   // equal outputs of other inputs are the same entry); one a pointer names, as a build of these inputs.
   const auto judge = [&](const std::string &body, const std::string &content_key, const std::string &input_key) {
     return judge_entry(storage, body, resolution.consumer, content_key, input_key, config_.trusted_keys,
-                       config_.accept_unsigned);
+                       config_.accept_unsigned, config_.entry_lifetime_s);
   };
   // What this machine refuses under its keys it replaces -- only with what it accepts itself:
   // judged once, on the first need. A machine whose own uploads it would refuse (its signing
@@ -279,7 +282,7 @@ std::vector<RemoteTransfer> RemoteCache::offer(const store::Storage &storage, co
       try {
         own = judge(bundle, resolution.content_key, "");
       } catch (const std::exception &error) {
-        own = EntryVerdict{std::string(error.what()), ""};
+        own = EntryVerdict{std::string(error.what()), "", ""};
       }
       if (own->refusal && log_) {
         log_(LogLevel::warning, "not replacing refused remote entries with this machine's " + resolution.consumer + "/" +
@@ -290,9 +293,17 @@ std::vector<RemoteTransfer> RemoteCache::offer(const store::Storage &storage, co
     return !own->refusal;
   };
   const std::string entry = cas_key(resolution.consumer, resolution.content_key);
+  // An accepted entry that expires soon is replaced too (the upload is the same entry, valid
+  // for a lifetime from now): what the fleet still builds or pushes never expires on the remote.
   const auto entry_refusal = [&](const std::string &body) -> std::optional<std::string> {
     if (!may_replace()) return std::nullopt;
-    return judge(body, resolution.content_key, "").refusal;
+    const EntryVerdict verdict = judge(body, resolution.content_key, "");
+    if (verdict.refusal) return verdict.refusal;
+    const auto expires = support::parse_utc_time(verdict.expires);
+    if (expires && *expires - std::time(nullptr) < config_.entry_lifetime_s / 10) {
+      return "it expires at " + verdict.expires + ", within a tenth of the entry lifetime: refreshed";
+    }
+    return std::nullopt;
   };
   for (Slot *slot : writable) {
     std::string why;
@@ -530,6 +541,7 @@ RemoteStatus RemoteCache::status() const {
   status.trusted_keys = config_.trusted_keys;
   status.signing_key = config_.signing_key;
   status.accept_unsigned = config_.accept_unsigned;
+  status.entry_lifetime_s = config_.entry_lifetime_s;
   for (const auto &slot : slots_) {
     RemoteInfo info;
     const Endpoint &endpoint = slot->backend->endpoint();

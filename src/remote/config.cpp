@@ -46,6 +46,16 @@ double seconds_value(const std::string &value, const std::string &what, const st
   return seconds;
 }
 
+// entry-lifetime: a duration of at least an hour (an entry must outlive the builds that fetch it).
+std::int64_t lifetime_value(const std::string &value, const std::string &origin) {
+  const auto seconds = bundle::duration_seconds(value);
+  if (!seconds || *seconds < 3600) {
+    throw UsageError(origin + ": entry-lifetime \"" + value.substr(0, 100) +
+                     "\" is not a duration of an hour or more (e.g. entry-lifetime = 90d, or 720h)");
+  }
+  return *seconds;
+}
+
 std::uint64_t bytes_value(const std::string &value, const std::string &origin) {
   std::uint64_t scale = 1;
   std::string digits = value;
@@ -172,13 +182,15 @@ RemoteConfig parse_config_text(const std::string &text, const std::string &file)
       config.signing_key = beside(file, value);
     } else if (key == "accept-unsigned") {
       config.accept_unsigned = yes_or_no(value, key, origin);
+    } else if (key == "entry-lifetime") {
+      config.entry_lifetime_s = lifetime_value(value, origin);
     } else if (key == "lease_wait") {
       config.lease_wait_s = seconds_value(value, key, origin);
     } else if (key == "retry_after") {
       config.retry_after_s = seconds_value(value, key, origin);
     } else {
       throw UsageError(origin + ": unknown setting \"" + redacted_url(key).substr(0, 100) +
-                       "\" (known: remote, trust, sign, accept-unsigned, lease_wait, retry_after)");
+                       "\" (known: remote, trust, sign, accept-unsigned, entry-lifetime, lease_wait, retry_after)");
     }
   }
   return config;
@@ -214,6 +226,9 @@ RemoteConfig load_config(const fs::path &config_file) {
   }
   if (const auto value = support::env_value("KILN_REMOTE_TRUST")) config.trusted_keys = key_files(*value);
   if (const auto value = support::env_value("KILN_REMOTE_SIGN")) config.signing_key = *value;
+  if (const auto value = support::env_value("KILN_REMOTE_ENTRY_LIFETIME")) {
+    config.entry_lifetime_s = lifetime_value(*value, "KILN_REMOTE_ENTRY_LIFETIME");
+  }
   if (const auto value = support::env_value("KILN_REMOTE_ACCEPT_UNSIGNED")) {
     config.accept_unsigned = yes_or_no(*value, "KILN_REMOTE_ACCEPT_UNSIGNED", "KILN_REMOTE_ACCEPT_UNSIGNED");
   }

@@ -7,6 +7,7 @@
 
 #include <boost/filesystem/path.hpp>
 
+#include "bundle/release_versions.hpp"
 #include "remote/backend.hpp"
 
 namespace kiln::remote {
@@ -20,6 +21,12 @@ struct RemoteConfig {
   // accepted, checked for damage only: for a cache only this fleet can write. Off by default:
   // without a trusted key or a pinned root, nothing a remote serves is taken.
   bool accept_unsigned = false;
+  // How long an uploaded entry is valid from its creation (its signed expiry; the fleet's, alike
+  // on every machine). A fetch refuses an entry expired or valid for longer (a miss), so a
+  // revoked key's entries, whatever creation time they claim, are gone from every fetch within
+  // this; an upload replaces an entry that expires within a tenth of it, so the entries the
+  // fleet still builds or pushes never expire.
+  std::int64_t entry_lifetime_s = bundle::kDefaultEntryLifetimeSeconds;
   double lease_wait_s = 900;            // how long to wait for another machine building the same key
   double retry_after_s = 60;            // a remote that failed is skipped this long (per process)
   bool any() const { return !remotes.empty(); }

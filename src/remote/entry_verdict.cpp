@@ -12,16 +12,18 @@ namespace fs = boost::filesystem;
 
 EntryVerdict judge_entry(const store::Storage &storage, const std::string &body, const std::string &consumer,
                          const std::string &content_key, const std::string &input_key,
-                         const std::vector<std::string> &trusted_keys, bool accept_unsigned) {
+                         const std::vector<std::string> &trusted_keys, bool accept_unsigned,
+                         std::int64_t max_lifetime_s) {
   const store::Staging staging = storage.stage(consumer, {});
   const fs::path file = staging.dir() / "judged.kbundle";
   files::write_staging_file(file, body, 0600);
   EntryVerdict verdict;
   try {
-    verdict.signed_by =
-        bundle::read_entry_bundle(
-            storage, {file.string(), consumer, content_key, input_key, trusted_keys, false, accept_unsigned}, {})
-            .signed_by;
+    const bundle::FetchedEntry judged = bundle::read_entry_bundle(
+        storage, {file.string(), consumer, content_key, input_key, trusted_keys, false, accept_unsigned, max_lifetime_s},
+        {});
+    verdict.signed_by = judged.signed_by;
+    verdict.expires = judged.expires;
   } catch (const Error &error) {
     // Refused: damaged or forged (IntegrityError), or of a bundle format this kiln does not read
     // (IncompatibleError). Anything else (a trusted key that cannot be read, a full disk) is no

@@ -4,6 +4,7 @@
 // and never what verifies.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,14 +18,17 @@ namespace kiln::remote {
 struct EntryVerdict {
   std::optional<std::string> refusal;  // why it is refused (as a fetch would refuse it); nullopt: accepted
   std::string signed_by;               // accepted: the key id verified; empty when none was checked
+  std::string expires;                 // accepted: its signed expiry (UTC ISO-8601)
 };
 
 // `body` judged as the entry cas/<consumer>/<content_key> (recorded for input_key when it is
 // not empty) exactly as a fetch of it judges it -- a kiln bundle, intact, of that one entry,
-// signed by one of trusted_keys where any is given (or unsigned with accept_unsigned) -- in a staging directory of storage's
-// writable cache, never committed. Throws what staging throws (a full disk): no verdict then.
+// signed by one of trusted_keys where any is given (or unsigned with accept_unsigned), unexpired,
+// valid for no longer than max_lifetime_s -- in a staging directory of storage's writable cache,
+// never committed. Throws what staging throws (a full disk): no verdict then.
 EntryVerdict judge_entry(const store::Storage &storage, const std::string &body, const std::string &consumer,
                          const std::string &content_key, const std::string &input_key,
-                         const std::vector<std::string> &trusted_keys, bool accept_unsigned);
+                         const std::vector<std::string> &trusted_keys, bool accept_unsigned,
+                         std::int64_t max_lifetime_s);
 
 }  // namespace kiln::remote

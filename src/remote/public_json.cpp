@@ -17,7 +17,8 @@ json to_json(const RemoteStatus &status) {
           {"remotes", remotes},
           {"trusted_keys", status.trusted_keys},
           {"signing_key", status.signing_key.empty() ? json(nullptr) : json(status.signing_key)},
-          {"accept_unsigned", status.accept_unsigned}};
+          {"accept_unsigned", status.accept_unsigned},
+          {"entry_lifetime_s", status.entry_lifetime_s}};
 }
 
 json to_json(const RemoteTransfer &transfer) {

@@ -363,9 +363,10 @@ TEST_CASE("key lists: a remote entry's signer needs the build role") {
   const auto fetch = [&](const fs::path &bundle) {
     return kiln::bundle::read_entry_bundle(robot, {bundle.string(), "tests", "", "", {}, false}, {});
   };
+  // Valid for less than a remote entry's lifetime, as an upload is.
   const auto one_entry = [&](const std::string &file, const std::string &signer) {
     fleet.must({"export", "--consumer", "tests", "--name", "example", "-o", (fleet.world.dir / file).string(), "--sign",
-                fleet.key(signer)});
+                fleet.key(signer), "--expires", "30d"});
     return fleet.world.dir / file;
   };
   const auto fetched = fetch(one_entry("built.kbundle", "builder"));
@@ -376,7 +377,8 @@ TEST_CASE("key lists: a remote entry's signer needs the build role") {
   // An unsigned entry: no key list lets it through.
   const fs::path unsigned_entry = fleet.world.dir / "unsigned-entry.kbundle";
   REQUIRE(
-      run_kiln({"export", "--consumer", "tests", "--name", "example", "-o", unsigned_entry.string()}, fleet.world.env())
+      run_kiln({"export", "--consumer", "tests", "--name", "example", "-o", unsigned_entry.string(), "--expires", "30d"},
+               fleet.world.env())
           .exit_code == 0);
   CHECK_THROWS_WITH_AS(fetch(unsigned_entry), doctest::Contains("is not signed"), kiln::IntegrityError);
 }

@@ -256,3 +256,32 @@ TEST_CASE("remote config: accept-unsigned in kiln.conf and KILN_REMOTE_ACCEPT_UN
     CHECK(message.find("is neither yes nor no") != std::string::npos);
   }
 }
+
+TEST_CASE("remote config: entry-lifetime in kiln.conf and KILN_REMOTE_ENTRY_LIFETIME, an hour or more") {
+  CHECK(parse_config_text("remote = http://a:1/k\n", "f").entry_lifetime_s == 90LL * 86400);  // the default
+  CHECK(parse_config_text("entry-lifetime = 30d\n", "f").entry_lifetime_s == 30LL * 86400);
+  CHECK(parse_config_text("entry-lifetime = 720h\n", "f").entry_lifetime_s == 720LL * 3600);
+  for (const std::string bad : {"10m", "0d", "forever", "90", "-1d", "1.5d"}) {
+    const std::string message =
+        remote_usage_message([&] { parse_config_text("\nentry-lifetime = " + bad + "\n", "/c/kiln.conf"); });
+    CHECK_MESSAGE(message.find("/c/kiln.conf:2: entry-lifetime \"" + bad + "\" is not a duration of an hour or more") == 0,
+                  message);
+  }
+  TempDir dir;
+  const auto file = dir / "kiln.conf";
+  write_text(file, "remote = http://a:1/k\nentry-lifetime = 30d\n");
+  ::chmod(file.c_str(), 0644);
+  ScopedEnv remote("KILN_REMOTE", std::nullopt);
+  {
+    ScopedEnv lifetime("KILN_REMOTE_ENTRY_LIFETIME", std::nullopt);
+    CHECK(load_config(file).entry_lifetime_s == 30LL * 86400);
+  }
+  {
+    ScopedEnv lifetime("KILN_REMOTE_ENTRY_LIFETIME", std::string("7d"));
+    CHECK(load_config(file).entry_lifetime_s == 7LL * 86400);
+  }
+  {
+    ScopedEnv lifetime("KILN_REMOTE_ENTRY_LIFETIME", std::string("soon"));
+    CHECK(remote_usage_message([&] { load_config(file); }).find("KILN_REMOTE_ENTRY_LIFETIME") == 0);
+  }
+}

@@ -84,10 +84,11 @@ struct Machine {
     resolution.input_key = kSquatInputKey;  // as a build of these inputs records it
     return resolution;
   }
-  // The entry as a one-entry bundle signed with `key` ("" unsigned): what an upload sends.
-  std::string bundle(const std::string &key) const {
+  // The entry as a one-entry bundle signed with `key` ("" unsigned), valid for `lifetime_s` from
+  // now (negative: expired that long ago): what an upload sends.
+  std::string bundle(const std::string &key, std::int64_t lifetime_s = bundle::kDefaultEntryLifetimeSeconds) const {
     const fs::path file = dir / ("bundle-" + std::to_string(++made) + ".kbundle");
-    bundle::write_entry_bundle(entry(), file.string(), key);
+    bundle::write_entry_bundle(entry(), file.string(), key, lifetime_s);
     return kiln::test::read_text(file);
   }
   // Every machine here may write (read-write): what it uploads, and what it replaces, is the point.
@@ -139,6 +140,10 @@ TEST_CASE("remote squat: an entry planted under its key that the fleet refuses i
       {"unsigned", a.bundle(""), "not signed"},
       {"a byte changed", damaged, ""},  // refused for whatever the byte hit: compression, signature, digest
       {"not a kiln bundle", "planted", "not a kiln bundle"},
+      // Signed by the fleet, but out of date, or claiming to outlive the fleet's entry lifetime.
+      {"expired", a.bundle(keys.fleet.secret_file, -3600), "expired at"},
+      {"valid for longer than the entry lifetime", a.bundle(keys.fleet.secret_file, 400LL * 86400),
+       "claims to be valid for 400 days"},
   };
   for (const auto &plant_case : plants) {
     for (const Server &server : servers()) {
@@ -216,6 +221,33 @@ TEST_CASE("remote squat: an entry the uploader accepts is never overwritten") {
   }
   // The machine that refuses its own upload says why it replaces nothing.
   CHECK(contains(a.logged, "it refuses its own upload"));
+}
+
+TEST_CASE("remote squat: an entry the fleet signed that expires within a tenth of its lifetime is refreshed by an upload") {
+  Keys keys;
+  Machine a(true);
+  const std::string content_key = a.entry().content_key, entry = "cas/tests/" + content_key;
+  for (const Server &server : servers()) {
+    CAPTURE(server.name);
+    // Valid for two more days of ninety: still fetched, and replaced by the next upload.
+    const std::string ageing = a.bundle(keys.fleet.secret_file, 2 * 86400);
+    plant(server, entry, ageing);
+    Machine b(false);
+    const auto fetched = b.cache(server.url(), {keys.fleet.public_file}, "")->find_by_content_key(*b.storage, "tests", content_key);
+    REQUIRE(fetched);
+    CHECK(fetched->signed_by == keys.fleet.key_id);
+    const auto uploads = a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->offer(*a.storage, a.entry());
+    REQUIRE(uploads.size() == 1);
+    CHECK(uploads[0].status == "replaced");
+    CHECK(contains(uploads[0].replaced, "within a tenth of the entry lifetime"));
+    const auto refreshed = server.value(entry);
+    REQUIRE(refreshed);
+    CHECK(*refreshed != ageing);
+    // The refreshed one is valid for the whole lifetime: the next upload leaves it.
+    CHECK(a.cache(server.url(), {keys.fleet.public_file}, keys.fleet.secret_file)->offer(*a.storage, a.entry()).at(0).status ==
+          "present");
+    CHECK(server.value(entry) == refreshed);
+  }
 }
 
 TEST_CASE("remote squat: a machine nothing vouches for judges entries as its fetches would, and replaces none") {
