@@ -5,6 +5,7 @@
 
 #include <boost/filesystem/operations.hpp>
 
+#include "bundle/release_versions.hpp"
 #include "runtime/state.hpp"
 #include "store/names.hpp"
 #include "remote/configured.hpp"
@@ -28,6 +29,7 @@ RemoteStatus Runtime::remote_status() const try {
   const auto remote = state_->remotes->get();
   if (!remote) {
     RemoteStatus status;
+    status.entry_lifetime_s = bundle::kDefaultEntryLifetimeSeconds;  // no remote it applies to: the default
     const auto &file = state_->remotes->config_file();
     if (boost::filesystem::exists(file)) status.config_file = file.string();
     return status;
