@@ -4,6 +4,7 @@
 
 #include <kiln/bundle.hpp>
 #include <kiln/cancel.hpp>
+#include <kiln/dynamics.hpp>
 #include <kiln/errors.hpp>
 #include <kiln/gc.hpp>
 #include <kiln/identity.hpp>

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
+#include <kiln/dynamics.hpp>
 #include <kiln/json.hpp>
 #include <kiln/kernels.hpp>
 #include <kiln/version.hpp>
@@ -21,6 +23,7 @@ struct LoadArgs {
   int device = -1;
   std::string model_urdf, base, tip;  // --model URDF --base --tip: the robot the plugin must fit
   std::vector<double> gravity;        // --gravity X Y Z: with --model, the model with dynamics under it
+  std::string dynamics_probe;         // --dynamics-probe FILE: the plugin's rnea against these torques
   std::string model_fingerprint;      // --model-fingerprint: the same, as kiln-urdf-fk --check printed it
 };
 
@@ -94,12 +97,20 @@ int load(const Flags &flags, const LoadArgs &args) {
     }
     return load_images(flags, args);
   }
+  // Read first: a bad probe file is refused before anything loads.
+  const std::optional<DynamicsProbe> probe =
+      args.dynamics_probe.empty() ? std::nullopt : std::optional<DynamicsProbe>(read_dynamics_probe(args.dynamics_probe));
   Runtime runtime = make_runtime(flags);
   LoadOptions options;
   options.device = args.device;
   options.model = model;
   Module module = runtime.load(args.consumer, args.name, options);
   const LoadReport &report = module.report();
+  std::optional<DynamicsProbeReport> probed;
+  if (probe) {
+    const Instance instance = module.create_instance();  // on the host: never activated
+    probed = probe_dynamics(module, instance, probe->states, probe->options);
+  }
   std::string text = "loaded " + args.consumer + "/" + args.name + " (" + report.plugin_id + " " + report.plugin_version +
                      ", ABI " + abi_version_text(report.abi_version) + ")\n";
   text += "  file     " + report.resolution.file + "\n";
@@ -114,7 +125,18 @@ int load(const Flags &flags, const LoadArgs &args) {
   text += "\n  timings (ms): resolve " + fixed(report.timings.resolve_ms) + ", check " + fixed(report.timings.check_ms) +
           ", verify " + fixed(report.timings.verify_ms) + ", dlopen " + fixed(report.timings.dlopen_ms) + ", bind " +
           fixed(report.timings.bind_ms) + ", total " + fixed(report.timings.total_ms()) + "\n";
-  emit(flags, kiln::to_json(report), text);
+  nlohmann::json out = kiln::to_json(report);
+  if (probed) {
+    text += "  dynamics " + std::to_string(probed->states) + " states agree with " + args.dynamics_probe +
+            ": worst difference " + fixed(probed->worst_difference, 9) + " at state " +
+            std::to_string(probed->worst_state) + ", joint " + probed->worst_joint + "\n";
+    out["dynamics_probe"] = {{"file", args.dynamics_probe},
+                             {"states", probed->states},
+                             {"worst_difference", probed->worst_difference},
+                             {"worst_state", probed->worst_state},
+                             {"worst_joint", probed->worst_joint}};
+  }
+  emit(flags, out, text);
   return 0;
 }
 
@@ -137,6 +159,9 @@ Verb add_load(CLI::App &app, const Flags &flags) {
                       "with --model: the plugin has dynamics (TrajOpt) generated under this gravity, m/s^2 in the "
                       "base frame (kiln-urdf-fk's default: 0 0 -9.81); its model must match under it too")
       ->expected(3);
+  command->add_option("--dynamics-probe", args->dynamics_probe,
+                      "refuse (exit 4) a plugin whose kiln.robotmodel/1 rnea disagrees with the torques in this JSON "
+                      "file ({\"states\": [{\"q\", \"qd\", \"qdd\", \"tau\"}, ...]}: the host's own model)");
   command->add_option("--model-fingerprint", args->model_fingerprint,
                       "refuse (exit 4) a plugin not generated from this model (xxh128:..., as kiln-urdf-fk --check "
                       "prints it)");
