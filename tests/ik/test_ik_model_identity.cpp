@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <kiln/dynamics.hpp>
 #include <kiln/runtime.hpp>
 #include <kiln/verify.hpp>
 
@@ -132,6 +133,21 @@ TEST_CASE(
   const std::string bad = kiln::test::error_of([&] { runtime.load("tests", "iiwa14", options); }, &kind);
   CHECK(kind == kiln::ErrorKind::usage);
   CHECK(contains(bad, "'md5:1234' is not a model fingerprint"));
+
+  // A dynamics probe (kiln/dynamics.hpp) of a plugin generated without dynamics, or of one that
+  // describes no robot model: refused, whatever the torques.
+  const std::vector<kiln::DynamicsState> state = {{std::vector<double>(7, 0.0), std::vector<double>(7, 0.0),
+                                                   std::vector<double>(7, 0.0), std::vector<double>(7, 0.0)}};
+  const kiln::Module ik = runtime.load("tests", "iiwa14");
+  const std::string no_rnea =
+      kiln::test::error_of([&] { kiln::probe_dynamics(ik, ik.create_instance(), state); }, &kind);
+  CHECK(kind == kiln::ErrorKind::incompatible);
+  CHECK(contains(no_rnea, "generated without dynamics"));
+  const kiln::Module host = runtime.load("tests", "host");
+  const std::string no_model =
+      kiln::test::error_of([&] { kiln::probe_dynamics(host, host.create_instance(), state); }, &kind);
+  CHECK(kind == kiln::ErrorKind::incompatible);
+  CHECK(contains(no_model, "describes no robot model"));
 }
 
 TEST_CASE(
