@@ -181,7 +181,9 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   std::lock_guard<std::mutex> lock(memo_guard);
   const auto memo = memos.find(cache_file.string());
   if (memo != memos.end() && memo->second.nvcc == nvcc_key && memo->second.host_cxx == host_key) {
-    return memo->second.identity;
+    ToolchainIdentity identity = memo->second.identity;
+    identity.host_cxx_command = host_cxx;
+    return identity;
   }
 
   VersionOutputs outputs(cache_file);
@@ -196,6 +198,7 @@ ToolchainIdentity identify_toolchain(const fs::path &cache_file) {
   identity.nvcc_release = release_of(nvcc_output);
   identity.host_cxx_path = host_key.real_path;
   identity.host_cxx_version = lines_of(host_output).front();
+  identity.host_cxx_command = host_cxx;
   static const std::regex gpu_code(R"(^sm_(\d+)$)");
   for (const auto &line : lines_of(gpu_code_output)) {
     std::smatch match;

@@ -31,6 +31,10 @@ struct ToolchainIdentity {
   std::string nvcc_version;      // last line of `nvcc --version`, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0"
   std::string host_cxx_path;     // real path of the host compiler found
   std::string host_cxx_version;  // first line of `<cxx> --version`
+  // The host compiler as found (KILN_HOST_CXX, CXX or PATH, symlinks kept): what nvcc is told to
+  // run, since a wrapper (ccache's g++ link) reads the name it was run by. Not part of the
+  // identity: the real path above is.
+  std::string host_cxx_command;
   // "13.0.48" from "Cuda compilation tools, release 13.0, V13.0.48" (else "13.0", else empty):
   // only for messages (stale reasons name it); the four fields above identify the toolchain.
   std::string nvcc_release;

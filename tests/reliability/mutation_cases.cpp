@@ -131,6 +131,14 @@ void nvcc_mutations(const std::vector<Remote> &remotes) {
   bench.env_must_miss("NVCC_CCBIN (another host compiler for nvcc)", {{"NVCC_CCBIN", (tools / "ccbin-g++").string()}},
                       "env", "9", before_env);
 
+  // Another host compiler named by KILN_HOST_CXX while PATH's g++ stays: kiln keys its version,
+  // and nvcc must run it, not the g++ it would find itself.
+  write_script(tools / "keyed-g++", "if [ \"$1\" = --version ] && [ $# -eq 1 ]; then '" + real_cxx.string() +
+                                        "' --version | sed '1 s/$/ (another compiler)/'; exit 0; fi\nexec '" +
+                                        real_cxx.string() + "' -DMUTATION_ENV=10 \"$@\"\n");
+  bench.env_must_miss("KILN_HOST_CXX naming another host compiler than PATH's g++",
+                      {{"KILN_HOST_CXX", (tools / "keyed-g++").string()}}, "env", "10", before_env);
+
   bench.env_must_miss("CPATH naming a directory with a header the source includes",
                       {{"CPATH", cpath_dir(bench).string()}}, "cpath", "1", before_env);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 
@@ -23,6 +24,7 @@
 #include "files/file_identity.hpp"
 #include "files/files.hpp"
 #include "files/remove_tree.hpp"
+#include "support/environment.hpp"
 
 namespace kiln::builder {
 
@@ -63,6 +65,14 @@ std::vector<std::string> compile_command(const Recipe &recipe, const std::vector
   for (const auto &flag : gencode_flags(archs)) command.push_back(flag);
   for (const auto &flag : recipe.flags) command.push_back(flag);
   return command;
+}
+
+// Whether the recipe's flags choose nvcc's host compiler themselves.
+bool names_host_compiler(const std::vector<std::string> &flags) {
+  return std::any_of(flags.begin(), flags.end(), [](const std::string &flag) {
+    return flag == "-ccbin" || flag == "--compiler-bindir" || flag.rfind("-ccbin=", 0) == 0 ||
+           flag.rfind("--compiler-bindir=", 0) == 0;
+  });
 }
 
 std::string xcompiler_escaped(const std::string &value) {
@@ -317,7 +327,7 @@ class NvccBackend final : public Backend {
     spec.argv = link_command(recipe, build.archs, link_objects);
     spec.argv = substitute(spec.argv, paths);
     spec.argv = substitute(spec.argv, {{"$OUT", artifact.string()}});
-    spec.argv.insert(spec.argv.begin(), toolchain_.nvcc_path);
+    spec.argv = nvcc_argv(recipe, std::move(spec.argv));
     spec.cancel = &cancel;
     append_log(build.build_log, "\n$ " + join_words(spec.argv) + "\n");
     const ProcessResult linked = run_process(spec);
@@ -398,7 +408,7 @@ class NvccBackend final : public Backend {
     ProcessSpec spec;
     spec.argv = substitute(unit.command, paths);
     spec.argv = substitute(spec.argv, {{"$OUT", output.string()}, {"$DEP", depfile.string()}});
-    spec.argv.insert(spec.argv.begin(), toolchain_.nvcc_path);
+    spec.argv = nvcc_argv(build.recipe, std::move(spec.argv));
     spec.log_file = unit_log.string();
     spec.cancel = &build.cancel;
     const std::int64_t started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -436,6 +446,20 @@ class NvccBackend final : public Backend {
     fs::rename(temp, cached);
     files::write_file_atomic(digest_beside(cached), digest + "\n");
     write_dependency_record(dependency_record_file(objects, unit), recorded);
+  }
+
+  // nvcc and its arguments as run. nvcc runs the host compiler kiln identified and keyed
+  // (-ccbin), not whichever g++ comes first on PATH, unless the recipe's flags choose one or
+  // NVCC_CCBIN does (an environment variable the key holds). Not in the keyed command: the
+  // compiler's path differs between machines, its identity is keyed with the toolchain.
+  std::vector<std::string> nvcc_argv(const Recipe &recipe, std::vector<std::string> args) const {
+    std::vector<std::string> argv = {toolchain_.nvcc_path};
+    argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+    if (!names_host_compiler(recipe.flags) && !names_host_compiler(recipe.link_flags) &&
+        !support::env_value("NVCC_CCBIN")) {
+      argv.insert(argv.end(), {"-ccbin", toolchain_.host_cxx_command});
+    }
+    return argv;
   }
 
   const BuilderContext &context_;
