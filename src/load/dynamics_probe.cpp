@@ -81,16 +81,6 @@ DynamicsProbeReport probe_dynamics(const Module &module, const Instance &instanc
                                     KILN_ROBOTMODEL_INTERFACE_ID " with dynamics can be probed"}});
   }
   const std::uint32_t dof = load::call_plugin(file, "kiln.robotmodel/1 dof", [&] { return model->dof(instance.handle()); });
-  std::vector<std::string> joint_names(dof);
-  for (std::uint32_t j = 0; j < dof; ++j) {
-    kiln_robotmodel_joint joint{};
-    joint.struct_size = sizeof joint;
-    char message[256] = "";
-    const kiln_status status = load::call_plugin(file, "kiln.robotmodel/1 joint", [&] {
-      return model->joint(instance.handle(), j, &joint, message, sizeof message);
-    });
-    joint_names[j] = status == KILN_OK ? load::bounded_string(joint.name, sizeof joint.name) : "joint " + std::to_string(j);
-  }
   // Every state is checked before the plugin runs: a wrong size is the host's mistake, not the plugin's.
   std::vector<double> q, qd, qdd, host;
   for (std::size_t s = 0; s < states.size(); ++s) {
@@ -115,6 +105,17 @@ DynamicsProbeReport probe_dynamics(const Module &module, const Instance &instanc
   if (states.size() > KILN_ROBOTMODEL_MAX_COUNT) {
     throw UsageError("a dynamics probe of " + std::to_string(states.size()) + " states: at most " +
                      std::to_string(KILN_ROBOTMODEL_MAX_COUNT) + " at once");
+  }
+  // Named only now: the host's own vectors have shown dof to be a size worth allocating for.
+  std::vector<std::string> joint_names(dof);
+  for (std::uint32_t j = 0; j < dof; ++j) {
+    kiln_robotmodel_joint joint{};
+    joint.struct_size = sizeof joint;
+    char message[256] = "";
+    const kiln_status status = load::call_plugin(file, "kiln.robotmodel/1 joint", [&] {
+      return model->joint(instance.handle(), j, &joint, message, sizeof message);
+    });
+    joint_names[j] = status == KILN_OK ? load::bounded_string(joint.name, sizeof joint.name) : "joint " + std::to_string(j);
   }
   std::vector<double> tau(host.size());
   char message[256] = "";
