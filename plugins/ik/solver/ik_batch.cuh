@@ -39,13 +39,21 @@ __device__ __forceinline__ void solve_batch(const KernelParams &p) {
   const unsigned group_mask = group == 32 ? kFullMask : (((1u << group) - 1u) << (lane & ~(group - 1u)));
   const bool in_batch = target < p.count;
 
+  // The slot's last solution and its flag are loaded together with the target, before the best seed
+  // overwrites them below: where the arrays are in host memory (ik_solver.hpp), one trip over the
+  // bus instead of three in a row.
+  const float *slot = p.initial_q == nullptr && p.warm_start && in_batch ? p.warm_q + size_t{target} * kDof : nullptr;
+  float warm[kDof];
+  uint8_t warm_valid = 0;
+  if (slot != nullptr) {
+    warm_valid = p.warm_valid[target];
+    for (int j = 0; j < kDof; ++j) warm[j] = slot[j];
+  }
   kiln_ik::Target<float> goal{};
   const bool valid = in_batch && kiln_ik::make_target(p.targets + size_t{target} * KILN_IK_POSE_SIZE, goal);
   const bool active = valid && seed < p.seeds;
   const float *initial = (p.initial_q != nullptr && in_batch) ? p.initial_q + size_t{target} * kDof : nullptr;
-  if (initial == nullptr && p.warm_start && in_batch && p.warm_valid[target] != 0) {
-    initial = p.warm_q + size_t{target} * kDof;  // read here, before the best seed overwrites it below
-  }
+  if (slot != nullptr && warm_valid != 0) initial = warm;
 
   kiln_ik::Seed<Chain, float> s;
   if (active) {
@@ -82,11 +90,13 @@ __device__ __forceinline__ void solve_batch(const KernelParams &p) {
   }
   if (!in_batch) return;
   if (active && seed == best_seed) {
+    float answer[kDof];  // written to both places from registers (never read back from host memory)
+    for (int j = 0; j < kDof; ++j) answer[j] = s.q[j] + (j == kDof - 1 ? kFaultOffset : 0.0f);
     float *q = p.q + size_t{target} * kDof;
-    for (int j = 0; j < kDof; ++j) q[j] = s.q[j] + (j == kDof - 1 ? kFaultOffset : 0.0f);
+    for (int j = 0; j < kDof; ++j) q[j] = answer[j];
     if (p.warm_q != nullptr) {
-      float *warm = p.warm_q + size_t{target} * kDof;
-      for (int j = 0; j < kDof; ++j) warm[j] = q[j];
+      float *last = p.warm_q + size_t{target} * kDof;
+      for (int j = 0; j < kDof; ++j) last[j] = answer[j];
       p.warm_valid[target] = 1;
     }
     if (p.position_error != nullptr) p.position_error[target] = s.position_error;

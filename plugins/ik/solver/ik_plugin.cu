@@ -9,7 +9,7 @@
 // Everything but the GPU calls is ik_solver.hpp, shared with the split form (ik_split_plugin.cpp);
 // the batch solve itself is ik_batch.cuh (kernel) and ik_batch_host.hpp (activate(-1)). Every
 // buffer is reserved at activate for max_batch targets; a solve copies, launches one kernel and
-// records one event.
+// records one event (an instance of a few slots copies nothing: ik_solver.hpp).
 //
 // Build-time variants (plugins/ik/README.md, "Variants"): KILN_IK_INITIAL_DAMPING (the damping
 // when options->damping is 0), KILN_IK_MAX_ITERATIONS_CAP (a cap on max_iterations),
@@ -55,6 +55,17 @@ class CudaRuntimeDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
     *device_block = device_block_;
     *pinned_block = pinned_block_;
     return KILN_OK;
+  }
+
+  // A copy onto itself is none: an instance of a few slots has its arrays in the pinned block alone
+  // (ik_solver.hpp), so its copies name the same memory on both sides.
+  kiln_status to_device(void *dst, const void *src, size_t bytes, void *stream, const char *what,
+                        kiln::plugin::Message &message) noexcept {
+    return dst == src ? KILN_OK : CudaRuntimeDeviceBase::to_device(dst, src, bytes, stream, what, message);
+  }
+  kiln_status to_host(void *dst, const void *src, size_t bytes, void *stream, const char *what,
+                      kiln::plugin::Message &message) noexcept {
+    return dst == src ? KILN_OK : CudaRuntimeDeviceBase::to_host(dst, src, bytes, stream, what, message);
   }
 
   kiln_status launch(const KernelParams &params, unsigned blocks, void *stream, const char *what,

@@ -46,6 +46,7 @@
 namespace {
 
 constexpr uint32_t kIterationCap = KILN_IK_MAX_ITERATIONS_CAP;
+constexpr uint32_t kMappedSlots = 64;  // max_batch up to which the arrays stay in pinned host memory
 
 // kiln.ik/1 as the kit's SolverInstance sees it.
 struct IkKind : kiln_plugin_common::SolverTypes<
@@ -78,8 +79,13 @@ class IkSolver final : public kiln_plugin_common::SolverInstance<IkSolver<Device
     unsigned char *device_block = nullptr, *pinned = nullptr;
     kiln_status status = this->gpu_.open(this->device_, layout.total, &device_block, &pinned, message);
     if (status != KILN_OK) return status;
-    this->device_arrays_ = Arrays::carve(device_block, layout);
     this->host_ = Arrays::carve(pinned, layout);
+    // A controller's instance (a few slots) keeps every array in the pinned block, which the kernel
+    // reads and writes in place (mapped: pinned memory has one address on the host and the device),
+    // so that a solve is the kernel alone, without a copy command's latency before and after it.
+    // Its copies are onto themselves, which the Devices skip. A larger batch copies: the kernel's
+    // accesses over the bus would cost more.
+    this->device_arrays_ = slots <= kMappedSlots ? this->host_ : Arrays::carve(device_block, layout);
     std::memset(pinned, 0, layout.total);
     // Warm up: one empty launch, so that module loading and first-launch work happen here.
     KernelParams warm{};

@@ -10,8 +10,9 @@
 //                    torque limit, brought within them (trajopt_seed.cuh bring_within_limits); the
 //                    blocks of every other problem return at once. (One instantiation serves both:
 //                    the limits pass is the same Levenberg-Marquardt code.)
-//   finalize_kernel  one block per problem: the best seed's trajectory, velocities, torques and
-//                    violations into the outputs, the slot's last solution; clears the done flag.
+//   finalize_kernel  one block per problem, a thread per knot: the best seed's trajectory,
+//                    velocities, torques and violations into the outputs, the slot's last solution;
+//                    clears the done flag.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,7 +23,9 @@
 namespace kiln_trajopt {
 
 constexpr size_t kSeedSharedBytes = kBandReals * sizeof(Real) + 32 * sizeof(float);
-constexpr unsigned kFinalizeBlock = 64;
+// A thread per knot (rounded up to whole warps): the knots' RNEAs in one round, which is on a
+// batch-1 solve's critical path.
+constexpr unsigned kFinalizeBlock = (kKnots + 31) / 32 * 32;
 
 KILN_TRAJOPT_HD uint32_t best_seed(const KernelParams &p, uint32_t problem) {
   const SeedSummary *summaries = p.summaries + size_t{problem} * p.seeds;

@@ -6,7 +6,7 @@
 //              (row i holds columns i..i+kBand-1) and -J^T r, each entry gathered from the <= 3
 //              knots that touch it (no atomics, deterministic); a goal's terms at knot N, a
 //              tracking problem's at every knot (each depends on its own knot's q only);
-//   factor     banded LDL^T, one team sync per row;
+//   factor     banded LDL^T, on the lead warp (one warp barrier per row);
 //   solve      the two triangular solves on the lead warp.
 // The normal matrix is assembled, factored and solved in Real (trajopt_params.hpp: float; double
 // with -DKILN_TRAJOPT_DOUBLE_FACTOR, at twice the shared memory); residuals and Jacobians are float.
@@ -131,40 +131,64 @@ KILN_TRAJOPT_HD void factor_pair(int t, int *a, int *b) {
 template <class Team>
 KILN_TRAJOPT_HD bool factor(const Team &team, Real *band) {
   constexpr int W = kBand - 1, kPairs = W * (W + 1) / 2;
-  // A device team's members take their pairs once, into registers (teams of 64 or more: at most
-  // kHeld each), instead of per row; the host's one member works them out per row.
-  constexpr int kHeld = (kPairs + 63) / 64;
-  int held_a[kHeld], held_b[kHeld];
-  const bool hold = team.size() >= 64;
-  for (int h = 0; h < kHeld; ++h) {
-    const int t = team.rank() + h * team.size();
-    held_a[h] = 0, held_b[h] = 0;
-    if (hold && t < kPairs) factor_pair(t, &held_a[h], &held_b[h]);
+#if defined(__CUDA_ARCH__)
+  // On a device the lead warp factors alone, each lane holding its pairs in registers: a row ends at
+  // a warp barrier instead of a barrier of the whole team; the rest of the team waits at the end.
+  // Every entry takes the host's updates in the host's order.
+  constexpr int kHeld = (kPairs + 31) / 32;
+  bool ok = true;
+  const int lane = team.lane();
+  if (lane >= 0) {
+    int held_a[kHeld], held_b[kHeld];
+#pragma unroll
+    for (int h = 0; h < kHeld; ++h) {
+      const int t = lane + h * 32;
+      int a = 0, b = 0;  // scalars: no address of the arrays is taken, so they stay in registers
+      if (t < kPairs) factor_pair(t, &a, &b);
+      held_a[h] = a, held_b[h] = b;
+    }
+    for (int i = 0; i < kVars; ++i) {
+      // Every load of the row first: the row read and the rows written do not overlap, and loads
+      // issued together cost one shared-memory latency, not one per pair.
+      const Real *row = band + i * kBand;
+      const Real pivot = row[0];
+      Real ra[kHeld], rb[kHeld], entry[kHeld];
+#pragma unroll
+      for (int h = 0; h < kHeld; ++h) {
+        const int a = held_a[h], b = held_b[h];
+        const bool live = b != 0 && i + b < kVars;
+        ra[h] = live ? row[a] : Real(0), rb[h] = live ? row[b] : Real(0);
+        entry[h] = live ? band[(i + a) * kBand + (b - a)] : Real(0);
+      }
+      if (!(pivot > Real(0))) {  // uniform: every lane read the same value
+        ok = false;
+        break;
+      }
+      const Real inv = reciprocal(pivot);  // correctly rounded, as the host's division: same factors
+#pragma unroll
+      for (int h = 0; h < kHeld; ++h) {
+        const int a = held_a[h], b = held_b[h];
+        if (b != 0 && i + b < kVars) band[(i + a) * kBand + (b - a)] = entry[h] - ra[h] * rb[h] * inv;
+      }
+      __syncwarp();
+    }
   }
+  return team.broadcast(ok ? 1.0f : 0.0f) != 0.0f;  // and the team sees the factors
+#else
   for (int i = 0; i < kVars; ++i) {
     const Real pivot = band[i * kBand];
     if (!(pivot > Real(0))) return false;  // uniform: every member read the same value
-#if defined(__CUDA_ARCH__)
-    const Real inv = reciprocal(pivot);  // correctly rounded, as the host's division: same factors
-#else
     const Real inv = Real(1) / pivot;
-#endif
     const Real *row = band + i * kBand;
-    if (hold) {
-      for (int h = 0; h < kHeld; ++h) {
-        const int a = held_a[h], b = held_b[h];
-        if (b != 0 && i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
-      }
-    } else {
-      for (int t = team.rank(); t < kPairs; t += team.size()) {
-        int a, b;
-        factor_pair(t, &a, &b);
-        if (i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
-      }
+    for (int t = team.rank(); t < kPairs; t += team.size()) {
+      int a, b;
+      factor_pair(t, &a, &b);
+      if (i + b < kVars) band[(i + a) * kBand + (b - a)] -= row[a] * row[b] * inv;
     }
     team.sync();
   }
   return true;
+#endif
 }
 
 // rhs -> the solution of (L D L^T) x = rhs, on the lead warp; the team syncs at the end.
