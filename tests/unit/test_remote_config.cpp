@@ -27,6 +27,12 @@ namespace {
 // The message of the UsageError a call throws (the case fails when it throws none).
 std::string remote_usage_message(const std::function<void()> &call) { return kiln::test::error_of<UsageError>(call); }
 
+// `text` as the kiln.conf `file`, 0644 whatever the umask: load_config refuses one others can write.
+void write_config(const boost::filesystem::path &file, const std::string &text) {
+  write_text(file, text);
+  ::chmod(file.c_str(), 0644);
+}
+
 }  // namespace
 
 TEST_CASE("remote config: a remote's URL and attributes") {
@@ -98,8 +104,7 @@ TEST_CASE("remote config: kiln.conf lines, named by file and line when wrong") {
 TEST_CASE("remote config: the environment replaces the file's setting; off turns remotes off") {
   TempDir dir;
   const auto file = dir / "kiln.conf";
-  write_text(file, "remote = http://file:1/k\ntrust = /file.pub\n");
-  ::chmod(file.c_str(), 0644);
+  write_config(file, "remote = http://file:1/k\ntrust = /file.pub\n");
   {
     ScopedEnv remote("KILN_REMOTE", std::nullopt), trust("KILN_REMOTE_TRUST", std::nullopt), sign("KILN_REMOTE_SIGN", std::nullopt);
     const auto config = load_config(file);
@@ -171,8 +176,7 @@ TEST_CASE("remote config: a remote is written where its spec says read-write, or
       sign("KILN_REMOTE_SIGN", std::nullopt), accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
   // Each remote's read_only, in order, as load_config decides it from `text` and the environment.
   const auto read_only_of = [&](const std::string &text) {
-    write_text(file, text);
-    ::chmod(file.c_str(), 0644);
+    write_config(file, text);
     std::vector<bool> read_only;
     for (const auto &endpoint : load_config(file).remotes) read_only.push_back(endpoint.read_only);
     return read_only;
@@ -232,8 +236,7 @@ TEST_CASE("remote config: accept-unsigned in kiln.conf and KILN_REMOTE_ACCEPT_UN
 
   TempDir dir;
   const auto file = dir / "kiln.conf";
-  write_text(file, "remote = http://a:1/k\naccept-unsigned = yes\n");
-  ::chmod(file.c_str(), 0644);
+  write_config(file, "remote = http://a:1/k\naccept-unsigned = yes\n");
   ScopedEnv remote("KILN_REMOTE", std::nullopt);
   {
     ScopedEnv accept("KILN_REMOTE_ACCEPT_UNSIGNED", std::nullopt);
@@ -269,8 +272,7 @@ TEST_CASE("remote config: entry-lifetime in kiln.conf and KILN_REMOTE_ENTRY_LIFE
   }
   TempDir dir;
   const auto file = dir / "kiln.conf";
-  write_text(file, "remote = http://a:1/k\nentry-lifetime = 30d\n");
-  ::chmod(file.c_str(), 0644);
+  write_config(file, "remote = http://a:1/k\nentry-lifetime = 30d\n");
   ScopedEnv remote("KILN_REMOTE", std::nullopt);
   {
     ScopedEnv lifetime("KILN_REMOTE_ENTRY_LIFETIME", std::nullopt);
