@@ -18,6 +18,7 @@
 #include "artifact/model_record.hpp"
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
+#include "support/model_check.hpp"
 #include "support/plugin_store.hpp"
 
 namespace {
@@ -28,26 +29,12 @@ using nlohmann::json;
 
 const fs::path kRobots = KILN_IK_ROBOTS_DIR;
 
-// What kiln-urdf-fk --check --model-text says of a URDF chain: its fingerprint and canonical text.
-struct Checked {
-  std::string fingerprint, text;
-};
+// kiln-urdf-fk --check --model-text on a chain given as "base -> tip".
+using Checked = kiln::test::CheckedModel;
 Checked check_model(const fs::path &urdf, const std::string &chain) {
   const std::size_t arrow = chain.find(" -> ");
   REQUIRE(arrow != std::string::npos);
-  const auto result =
-      kiln::test::run_shell(kiln::test::shell_quote(KILN_URDF_FK_PATH) + " " + kiln::test::shell_quote(urdf.string()) +
-                            " --base " + kiln::test::shell_quote(chain.substr(0, arrow)) + " --tip " +
-                            kiln::test::shell_quote(chain.substr(arrow + 4)) + " --check --model-text");
-  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-  Checked checked;
-  const std::size_t print = result.out.find("fingerprint ");
-  const std::size_t text = result.out.find("kiln-model 1\n");
-  REQUIRE(print != std::string::npos);
-  REQUIRE(text != std::string::npos);
-  checked.fingerprint = result.out.substr(print + 12, result.out.find('\n', print) - print - 12);
-  checked.text = result.out.substr(text);
-  return checked;
+  return kiln::test::check_model(KILN_URDF_FK_PATH, urdf.string(), chain.substr(0, arrow), chain.substr(arrow + 4));
 }
 
 // iiwa14.urdf with one number of one joint changed: `from` replaced by `to` once, inside the

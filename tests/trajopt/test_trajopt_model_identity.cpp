@@ -22,6 +22,7 @@
 #include "artifact/model_record.hpp"
 #include "support/checks.hpp"
 #include "support/fixtures.hpp"
+#include "support/model_check.hpp"
 #include "support/robotmodel_checks.hpp"
 #include "trajopt_test_support.hpp"
 
@@ -37,26 +38,15 @@ const std::string kPandaUrdf = std::string(KILN_TRAJOPT_ROBOTS_DIR) + "/panda.ur
 const std::string kBase = "panda_link0", kTip = "panda_grasptarget";
 
 // kiln-urdf-fk --check on the Panda's chain with `options`: its fingerprint and canonical text.
-struct Checked {
-  std::string fingerprint, text;
-};
-Checked check_model(const std::string &options) {
-  const auto result = kiln::test::run_shell(kiln::test::shell_quote(KILN_URDF_FK_PATH) + " " +
-                                            kiln::test::shell_quote(kPandaUrdf) + " --base " + kBase + " --tip " +
-                                            kTip + " --check --model-text " + options);
-  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
-  const std::size_t print = result.out.find("fingerprint ");
-  const std::size_t text = result.out.find("kiln-model 1\n");
-  REQUIRE(print != std::string::npos);
-  REQUIRE(text != std::string::npos);
-  return {result.out.substr(print + 12, result.out.find('\n', print) - print - 12), result.out.substr(text)};
+kiln::test::CheckedModel check_model(const std::string &options) {
+  return kiln::test::check_model(KILN_URDF_FK_PATH, kPandaUrdf, kBase, kTip, options);
 }
 
 }  // namespace
 
 TEST_CASE("trajopt model identity: the plugin's model includes the gravity its dynamics apply") {
-  const Checked dynamics = check_model("--dynamics-check");
-  const Checked kinematic = check_model("");
+  const kiln::test::CheckedModel dynamics = check_model("--dynamics-check");
+  const kiln::test::CheckedModel kinematic = check_model("");
   CHECK(dynamics.fingerprint != kinematic.fingerprint);
   CHECK(kiln::artifact::model_gravity_of(dynamics.text) == "0 0 -9.8100000000000005");
   CHECK(kiln::artifact::model_gravity_of(kinematic.text).empty());
@@ -86,7 +76,7 @@ TEST_CASE("trajopt model identity: kiln load --model --gravity loads the plugin 
     args.insert(args.end(), extra.begin(), extra.end());
     return kiln::test::run_kiln(args, env);
   };
-  const Checked dynamics = check_model("--dynamics-check");
+  const kiln::test::CheckedModel dynamics = check_model("--dynamics-check");
 
   result = load({"--gravity", "0", "0", "-9.81"});
   CHECK_MESSAGE(result.exit_code == 0, result.err);
