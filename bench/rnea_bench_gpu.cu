@@ -13,6 +13,8 @@ namespace kiln_bench_rnea {
 
 namespace {
 
+__global__ void empty_kernel() {}
+
 using Chain = kiln_rnea::Chain;
 constexpr int kDof = Chain::kDof;
 
@@ -73,6 +75,16 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
           "cudaOccupancyMaxPotentialBlockSize");
     cudaFuncAttributes attributes{};
     check(cudaFuncGetAttributes(&attributes, rnea_batch<Chain, T>), "cudaFuncGetAttributes");
+    int device = 0, sm_count = 1;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    // A batch too small to fill the GPU at the occupancy's block size is spread over every SM in
+    // smaller blocks (whole warps): a thread's RNEA is a dependent chain, so the kernel takes as long
+    // as the slowest warp, which is faster with fewer warps beside it on its SM's schedulers.
+    const auto block_for = [&](size_t n) {
+      const size_t per_sm = (n + static_cast<size_t>(sm_count) - 1) / static_cast<size_t>(sm_count);
+      return static_cast<int>(std::min<size_t>(static_cast<size_t>(block), std::max<size_t>(32, (per_sm + 31) / 32 * 32)));
+    };
 
     // The first n of each joint's row: 7 rows of n values, `stride` apart.
     const auto copy_rows = [&](T *to, const T *from, size_t n, cudaMemcpyKind kind) {
@@ -80,8 +92,9 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
             "cudaMemcpy2DAsync");
     };
     const auto launch = [&](size_t n) {
-      const unsigned blocks = static_cast<unsigned>((n + block - 1) / block);
-      rnea_batch<Chain, T><<<blocks, block, 0, r.stream>>>(q, qd, qdd, out, n, stride);
+      const int threads = block_for(n);
+      const unsigned blocks = static_cast<unsigned>((n + threads - 1) / threads);
+      rnea_batch<Chain, T><<<blocks, threads, 0, r.stream>>>(q, qd, qdd, out, n, stride);
       check(cudaGetLastError(), "rnea_batch launch");
     };
     const auto elapsed_ms = [&] {
@@ -96,9 +109,22 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
     copy_rows(qdd, states.qdd.data(), largest, cudaMemcpyHostToDevice);
     check(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize");
 
+    // The floor of a timed launch (launch latency and the events' own), in the same run.
+    std::vector<double> empty;
+    for (int run = 0; run < runs + 3; ++run) {
+      check(cudaEventRecord(r.start, r.stream), "cudaEventRecord");
+      empty_kernel<<<1, 32, 0, r.stream>>>();
+      check(cudaGetLastError(), "empty kernel launch");
+      check(cudaEventRecord(r.stop, r.stream), "cudaEventRecord");
+      if (run >= 3) empty.push_back(elapsed_ms());
+      else elapsed_ms();
+    }
+    const double empty_ms = median(empty);
+
     for (const size_t n : sizes) {
       GpuTiming t;
-      t.count = n, t.block = block, t.registers = attributes.numRegs, t.pinned = pinned;
+      t.empty_kernel_ms = empty_ms;
+      t.count = n, t.block = block_for(n), t.registers = attributes.numRegs, t.pinned = pinned;
       for (int w = 0; w < 3; ++w) launch(n);
       std::vector<double> kernel, round_trip;
       for (int run = 0; run < runs; ++run) {

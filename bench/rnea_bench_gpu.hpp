@@ -33,6 +33,7 @@ struct GpuTiming {
   int block = 0, registers = 0;
   double kernel_ms = 0, kernel_min_ms = 0;  // median and min of the timed launches, no transfers
   double transfer_ms = 0;                   // median: states in + kernel + torques out
+  double empty_kernel_ms = 0;               // median of an empty kernel timed alike: the floor of kernel_ms
   bool pinned = false;                      // the host arrays were page-locked (else pageable)
   double per_second() const { return kernel_ms > 0 ? static_cast<double>(count) / (kernel_ms * 1e-3) : 0; }
   double per_second_with_transfers() const {
