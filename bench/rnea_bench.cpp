@@ -390,7 +390,7 @@ int main(int argc, char **argv) {
         gpu_ok = false;
         continue;
       }
-      std::printf("| %zu | %s | %d | %.3f (%.3f) | %.0f | %.2f | %.0f | %s | %s |\n", t.count, precision, t.block, t.kernel_ms,
+      std::printf("| %zu | %s | %d | %.4f (%.4f) | %.0f | %.3f | %.0f | %s | %s |\n", t.count, precision, t.block, t.kernel_ms,
                   t.kernel_min_ms, t.per_second() / 1e6, t.transfer_ms, t.per_second_with_transfers() / 1e6,
                   ratio(t.per_second(), cpu1).c_str(), ratio(t.per_second(), cpun).c_str());
     }
