@@ -116,8 +116,8 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
       empty_kernel<<<1, 32, 0, r.stream>>>();
       check(cudaGetLastError(), "empty kernel launch");
       check(cudaEventRecord(r.stop, r.stream), "cudaEventRecord");
-      if (run >= 3) empty.push_back(elapsed_ms());
-      else elapsed_ms();
+      const double ms = elapsed_ms();
+      if (run >= 3) empty.push_back(ms);  // after 3 untimed, as the batches
     }
     const double empty_ms = median(empty);
 

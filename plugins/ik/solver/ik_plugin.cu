@@ -57,17 +57,6 @@ class CudaRuntimeDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
     return KILN_OK;
   }
 
-  // A copy onto itself is none: an instance of a few slots has its arrays in the pinned block alone
-  // (ik_solver.hpp), so its copies name the same memory on both sides.
-  kiln_status to_device(void *dst, const void *src, size_t bytes, void *stream, const char *what,
-                        kiln::plugin::Message &message) noexcept {
-    return dst == src ? KILN_OK : CudaRuntimeDeviceBase::to_device(dst, src, bytes, stream, what, message);
-  }
-  kiln_status to_host(void *dst, const void *src, size_t bytes, void *stream, const char *what,
-                      kiln::plugin::Message &message) noexcept {
-    return dst == src ? KILN_OK : CudaRuntimeDeviceBase::to_host(dst, src, bytes, stream, what, message);
-  }
-
   kiln_status launch(const KernelParams &params, unsigned blocks, void *stream, const char *what,
                      kiln::plugin::Message &message) noexcept {
     solve_kernel<<<blocks, kBlock, 0, static_cast<cudaStream_t>(stream)>>>(params);
