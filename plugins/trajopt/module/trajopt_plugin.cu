@@ -24,20 +24,24 @@ namespace {
 
 using namespace kiln_trajopt;
 
-// The seed kernel's instantiations: threads per block and the blocks per SM its registers must
-// allow. kDefaultVariant is the measured choice (plugins/trajopt/README.md "Measured");
-// KILN_TRAJOPT_KERNEL=<index> picks another at activate, for measurements.
+// The seed kernel's instantiations: the blocks per SM its registers must allow, and its threads per
+// block, `threads` when the launch fills the GPU and `few_threads` when it has at most a block per SM
+// (a batch-1 solve: the step's team-strided phases then take half the rounds, on an SM that would
+// otherwise hold one block of 128). seed_kernel<256, 1> has the register cap of <128, 2> (255), so
+// one instantiation runs both ways. kDefaultVariant is the measured choice (plugins/trajopt/README.md
+// "Measured"); KILN_TRAJOPT_KERNEL=<index> picks another at activate, for measurements.
 struct SeedVariant {
   void (*kernel)(KernelParams);
   unsigned threads;
+  unsigned few_threads;
   const char *name;
 };
 // (-DKILN_TRAJOPT_KERNEL_VARIANTS: all three, for measurements; else the default only, a third of the
 // compile time.)
-const SeedVariant kSeedVariants[] = {{seed_kernel<128, 2>, 128, "128 threads, 2 blocks/SM"},
+const SeedVariant kSeedVariants[] = {{seed_kernel<256, 1>, 128, 256, "128 threads (256 at a block per SM), 2 blocks/SM"},
 #ifdef KILN_TRAJOPT_KERNEL_VARIANTS
-                                     {seed_kernel<128, 4>, 128, "128 threads, 4 blocks/SM"},
-                                     {seed_kernel<64, 5>, 64, "64 threads, 5 blocks/SM"}
+                                     {seed_kernel<128, 4>, 128, 128, "128 threads, 4 blocks/SM"},
+                                     {seed_kernel<64, 5>, 64, 64, "64 threads, 5 blocks/SM"}
 #endif
 };
 #ifndef KILN_TRAJOPT_DEFAULT_KERNEL
@@ -60,6 +64,8 @@ class CudaDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
     }
     seed_ = kSeedVariants[variant];
     if (!enter(message) ||
+        !check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, ordinal),
+               "activate: reading the device's SM count", message) ||
         !check(cudaFuncGetAttributes(&seed_attributes_, seed_.kernel), "activate: loading the seed kernel", message) ||
         !check(cudaFuncGetAttributes(&finalize_attributes_, finalize_kernel), "activate: loading the finalize kernel", message) ||
         !check(cudaFuncSetAttribute(seed_.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -86,7 +92,8 @@ class CudaDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
 
   kiln_status launch_seeds(const KernelParams &p, unsigned blocks, void *stream, const char *what,
                            kiln::plugin::Message &message) noexcept {
-    seed_.kernel<<<blocks, seed_.threads, kSeedSharedBytes, static_cast<cudaStream_t>(stream)>>>(p);
+    const unsigned threads = blocks <= static_cast<unsigned>(sm_count_) ? seed_.few_threads : seed_.threads;
+    seed_.kernel<<<blocks, threads, kSeedSharedBytes, static_cast<cudaStream_t>(stream)>>>(p);
     return check(cudaGetLastError(), what, message) ? KILN_OK : status_;
   }
   kiln_status launch_finalize(const KernelParams &p, unsigned blocks, void *stream, const char *what,
@@ -101,6 +108,7 @@ class CudaDevice : public kiln_plugin_common::CudaRuntimeDeviceBase {
 
  private:
   SeedVariant seed_ = kSeedVariants[0];
+  int sm_count_ = 0;
   cudaFuncAttributes seed_attributes_{}, finalize_attributes_{};
 };
 

@@ -1,6 +1,7 @@
 // kiln TrajOpt plugin: the two kernels of a batch solve (nvcc only).
-//   seed_kernel      one block per (problem, seed) (64 or 128 threads); dynamic shared memory holds
-//                    the band being factored (kBandReals) and the team's reduction floats. Launched
+//   seed_kernel      one block per (problem, seed) (128 threads, or 256 where the launch has at most
+//                    a block per SM); dynamic shared memory holds the band being factored
+//                    (kBandReals) and the team's reduction floats. Launched
 //                    twice: seed 0 of every problem, then seeds 1.. of every problem, whose blocks
 //                    return at once where seed 0 converged (so a batch that seed 0 solves costs one
 //                    wave of blocks, not seeds of them); a seed that converged raises its problem's
@@ -9,7 +10,9 @@
 //                    problem's best seed, when it ended not converged and outside a velocity or
 //                    torque limit, brought within them (trajopt_seed.cuh bring_within_limits); the
 //                    blocks of every other problem return at once. (One instantiation serves both:
-//                    the limits pass is the same Levenberg-Marquardt code.)
+//                    the limits pass is the same Levenberg-Marquardt code.) With one seed a problem
+//                    there is no third launch: each block runs its problem's limits pass when its
+//                    seed ends (limits_after_solve), a kernel fewer on a batch-1 solve's path.
 //   finalize_kernel  one block per problem, a thread per knot: the best seed's trajectory,
 //                    velocities, torques and violations into the outputs, the slot's last solution;
 //                    clears the done flag.
@@ -77,6 +80,10 @@ __global__ void __launch_bounds__(Threads, MinBlocks) seed_kernel(const KernelPa
   if (threadIdx.x == 0) {
     p.summaries[size_t{problem} * p.seeds + seed] = out;
     if (out.converged) atomicExch(p.done + problem, 1u);
+  }
+  if (p.limits_after_solve) {  // one seed: this block's is the problem's best (blockIdx.x == problem)
+    team.sync();
+    best_within_limits(p, shared);
   }
 }
 

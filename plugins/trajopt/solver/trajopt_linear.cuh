@@ -61,6 +61,10 @@ KILN_TRAJOPT_HD const float *dtau_column(const float *dtau, int k, int slot, int
 }
 
 // band[i * kBand + d] = (J^T J)(i, i + d) (+ lambda * that on the diagonal); rhs = -J^T r.
+// A member a row: row i (knot block b, dof a) meets the columns of blocks b..b + 2 through knots
+// b..b + 2 (knot k couples the blocks k - 2..k), so the member loads each knot's column of row i
+// once, weighted, and sums the row's kBand columns from there (value[t]: column b * dof + t, the
+// loops unrolled so that t is a compile-time index), each entry's terms in knot order.
 template <class Team>
 KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Settings &s, const float *eval,
                               const float *dtau, float lambda, Real *band, Real *rhs) {
@@ -68,28 +72,49 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
   const float *rg = eval + EvalLayout::kGoal, *Jg = rg + kGoalRows;
   const float *track = eval + EvalLayout::kTrack;  // knot k's residual at k * kTrackStride, its Jacobian after
   const SlotCoefficients slots(v, s.smoothness_weight);
-  for (int idx = team.rank(); idx < kVars * kBand; idx += team.size()) {
-    const int i = idx / kBand, d = idx % kBand, c = i + d;
-    const int b = i / kDof, a = i % kDof, b2 = c / kDof, a2 = c % kDof;
-    Real value = 0;
-    if (c < kVars && b2 - b <= 2) {
-      const int last = b + 2 < kN ? b + 2 : kN;
-      for (int k = b2; k <= last; ++k) {
-        const int s1 = b - k + 2, s2 = b2 - k + 2;
-        const float *f = fields + k * 5 * kDof;
-        const float *c1 = dtau_column(dtau, k, s1, a), *c2 = dtau_column(dtau, k, s2, a2);
-        for (int j = 0; j < kDof; ++j) value += Real(c1[j]) * f[j] * c2[j];
-        if (a == a2) value += Real(slots.alpha(k, s1)) * slots.alpha(k, s2) + Real(slots.beta(k, s1)) * slots.beta(k, s2) * f[2 * kDof + a];
-        if (s1 == 1 && s2 == 1 && v.track) {
-          const float *Jt = track + k * kTrackStride + kTrackRows;
-          for (int r = 0; r < kTrackRows; ++r) value += Real(Jt[r * kDof + a]) * Jt[r * kDof + a2];
-        } else if (k == kN && s1 == 1 && s2 == 1) {
-          for (int r = 0; r < kGoalRows; ++r) value += Real(Jg[r * kDof + a]) * Jg[r * kDof + a2];
+  for (int i = team.rank(); i < kVars; i += team.size()) {
+    const int b = i / kDof, a = i % kDof;
+    Real value[kBand];
+KILN_TRAJOPT_UNROLL
+    for (int t = 0; t < kBand; ++t) value[t] = 0;
+KILN_TRAJOPT_UNROLL
+    for (int s1 = 2; s1 >= 0; --s1) {  // knot k = b + 2 - s1, row i's slot in it s1
+      const int k = b + 2 - s1;
+      if (k > kN) break;
+      const float *f = fields + k * 5 * kDof;
+      const float *c1 = dtau_column(dtau, k, s1, a);
+      Real w[kDof];
+KILN_TRAJOPT_UNROLL
+      for (int j = 0; j < kDof; ++j) w[j] = Real(c1[j]) * f[j];
+KILN_TRAJOPT_UNROLL
+      for (int o = 0; o <= 2 - s1; ++o) {  // the column block b + o, its slot in knot k
+        const int s2 = o + s1;
+KILN_TRAJOPT_UNROLL
+        for (int a2 = 0; a2 < kDof; ++a2) {
+          Real &e = value[o * kDof + a2];
+          const float *c2 = dtau_column(dtau, k, s2, a2);
+KILN_TRAJOPT_UNROLL
+          for (int j = 0; j < kDof; ++j) e += w[j] * c2[j];
+          if (a == a2) e += Real(slots.alpha(k, s1)) * slots.alpha(k, s2) + Real(slots.beta(k, s1)) * slots.beta(k, s2) * f[2 * kDof + a];
+          if (s1 == 1 && s2 == 1 && v.track) {
+            const float *Jt = track + k * kTrackStride + kTrackRows;
+            for (int r = 0; r < kTrackRows; ++r) e += Real(Jt[r * kDof + a]) * Jt[r * kDof + a2];
+          } else if (k == kN && s1 == 1 && s2 == 1) {
+            for (int r = 0; r < kGoalRows; ++r) e += Real(Jg[r * kDof + a]) * Jg[r * kDof + a2];
+          }
         }
       }
-      if (d == 0) value = value * (Real(1) + lambda) + Real(1e-9);
     }
-    band[idx] = value;
+    Real *row = band + i * kBand;
+KILN_TRAJOPT_UNROLL
+    for (int t = 0; t < kBand; ++t) {  // column c = i + d, d = t - a
+      const int d = t - a;
+      if (d < 0) continue;
+      Real e = i + d < kVars ? value[t] : Real(0);
+      if (d == 0) e = e * (Real(1) + lambda) + Real(1e-9);
+      row[d] = e;
+    }
+    for (int d = kBand - a; d < kBand; ++d) row[d] = 0;  // block b + 3's columns: no knot couples them
   }
   for (int i = team.rank(); i < kVars; i += team.size()) {
     const int b = i / kDof, a = i % kDof;

@@ -20,6 +20,13 @@
 #else
 #define KILN_TRAJOPT_HD inline
 #endif
+// A loop whose index must be a compile-time constant in a device's code (register arrays); a host
+// compiler unrolls what it sees fit.
+#if defined(__CUDA_ARCH__)
+#define KILN_TRAJOPT_UNROLL _Pragma("unroll")
+#else
+#define KILN_TRAJOPT_UNROLL
+#endif
 
 namespace kiln_trajopt {
 
@@ -126,6 +133,7 @@ struct KernelParams {
   uint32_t seed_base;
   uint32_t seed_span;
   uint32_t limits_pass;  // the seed kernel's third launch: best seeds brought within the limits
+  uint32_t limits_after_solve;  // one seed a problem: each block brings its own seed within them at once
   Settings settings;
   Limits limits;
   const float *q0;
