@@ -75,25 +75,25 @@ KILN_TRAJOPT_HD void assemble(const Team &team, const ProblemView &v, const Sett
   for (int i = team.rank(); i < kVars; i += team.size()) {
     const int b = i / kDof, a = i % kDof;
     Real value[kBand];
-KILN_TRAJOPT_UNROLL
+    KILN_TRAJOPT_UNROLL
     for (int t = 0; t < kBand; ++t) value[t] = 0;
-KILN_TRAJOPT_UNROLL
+    KILN_TRAJOPT_UNROLL
     for (int s1 = 2; s1 >= 0; --s1) {  // knot k = b + 2 - s1, row i's slot in it s1
       const int k = b + 2 - s1;
       if (k > kN) break;
       const float *f = fields + k * 5 * kDof;
       const float *c1 = dtau_column(dtau, k, s1, a);
       Real w[kDof];
-KILN_TRAJOPT_UNROLL
+      KILN_TRAJOPT_UNROLL
       for (int j = 0; j < kDof; ++j) w[j] = Real(c1[j]) * f[j];
-KILN_TRAJOPT_UNROLL
+      KILN_TRAJOPT_UNROLL
       for (int o = 0; o <= 2 - s1; ++o) {  // the column block b + o, its slot in knot k
         const int s2 = o + s1;
-KILN_TRAJOPT_UNROLL
+        KILN_TRAJOPT_UNROLL
         for (int a2 = 0; a2 < kDof; ++a2) {
           Real &e = value[o * kDof + a2];
           const float *c2 = dtau_column(dtau, k, s2, a2);
-KILN_TRAJOPT_UNROLL
+          KILN_TRAJOPT_UNROLL
           for (int j = 0; j < kDof; ++j) e += w[j] * c2[j];
           if (a == a2) e += Real(slots.alpha(k, s1)) * slots.alpha(k, s2) + Real(slots.beta(k, s1)) * slots.beta(k, s2) * f[2 * kDof + a];
           if (s1 == 1 && s2 == 1 && v.track) {
@@ -106,7 +106,7 @@ KILN_TRAJOPT_UNROLL
       }
     }
     Real *row = band + i * kBand;
-KILN_TRAJOPT_UNROLL
+    KILN_TRAJOPT_UNROLL
     for (int t = 0; t < kBand; ++t) {  // column c = i + d, d = t - a
       const int d = t - a;
       if (d < 0) continue;

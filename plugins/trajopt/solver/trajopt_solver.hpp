@@ -176,8 +176,6 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
       if ((s = this->gpu_.launch_seeds(p, p.count * p.seed_span, stream, "solve: launching the seed kernel",
                                        message)) != KILN_OK)
         return s;
-    }
-    if (p.seeds > 1) {
       p.limits_pass = 1;
       if ((s = this->gpu_.launch_seeds(p, p.count, stream, "solve: launching the seed kernel's limits pass",
                                        message)) != KILN_OK)
