@@ -12,7 +12,7 @@
 //                    blocks of every other problem return at once. (One instantiation serves both:
 //                    the limits pass is the same Levenberg-Marquardt code.) With one seed a problem
 //                    there is no third launch: each block runs its problem's limits pass when its
-//                    seed ends (limits_after_solve), a kernel fewer on a batch-1 solve's path.
+//                    seed ends, a kernel fewer on a batch-1 solve's path.
 //   finalize_kernel  one block per problem, a thread per knot: the best seed's trajectory,
 //                    velocities, torques and violations into the outputs, the slot's last solution;
 //                    clears the done flag.
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(Threads, MinBlocks) seed_kernel(const KernelPa
     p.summaries[size_t{problem} * p.seeds + seed] = out;
     if (out.converged) atomicExch(p.done + problem, 1u);
   }
-  if (p.limits_after_solve) {  // one seed: this block's is the problem's best (blockIdx.x == problem)
+  if (p.seeds == 1) {  // one seed: this block's is the problem's best (blockIdx.x == problem)
     team.sync();
     best_within_limits(p, shared);
   }

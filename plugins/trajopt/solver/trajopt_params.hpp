@@ -133,7 +133,6 @@ struct KernelParams {
   uint32_t seed_base;
   uint32_t seed_span;
   uint32_t limits_pass;  // the seed kernel's third launch: best seeds brought within the limits
-  uint32_t limits_after_solve;  // one seed a problem: each block brings its own seed within them at once
   Settings settings;
   Limits limits;
   const float *q0;

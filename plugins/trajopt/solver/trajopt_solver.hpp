@@ -167,10 +167,8 @@ class TrajoptSolver final : public kiln_plugin_common::SolverInstance<TrajoptSol
     // elsewhere), then the best seed of each problem brought within the limits where it is not (with one seed,
     // by the block that solved it), then its outputs.
     p.seed_base = 0, p.seed_span = 1;
-    p.limits_after_solve = p.seeds == 1 ? 1 : 0;
     if ((s = this->gpu_.launch_seeds(p, p.count, stream, "solve: launching the seed kernel", message)) != KILN_OK)
       return s;
-    p.limits_after_solve = 0;
     if (p.seeds > 1) {
       p.seed_base = 1, p.seed_span = p.seeds - 1;
       if ((s = this->gpu_.launch_seeds(p, p.count * p.seed_span, stream, "solve: launching the seed kernel",
