@@ -7,6 +7,7 @@
 
 #include "kiln_rnea_chain.cuh"  // <build>/bench/iiwa14/
 #include "bench_stats.hpp"
+#include "gpu_queued_timer.cuh"
 #include "rnea_bench_kernel.cuh"
 
 namespace kiln_bench_rnea {
@@ -103,6 +104,14 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
       check(cudaEventElapsedTime(&ms, r.start, r.stop), "cudaEventElapsedTime");
       return static_cast<double>(ms);
     };
+    kiln_bench_gpu::QueuedTimer queued;
+    check(queued.init(r.stream), "the queued timer's setup");
+    const auto gpu_ms = [&](const auto &work) {
+      float ms = 0;
+      check(queued.time(work, &ms), "a queued timing");
+      return static_cast<double>(ms);
+    };
+    const auto empty_launch = [&] { empty_kernel<<<1, 32, 0, r.stream>>>(); };
     const size_t largest = *std::max_element(sizes.begin(), sizes.end());
     copy_rows(q, states.q.data(), largest, cudaMemcpyHostToDevice);
     copy_rows(qd, states.qd.data(), largest, cudaMemcpyHostToDevice);
@@ -110,28 +119,30 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
     check(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize");
 
     // The floor of a timed launch (launch latency and the events' own), in the same run.
-    std::vector<double> empty;
+    std::vector<double> empty, empty_gpu;
     for (int run = 0; run < runs + 3; ++run) {
       check(cudaEventRecord(r.start, r.stream), "cudaEventRecord");
-      empty_kernel<<<1, 32, 0, r.stream>>>();
+      empty_launch();
       check(cudaGetLastError(), "empty kernel launch");
       check(cudaEventRecord(r.stop, r.stream), "cudaEventRecord");
       const double ms = elapsed_ms();
-      if (run >= 3) empty.push_back(ms);  // after 3 untimed, as the batches
+      const double gpu = gpu_ms(empty_launch);
+      if (run >= 3) empty.push_back(ms), empty_gpu.push_back(gpu);  // after 3 untimed, as the batches
     }
-    const double empty_ms = median(empty);
+    const double empty_ms = median(empty), empty_gpu_ms = median(empty_gpu);
 
     for (const size_t n : sizes) {
       GpuTiming t;
-      t.empty_kernel_ms = empty_ms;
+      t.empty_kernel_ms = empty_ms, t.empty_gpu_ms = empty_gpu_ms;
       t.count = n, t.block = block_for(n), t.registers = attributes.numRegs, t.pinned = pinned;
       for (int w = 0; w < 3; ++w) launch(n);
-      std::vector<double> kernel, round_trip;
+      std::vector<double> kernel, gpu, round_trip;
       for (int run = 0; run < runs; ++run) {
         check(cudaEventRecord(r.start, r.stream), "cudaEventRecord");
         launch(n);
         check(cudaEventRecord(r.stop, r.stream), "cudaEventRecord");
         kernel.push_back(elapsed_ms());
+        gpu.push_back(gpu_ms([&] { launch(n); }));
       }
       for (int run = 0; run < 3; ++run) {
         check(cudaEventRecord(r.start, r.stream), "cudaEventRecord");
@@ -145,6 +156,9 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
       }
       t.kernel_ms = median(kernel);
       t.kernel_min_ms = *std::min_element(kernel.begin(), kernel.end());
+      t.gpu_ms = median(gpu);
+      t.gpu_min_ms = *std::min_element(gpu.begin(), gpu.end());
+      t.hold_timed_out = queued.timed_out();
       t.transfer_ms = median(round_trip);
       t.ok = true;
       timings.push_back(t);

@@ -31,9 +31,14 @@ struct GpuTiming {
   bool ok = false;
   std::string error;
   int block = 0, registers = 0;
-  double kernel_ms = 0, kernel_min_ms = 0;  // median and min of the timed launches, no transfers
-  double transfer_ms = 0;                   // median: states in + kernel + torques out
-  double empty_kernel_ms = 0;               // median of an empty kernel timed alike: the floor of kernel_ms
+  // Median and min of the timed launches, no transfers: kernel_ms from the host's launch on
+  // (record, launch, record), gpu_ms the GPU's time alone (the launch queued behind a held stream,
+  // gpu_queued_timer.cuh).
+  double kernel_ms = 0, kernel_min_ms = 0;
+  double gpu_ms = 0, gpu_min_ms = 0;
+  double transfer_ms = 0;                        // median: states in + kernel + torques out
+  double empty_kernel_ms = 0, empty_gpu_ms = 0;  // an empty kernel timed alike: the floors
+  bool hold_timed_out = false;                   // a held stream ran out before its release: gpu_ms may hold launch time
   bool pinned = false;                      // the host arrays were page-locked (else pageable)
   double per_second() const { return kernel_ms > 0 ? static_cast<double>(count) / (kernel_ms * 1e-3) : 0; }
   double per_second_with_transfers() const {
@@ -42,7 +47,7 @@ struct GpuTiming {
 };
 
 // For each batch size (each <= states.stride): 3 untimed launches, then `runs` timed launches
-// (kernel only) and 3 timed round trips with transfers. `tau` (joint-major, stride
+// (kernel only) both ways and 3 timed round trips with transfers. `tau` (joint-major, stride
 // states.stride) receives the torques of the largest batch. The host arrays are pinned
 // (cudaHostRegister) for the duration of the call where the system allows it.
 std::vector<GpuTiming> run_gpu(const States<float> &states, const std::vector<std::size_t> &sizes, int runs,

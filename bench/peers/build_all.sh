@@ -49,7 +49,7 @@ rm -f "$OUT/urdf/panda_kiln.urdf.tmp"
 
 # The harnesses and kiln's states-file reader travel with OUT (the GPU machine needs only OUT).
 cp "$HERE"/grid_rnea_harness.cu "$HERE"/gato_mpc_harness.cu "$HERE"/hjcd_ik_harness.cu "$OUT/harness/"
-cp "$KILN/bench/rnea_kdl_file.hpp" "$OUT/harness/"
+cp "$KILN/bench/rnea_kdl_file.hpp" "$KILN/bench/gpu_queued_timer.cuh" "$OUT/harness/"
 cp "$HERE"/common.sh "$HERE"/compile_peers.sh "$HERE"/run_all.sh "$HERE"/run_grid.sh "$HERE"/run_gato.sh \
    "$HERE"/run_hjcd.sh "$HERE"/run_on_gpu.sh "$HERE"/run_kiln.sh "$HERE"/judge_ik.sh "$OUT/"
 

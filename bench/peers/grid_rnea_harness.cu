@@ -5,7 +5,8 @@
 // Build (GRID_HEADER_DIR holds the generated grid.cuh; REAL is float or double):
 //   nvcc -std=c++17 -O3 -arch=sm_90 -DREAL=double -I GRID_HEADER_DIR -I bench \
 //        bench/peers/grid_rnea_harness.cu -o grid_rnea_fp64
-// (-I bench: kiln's bench/rnea_kdl_file.hpp reads kiln's states file.)
+// (-I bench: kiln's bench/rnea_kdl_file.hpp reads kiln's states file; bench/gpu_queued_timer.cuh
+// times the kernel without its launch, as kiln_bench_rnea does.)
 //
 // Run:
 //   grid_rnea_fp64 --states FILE.bin [--runs R] [--warmups W] [--threads T] [--out TAU.bin] [--commit C]
@@ -27,6 +28,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "gpu_queued_timer.cuh"
 
 #include "grid.cuh"
 #include "rnea_kdl_file.hpp"
@@ -193,7 +196,9 @@ int main(int argc, char **argv) {
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
 
-  std::vector<double> kernel_us, full_us;
+  kiln_bench_gpu::QueuedTimer queued;
+  CHECK(queued.init(0));
+  std::vector<double> kernel_us, gpu_us, full_us;
   for (int r = 0; r < a.runs; ++r) {  // kernel only: the states are on the GPU already
     CHECK(cudaEventRecord(e0));
     launch();
@@ -202,6 +207,8 @@ int main(int argc, char **argv) {
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, e0, e1));
     kernel_us.push_back(1000.0 * ms);
+    CHECK(queued.time(launch, &ms));  // the same launch queued behind a held stream: GPU time alone
+    gpu_us.push_back(1000.0 * ms);
   }
   CHECK(cudaGetLastError());
   for (int w = 0; w < a.warmups; ++w) {
@@ -246,10 +253,12 @@ int main(int argc, char **argv) {
   std::printf("{\"peer\":\"grid\",\"commit\":\"%s\",\"robot\":\"%s\",\"urdf\":\"%s\",\"precision\":\"%s\",\"batch\":%zu,"
               "\"states\":\"%s\",\"threads\":%d,\"blocks\":%u,\"runs\":%d,\"warmups\":%d,"
               "\"kernel_us\":%.3f,\"with_transfers_us\":%.3f,\"kernel_us_min\":%.3f,\"with_transfers_us_min\":%.3f,"
+              "\"kernel_gpu_us\":%.3f,\"kernel_gpu_us_min\":%.3f,\"hold_timed_out\":%s,"
               "\"max_abs_diff_vs_file_tau\":%.9g,\"max_abs_file_tau\":%.9g,\"torques_file\":\"%s\"}\n",
               a.commit.c_str(), a.robot.c_str(), a.urdf.c_str(), sizeof(Real) == 8 ? "fp64" : "fp32", n, source.c_str(),
               a.threads, blocks, a.runs, a.warmups, median(kernel_us), median(full_us),
               *std::min_element(kernel_us.begin(), kernel_us.end()), *std::min_element(full_us.begin(), full_us.end()),
+              median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()), queued.timed_out() ? "true" : "false",
               max_abs, max_ref, a.out.c_str());
   return 0;
 }
