@@ -63,14 +63,15 @@ class QueuedTimer {
     flags_[0] = 0;
     hold_stream<<<1, 1, 0, stream_>>>(device_flags_, device_flags_ + 1, kTimeoutNs);
     cudaError_t result = cudaGetLastError();
-    if (result == cudaSuccess) result = cudaEventRecord(start_, stream_);
-    if (result == cudaSuccess) {
-      launch();
-      result = cudaGetLastError();
+    {
+      const Release release{flags_};  // on every way out, a throwing launch() too: no held stream outlives this
+      if (result == cudaSuccess) result = cudaEventRecord(start_, stream_);
+      if (result == cudaSuccess) {
+        launch();
+        result = cudaGetLastError();
+      }
+      if (result == cudaSuccess) result = cudaEventRecord(stop_, stream_);
     }
-    if (result == cudaSuccess) result = cudaEventRecord(stop_, stream_);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    flags_[0] = 1;  // on every path: a held stream must not outlive this call
     if (result != cudaSuccess) return result;
     if ((result = cudaEventSynchronize(stop_)) != cudaSuccess) return result;
     return cudaEventElapsedTime(ms, start_, stop_);
@@ -80,6 +81,13 @@ class QueuedTimer {
   bool timed_out() const { return flags_ && flags_[1] != 0; }
 
  private:
+  struct Release {
+    volatile int *flags;
+    ~Release() {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      flags[0] = 1;
+    }
+  };
   static constexpr unsigned long long kTimeoutNs = 100ull * 1000 * 1000;
   cudaStream_t stream_ = nullptr;
   volatile int *flags_ = nullptr;  // [0] release, [1] a hold timed out
