@@ -77,8 +77,13 @@ class QueuedTimer {
     return cudaEventElapsedTime(ms, start_, stop_);
   }
 
-  // Whether any hold ran out before the host released it (see hold_stream).
-  bool timed_out() const { return flags_ && flags_[1] != 0; }
+  // Whether a hold ran out before the host released it (see hold_stream) since the last call: one
+  // answer per set of timings.
+  bool take_timed_out() {
+    if (!flags_ || flags_[1] == 0) return false;
+    flags_[1] = 0;
+    return true;
+  }
 
  private:
   struct Release {

@@ -130,6 +130,7 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
       if (run >= 3) empty.push_back(ms), empty_gpu.push_back(gpu);  // after 3 untimed, as the batches
     }
     const double empty_ms = median(empty), empty_gpu_ms = median(empty_gpu);
+    const bool empty_timed_out = queued.take_timed_out();  // the floor every row is read against
 
     for (const size_t n : sizes) {
       GpuTiming t;
@@ -158,7 +159,7 @@ std::vector<GpuTiming> run(const States<T> &states, const std::vector<size_t> &s
       t.kernel_min_ms = *std::min_element(kernel.begin(), kernel.end());
       t.gpu_ms = median(gpu);
       t.gpu_min_ms = *std::min_element(gpu.begin(), gpu.end());
-      t.hold_timed_out = queued.timed_out();
+      t.hold_timed_out = queued.take_timed_out() || empty_timed_out;
       t.transfer_ms = median(round_trip);
       t.ok = true;
       timings.push_back(t);

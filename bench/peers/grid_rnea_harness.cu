@@ -258,7 +258,7 @@ int main(int argc, char **argv) {
               a.commit.c_str(), a.robot.c_str(), a.urdf.c_str(), sizeof(Real) == 8 ? "fp64" : "fp32", n, source.c_str(),
               a.threads, blocks, a.runs, a.warmups, median(kernel_us), median(full_us),
               *std::min_element(kernel_us.begin(), kernel_us.end()), *std::min_element(full_us.begin(), full_us.end()),
-              median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()), queued.timed_out() ? "true" : "false",
+              median(gpu_us), *std::min_element(gpu_us.begin(), gpu_us.end()), queued.take_timed_out() ? "true" : "false",
               max_abs, max_ref, a.out.c_str());
   return 0;
 }
